@@ -1,0 +1,55 @@
+"""What an agent may ask of the harness, shared by the native tools and `run.sh`
+subcommands: a verdict on the feature under validation, and a plan proposal.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness import features
+from harness.errors import UsageError
+from harness.redact import redact
+from harness.store import write_json
+
+
+def verdict_path(state: Path, run_id: str) -> Path:
+    return state / "runs" / run_id / "verdict.json"
+
+
+def record_verdict(state: Path, run_id: str, verdict: str, reason: str) -> dict:
+    """Record a validator's verdict for its run; the runner applies it when the run ends."""
+    if verdict not in ("pass", "fail"):
+        raise UsageError(f"verdict must be 'pass' or 'fail', not {verdict!r}")
+    if not reason.strip():
+        raise UsageError("a verdict needs a reason")
+    run_dir = state / "runs" / run_id
+    if not (run_dir / "manifest.json").is_file():
+        raise UsageError(f"no run {run_id} under {state / 'runs'}")
+    record = {"verdict": verdict, "reason": redact(reason.strip())}
+    write_json(verdict_path(state, run_id), record)
+    return record
+
+
+def read_verdict(state: Path, run_id: str) -> dict | None:
+    """The verdict recorded for a run, if any."""
+    try:
+        return json.loads(verdict_path(state, run_id).read_text())
+    except FileNotFoundError:
+        return None
+
+
+def submit_plan(state: Path, proposal: object, source: str = "proposal") -> list[features.Feature]:
+    """Validate a proposed plan and merge it into features.json under the plan lock.
+
+    An invalid proposal raises UsageError and changes nothing.
+    """
+    if isinstance(proposal, str):
+        proposed = features.parse_plan(proposal, source)
+    else:
+        proposed = features.validate_plan(proposal, source)
+    if not proposed:
+        raise UsageError(f"{source}: a plan proposal needs at least one feature")
+    with features.locked_plan(state) as plan:
+        plan[:] = features.merge_plan(plan, proposed)
+        return list(plan)

@@ -1,0 +1,171 @@
+"""The click CLI: parses arguments, calls the package, prints, and exits with the contract's code.
+
+Typed errors from inside become one line on stderr and their exit code here.
+(`note` is parsed in harness/notecli.py so that it starts fast; see harness/entry.py.)
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from harness.errors import TASK_FAILED, HarnessError
+from harness.paths import Paths, check_state, resolve_paths
+
+
+class HarnessGroup(click.Group):
+    """Turns HarnessError into `run.sh: message` on stderr and the error's exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except HarnessError as e:
+            click.echo(f"run.sh: {e}", err=True)
+            ctx.exit(e.exit_code)
+
+
+def paths_of(ctx: click.Context) -> Paths:
+    return resolve_paths(ctx.obj["state"], ctx.obj["workdir"])
+
+
+@click.group(cls=HarnessGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--state", metavar="DIR", help="State directory [$HARNESS_STATE or ./.harness]")
+@click.option("--workdir", metavar="DIR", help="Where the agent works [default: current directory]")
+@click.pass_context
+def cli(ctx: click.Context, state: str | None, workdir: str | None) -> None:
+    """autonomous-harness: run one role once, record everything, exit.
+
+    \b
+    Exit codes: 0 done, 1 task failed, 2 usage or state error, 3 busy,
+    4 budget exhausted, 5 nothing to do, 6 backend error, 7 blocked.
+    """
+    ctx.obj = {"state": state, "workdir": workdir}
+
+
+# ---- init ----
+
+
+@cli.command()
+@click.argument("project_dir", default=".", type=click.Path(file_okay=False))
+def init(project_dir: str) -> None:
+    """Create PROJECT_DIR/.harness with a config, an empty plan and empty memory."""
+    from harness.scaffold import init_state
+
+    state, ignored = init_state(Path(project_dir))
+    click.echo(f"initialised {state}" + (" (git-ignored)" if ignored else ""))
+
+
+# ---- role runs ----
+
+
+def _role_command(role: str, doc: str) -> click.Command:
+    @click.command(name=role, help=doc)
+    @click.argument("target", metavar="FEATURE_ID|next", required=role != "planner")
+    @click.option("--dry-run", is_flag=True, help="Render and record the prompt; call no model.")
+    @click.option("--backend", type=click.Choice(["anthropic", "command", "scripted"]),
+                  help="Override the role's backend.")
+    @click.pass_context
+    def command(ctx: click.Context, target: str | None, dry_run: bool,
+                backend: str | None) -> None:
+        from harness.roles import run_role
+
+        result = run_role(paths_of(ctx), role, target, dry_run=dry_run, backend=backend)
+        click.echo(result.message, err=result.exit_code != 0)
+        ctx.exit(result.exit_code)
+
+    return command
+
+
+cli.add_command(_role_command("worker", "Run the worker on one feature (or the next pending)."))
+cli.add_command(_role_command("validator", "Validate one feature (or the next in progress)."))
+cli.add_command(_role_command("planner", "Run the planner on spec.md and the current plan."))
+
+
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+             add_help_option=False)
+@click.pass_context
+def note(ctx: click.Context) -> None:
+    """Append a note to raw.md: note KIND TEXT (or note --file SLUG). See note --help."""
+    from harness.notecli import note_main  # reached only when entry.py's fast path was bypassed
+
+    ctx.exit(note_main(ctx.args))
+
+
+# ---- looking at runs ----
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def status(ctx: click.Context, as_json: bool) -> None:
+    """The plan by status, runs in flight or interrupted, and memory sizes."""
+    from harness.status import collect_status, format_status
+
+    report = collect_status(check_state(paths_of(ctx).state))
+    click.echo(json.dumps(report, indent=2) if as_json else format_status(report))
+
+
+@cli.command()
+@click.option("--limit", default=20, show_default=True, help="How many of the latest runs.")
+@click.pass_context
+def runs(ctx: click.Context, limit: int) -> None:
+    """List the latest runs: id, status, exit code."""
+    from harness.runs import list_runs
+
+    for m in list_runs(check_state(paths_of(ctx).state))[-limit:]:
+        code = m.get("exit_code")
+        click.echo(f"{m['run_id']:<40} {m.get('status', '?'):<12} "
+                   f"exit={'-' if code is None else code} cost=${m.get('cost_usd', 0):.4f}")
+
+
+@cli.command()
+@click.argument("run_id")
+@click.pass_context
+def show(ctx: click.Context, run_id: str) -> None:
+    """Show a run's manifest and where its files are."""
+    from harness.runs import load_manifest, runs_dir
+
+    state = check_state(paths_of(ctx).state)
+    manifest = load_manifest(state, run_id)
+    click.echo(json.dumps(manifest, indent=2))
+    folder = runs_dir(state) / run_id
+    for name in ("prompt.md", "transcript.jsonl", "verdict.json"):
+        if (folder / name).exists():
+            click.echo(f"{name}: {folder / name}")
+
+
+@cli.command()
+@click.argument("run_id")
+@click.option("--check", is_flag=True, help="Exit 0 only if the rebuilt prompt matches its hash.")
+@click.option("--templates", "templates_dir", type=click.Path(exists=True, file_okay=False),
+              help="Render the recorded context with these templates and diff.")
+@click.pass_context
+def reconstruct(ctx: click.Context, run_id: str, check: bool, templates_dir: str | None) -> None:
+    """Rebuild a run's prompt byte for byte from the stored objects."""
+    from harness.prompt import reconstruct as rebuild
+    from harness.prompt import unified_diff
+    from harness.runs import load_manifest
+    from harness.store import sha256
+
+    state = check_state(paths_of(ctx).state)
+    manifest = load_manifest(state, run_id)
+    if templates_dir:
+        recorded = rebuild(state, manifest)
+        new = rebuild(state, manifest, Path(templates_dir).resolve())
+        click.echo(unified_diff(recorded, new, f"{run_id}/prompt.md", f"with {templates_dir}"),
+                   nl=False)
+        return
+    text = rebuild(state, manifest)
+    if check:
+        digest = sha256(text)
+        if digest != manifest.get("prompt_sha256"):
+            click.echo(f"run.sh: {run_id}: rebuilt prompt sha256 {digest} does not match "
+                       f"recorded {manifest.get('prompt_sha256')}", err=True)
+            ctx.exit(TASK_FAILED)
+        click.echo(f"{run_id}: prompt rebuilt, sha256 {digest} matches")
+        return
+    sys.stdout.write(text)

@@ -1,0 +1,130 @@
+"""Checked configuration: the mission's `<state>/config.yaml` and `roles/<role>.yaml`.
+
+Both load into typed objects that reject unknown keys; errors name the file
+and the key (or line, for YAML syntax errors).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from harness.errors import UsageError
+
+ROLES = ("planner", "worker", "validator", "curator")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PromptCaps(Strict):
+    """Hard caps per prompt block: characters, lines or entries as named."""
+
+    identity_chars: int = 4000
+    project_docs_chars: int = 6000  # AGENTS.md and CLAUDE.md, each
+    plan_chars: int = 6000
+    summary_chars: int = 4000
+    note_titles: int = 15
+    feature_chars: int = 4000
+    ledger_entries: int = 5
+    ledger_chars: int = 3000
+    progress_lines: int = 30
+    raw_entries: int = 20
+    raw_chars: int = 6000
+    spec_chars: int = 12000
+    verify_chars: int = 4000
+    diff_chars: int = 12000
+
+
+class CuratorConfig(Strict):
+    mode: Literal["rules", "model"] = "rules"
+    similarity: float = Field(default=80.0, ge=0, le=100)
+
+
+class MissionConfig(Strict):
+    """`<state>/config.yaml`."""
+
+    mission: str | None = None  # name for cross-mission promotion; default: project folder
+    budget_usd: float | None = None  # mission-wide dollar budget
+    max_attempts: int = Field(default=3, ge=1)
+    stuck_after: int = Field(default=3, ge=1)
+    prompt: PromptCaps = Field(default_factory=PromptCaps)
+    prices: dict[str, dict[str, float]] = Field(default_factory=dict)
+    curator: CuratorConfig = Field(default_factory=CuratorConfig)
+
+
+class RoleCaps(Strict):
+    turns: int | None = 50
+    max_tokens: int = 8192
+    wall_seconds: float | None = 1800
+    dollars: float | None = None
+    bash_timeout: float = 120
+    output_chars: int = 20000
+
+
+class RoleConfig(Strict):
+    """`roles/<role>.yaml`: which template, backend, model, tools and caps a role runs with."""
+
+    template: str
+    backend: Literal["anthropic", "command", "scripted"] = "anthropic"
+    model: str = "claude-sonnet-4-5"
+    tools: list[str] = Field(default_factory=list)
+    caps: RoleCaps = Field(default_factory=RoleCaps)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+def _load_yaml(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{path}: file not found") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        problem = getattr(e, "problem", None) or str(e)
+        raise UsageError(f"{path}{where}: invalid YAML: {problem}") from None
+
+
+def _validate(model: type[Strict], data: Any, path: Path) -> Any:
+    try:
+        return model.model_validate(data if data is not None else {})
+    except ValidationError as e:
+        err = e.errors()[0]
+        key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        raise UsageError(f"{path}: key '{key}': {err['msg']}") from None
+
+
+def load_mission_config(state: Path) -> MissionConfig:
+    """The mission config; a missing file means all defaults."""
+    path = state / "config.yaml"
+    if not path.exists():
+        return MissionConfig()
+    return _validate(MissionConfig, _load_yaml(path), path)
+
+
+def role_config_path(role: str, state: Path, home: Path) -> Path:
+    """`<state>/roles/<role>.yaml` if present, else `$HARNESS_HOME/roles/<role>.yaml`."""
+    if role not in ROLES:
+        raise UsageError(f"unknown role {role!r}; roles are {', '.join(ROLES)}")
+    override = state / "roles" / f"{role}.yaml"
+    return override if override.exists() else home / "roles" / f"{role}.yaml"
+
+
+def load_role_config(role: str, state: Path, home: Path) -> tuple[RoleConfig, Path, str]:
+    """The role's config, the file it came from and that file's text."""
+    path = role_config_path(role, state, home)
+    data = _load_yaml(path)
+    return _validate(RoleConfig, data, path), path, path.read_text(encoding="utf-8")
+
+
+def mission_name(config: MissionConfig, state: Path) -> str:
+    """The mission's name: from config, else the project folder holding `.harness`."""
+    if config.mission:
+        return config.mission
+    return state.parent.name if state.name == ".harness" else state.name

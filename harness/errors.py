@@ -1,0 +1,55 @@
+"""Typed errors; each carries its exit code from the contract in DESIGN.md.
+
+Only the CLI turns them into a message and a process exit code.
+"""
+
+DONE = 0
+TASK_FAILED = 1
+USAGE = 2
+BUSY = 3
+BUDGET = 4
+NOTHING_TO_DO = 5
+BACKEND = 6
+BLOCKED = 7
+
+
+class HarnessError(Exception):
+    """Base error; `exit_code` is what the process exits with."""
+
+    exit_code = TASK_FAILED
+
+
+class UsageError(HarnessError):
+    """Bad arguments or a malformed file: nothing was changed."""
+
+    exit_code = USAGE
+
+
+class BusyError(HarnessError):
+    """Another run holds the lock."""
+
+    exit_code = BUSY
+
+
+class BudgetError(HarnessError):
+    """Mission cost or attempt cap reached."""
+
+    exit_code = BUDGET
+
+
+class NothingToDo(HarnessError):
+    """`next` found no feature to work on."""
+
+    exit_code = NOTHING_TO_DO
+
+
+class BackendError(HarnessError):
+    """The model backend or infrastructure failed after retries."""
+
+    exit_code = BACKEND
+
+
+class BlockedError(HarnessError):
+    """The feature is blocked."""
+
+    exit_code = BLOCKED

@@ -1,0 +1,61 @@
+"""Secret redaction: the one filter every record passes through before it is written.
+
+Two sources of secrets: the values of secret-named environment variables, and
+text that looks like a well-known key format whatever its origin.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+SECRET_NAME = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_PASSWORD)$|^ANTHROPIC_|^AWS_SECRET", re.I)
+KEY_PATTERNS = re.compile(
+    r"sk-ant-[A-Za-z0-9_\-]{16,}"  # Anthropic
+    r"|sk-(?:proj-)?[A-Za-z0-9_\-]{20,}"  # OpenAI
+    r"|gh[pousr]_[A-Za-z0-9]{30,}"  # GitHub
+    r"|github_pat_[A-Za-z0-9_]{40,}"
+    r"|AKIA[0-9A-Z]{16}"  # AWS access key id
+    r"|xox[abprs]-[A-Za-z0-9-]{10,}"  # Slack
+    r"|AIza[0-9A-Za-z_\-]{35}"  # Google
+)
+MASK = "[REDACTED]"
+_MIN_SECRET_LEN = 6  # shorter values would mask ordinary words
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable of this name holds a secret."""
+    return bool(SECRET_NAME.search(name))
+
+
+def secret_values(environ: dict[str, str] | None = None) -> list[str]:
+    """Values of secret-named variables, longest first so overlaps mask fully."""
+    env = os.environ if environ is None else environ
+    values = {v for k, v in env.items() if is_secret_name(k) and len(v) >= _MIN_SECRET_LEN}
+    return sorted(values, key=len, reverse=True)
+
+
+def redact(text: str, environ: dict[str, str] | None = None) -> str:
+    """`text` with secret values and key-shaped strings replaced by a mask."""
+    for value in secret_values(environ):
+        if value in text:
+            text = text.replace(value, MASK)
+    return KEY_PATTERNS.sub(MASK, text)
+
+
+def redact_data(data: Any, environ: dict[str, str] | None = None) -> Any:
+    """A copy of JSON-like `data` with every string redacted."""
+    if isinstance(data, str):
+        return redact(data, environ)
+    if isinstance(data, dict):
+        return {k: redact_data(v, environ) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [redact_data(v, environ) for v in data]
+    return data
+
+
+def scrubbed_environ(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """A copy of the environment without secret-named variables, for agent tools."""
+    env = os.environ if environ is None else environ
+    return {k: v for k, v in env.items() if not is_secret_name(k)}

@@ -1,0 +1,66 @@
+"""Shared fixtures: every test runs against its own temporary state and identity folders."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / ".harness.example"
+RUN_SH = ROOT / "run.sh"
+HARNESS_VARS = ("HARNESS_STATE", "HARNESS_ROLE", "FEATURE_ID", "HARNESS_RUN_ID",
+                "HARNESS_IDENTITY_DIR", "HARNESS_HOME")
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path_factory: pytest.TempPathFactory,
+                 monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No harness variables leak in from the caller; identity lives in a temp folder."""
+    for name in HARNESS_VARS:
+        monkeypatch.delenv(name, raising=False)
+    identity = tmp_path_factory.mktemp("identity")
+    monkeypatch.setenv("HARNESS_IDENTITY_DIR", str(identity))
+    return identity
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project folder holding a copy of the example mission in `.harness`."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    shutil.copytree(EXAMPLE, folder / ".harness")
+    return folder
+
+
+@pytest.fixture
+def state(project: Path) -> Path:
+    return project / ".harness"
+
+
+@pytest.fixture
+def invoke(state: Path, project: Path):
+    """Run the click CLI against the example state; returns the click Result."""
+
+    def run(*args: str, input: str | None = None, env: dict[str, str] | None = None):
+        runner = CliRunner()
+        return runner.invoke(cli, ["--state", str(state), "--workdir", str(project), *args],
+                             input=input, env=env, catch_exceptions=False)
+
+    return run
+
+
+def run_sh(*args: str, cwd: Path, env: dict[str, str] | None = None,
+           input: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """A real subprocess of run.sh."""
+    full_env = {k: v for k, v in os.environ.items() if k not in HARNESS_VARS or
+                k == "HARNESS_IDENTITY_DIR"}
+    full_env.update(env or {})
+    return subprocess.run([str(RUN_SH), *args], cwd=cwd, env=full_env, input=input,
+                          capture_output=True, text=True, timeout=timeout)

@@ -1,0 +1,135 @@
+import json
+from pathlib import Path
+
+import pytest
+
+import harness.store
+from harness.errors import UsageError
+from harness.memory import append_entry, make_entry
+from harness.paths import resolve_paths
+from harness.roles import run_role
+from harness.runs import load_manifest
+
+ORDER = [
+    "# You are a worker",
+    "## What you have learned in earlier missions",
+    "## Project conventions (AGENTS.md)",
+    "## Project conventions (CLAUDE.md)",
+    "## The plan",
+    "## Mission memory",
+    "## Long-form notes",
+    "## Your feature: F-004",
+    "## Earlier verdicts on this feature",
+    "## Recent runs (progress.log)",
+    "## Latest notes (raw.md)",
+    "## This run",
+]
+
+
+def dry_run(project: Path, role: str = "worker", target: str | None = "F-004") -> tuple[str, dict]:
+    paths = resolve_paths(str(project / ".harness"), str(project))
+    result = run_role(paths, role, target, dry_run=True)
+    assert result.exit_code == 0
+    manifest = load_manifest(paths.state, result.run_id)
+    prompt = (paths.state / "runs" / result.run_id / "prompt.md").read_text()
+    return prompt, manifest
+
+
+def test_blocks_appear_in_order_of_stability(project: Path, state: Path,
+                                             isolated_env: Path) -> None:
+    (isolated_env / "worker.md").write_text("- TRICK: always run the tests first\n")
+    (project / "AGENTS.md").write_text("Use tabs.\n")
+    (project / "CLAUDE.md").write_text("Be brief.\n")
+    (state / "ledger" / "F-004.jsonl").write_text(
+        json.dumps({"time": "t", "run_id": "r1", "verdict": "fail", "reason": "no JSON"}) + "\n")
+    prompt, manifest = dry_run(project)
+    positions = [prompt.index(heading) for heading in ORDER]
+    assert positions == sorted(positions)
+    assert "- TRICK: always run the tests first" in prompt
+    assert "FEATURE_ID: F-004" in prompt and f"run id: {manifest['run_id']}" in prompt
+    assert "**→ F-004 [pending] --json output ← current**" in prompt
+    assert "- t FAIL (r1): no JSON" in prompt
+
+
+def test_memory_text_is_data_never_template_source(project: Path, state: Path) -> None:
+    append_entry(state, make_entry("worker", "F-004", "-", "literal {{ 7*7 }} and {% include 'x' %}"))
+    (state / "summary.md").write_text("# Summary\n\n## Lessons\n- {{ runtime.run_id }} {# c #}\n")
+    prompt, _ = dry_run(project)
+    assert "literal {{ 7*7 }} and {% include 'x' %}" in prompt
+    assert "- {{ runtime.run_id }} {# c #}" in prompt
+    assert "49" not in prompt.split("## Latest notes")[1]
+
+
+def test_block_caps_hold_with_a_visible_marker(project: Path, state: Path) -> None:
+    (state / "config.yaml").write_text("prompt:\n  summary_chars: 100\n  raw_entries: 3\n")
+    (state / "summary.md").write_text("# Summary\n\n## Lessons\n" + "- lesson\n" * 500)
+    prompt, _ = dry_run(project)
+    summary = prompt.split("## Mission memory")[1].split("## Long-form notes")[0]
+    assert "[... truncated ...]" in summary and len(summary) < 300
+    raw = prompt.split("## Latest notes (raw.md)")[1].split("## This run")[0]
+    assert len([line for line in raw.splitlines() if line.strip()]) == 3
+
+
+def test_state_templates_override_home_templates(project: Path, state: Path) -> None:
+    (state / "templates").mkdir()
+    (state / "templates" / "worker.md.j2").write_text("custom for {{ runtime.FEATURE_ID }}\n")
+    prompt, manifest = dry_run(project)
+    assert prompt == "custom for F-004\n"
+    assert list(manifest["templates"]) == ["worker.md.j2"]
+
+
+def test_template_syntax_error_names_template_and_line(project: Path, state: Path) -> None:
+    (state / "templates").mkdir()
+    (state / "templates" / "worker.md.j2").write_text("fine\nfine\n{% if %}\n")
+    paths = resolve_paths(str(state), str(project))
+    with pytest.raises(UsageError, match=r"worker.md.j2 line 3: .*"):
+        run_role(paths, "worker", "F-004", dry_run=True)
+    assert not any((state / "runs").iterdir())
+
+
+def test_undefined_variable_names_template_and_line(project: Path, state: Path) -> None:
+    (state / "templates" / "partials").mkdir(parents=True)
+    (state / "templates" / "partials" / "summary.md.j2").write_text("ok\n{{ no_such_thing }}\n")
+    paths = resolve_paths(str(state), str(project))
+    with pytest.raises(UsageError, match=r"summary.md.j2 line 2: 'no_such_thing' is undefined"):
+        run_role(paths, "worker", "F-004", dry_run=True)
+
+
+def test_sandbox_refuses_unsafe_attribute_access(project: Path, state: Path) -> None:
+    (state / "templates").mkdir()
+    (state / "templates" / "worker.md.j2").write_text("{{ role.__class__.__mro__ }}\n")
+    paths = resolve_paths(str(state), str(project))
+    with pytest.raises(UsageError, match=r"worker.md.j2 line 1"):
+        run_role(paths, "worker", "F-004", dry_run=True)
+
+
+class CountingFile:
+    def __init__(self, f, counter):
+        self.f, self.counter = f, counter
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+    def read(self, n=-1):
+        data = self.f.read(n)
+        self.counter["bytes"] += len(data)
+        return data
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
+
+
+def test_rendering_reads_only_the_tail_of_history(project: Path, state: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    line = "[2026-01-01T00:00:00Z] worker F-001 -: " + "x" * 200 + "\n"
+    (state / "raw.md").write_text(line * 50_000)  # ~12 MB
+    (state / "progress.log").write_text("progress line\n" * 200_000)  # ~3 MB
+    counter = {"bytes": 0}
+    real_open = open
+    monkeypatch.setattr(harness.store, "open",
+                        lambda *a, **k: CountingFile(real_open(*a, **k), counter), raising=False)
+    dry_run(project)
+    assert 0 < counter["bytes"] < 300_000
