@@ -92,7 +92,8 @@ def note(ctx: click.Context) -> None:
     """Append a note to raw.md: note KIND TEXT (or note --file SLUG). See note --help."""
     from harness.notecli import note_main  # reached only when entry.py's fast path was bypassed
 
-    ctx.exit(note_main(ctx.args))
+    global_options = [a for k in ("state", "workdir") if ctx.obj[k] for a in (f"--{k}", ctx.obj[k])]
+    ctx.exit(note_main(global_options + ctx.args))
 
 
 # ---- looking at runs ----

@@ -7,8 +7,8 @@ Imported by `note`, which must start fast: keep this module's imports light.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from datetime import datetime, timezone
+import time
+from collections import namedtuple
 from pathlib import Path
 
 from harness.redact import redact
@@ -32,16 +32,10 @@ ENTRY = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(namedtuple("Entry", "ts role feature kind text run", defaults=(None,))):
     """One L1 line: `[ts] role FEATURE KIND: text (run RUN_ID)`; the run part is optional."""
 
-    ts: str
-    role: str
-    feature: str
-    kind: str
-    text: str
-    run: str | None = None
+    __slots__ = ()  # a namedtuple, not a dataclass: `note` must not pay for importing those
 
     def line(self) -> str:
         """The entry as one raw.md line, without the newline."""
@@ -51,7 +45,7 @@ class Entry:
 
 def utc_now() -> str:
     """The current time as ISO-8601 UTC to the second, e.g. 2026-04-24T10:05:12Z."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def fold(text: str) -> str:

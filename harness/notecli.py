@@ -30,7 +30,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--feature", default=None)
     p.add_argument("--run", default=None)
     p.add_argument("--file", metavar="SLUG", default=None)
-    p.add_argument("words", nargs="*")
+    p.add_argument("words", nargs=argparse.REMAINDER)  # text may hold --words
     return p
 
 

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections import namedtuple
 from pathlib import Path
 
 from harness.errors import UsageError
 
 
-@dataclass(frozen=True)
-class Paths:
-    """The four places a run reads and writes."""
+class Paths(namedtuple("Paths", "home state workdir identity")):
+    """The four places a run reads and writes, all absolute.
 
-    home: Path  # holds run.sh, roles/, templates/, identity/
-    state: Path  # one mission's state: plan, memory, runs
-    workdir: Path  # where the agent works
-    identity: Path  # cross-mission memory (L4)
+    home: run.sh, roles/, templates/, identity/; state: one mission's plan, memory and runs;
+    workdir: where the agent works; identity: cross-mission memory (L4).
+    """
+
+    __slots__ = ()
 
 
 def harness_home() -> Path:

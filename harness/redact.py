@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
 
 SECRET_NAME = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_PASSWORD)$|^ANTHROPIC_|^AWS_SECRET", re.I)
 KEY_PATTERNS = re.compile(
@@ -44,7 +43,7 @@ def redact(text: str, environ: dict[str, str] | None = None) -> str:
     return KEY_PATTERNS.sub(MASK, text)
 
 
-def redact_data(data: Any, environ: dict[str, str] | None = None) -> Any:
+def redact_data(data: object, environ: dict[str, str] | None = None) -> object:
     """A copy of JSON-like `data` with every string redacted."""
     if isinstance(data, str):
         return redact(data, environ)

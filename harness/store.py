@@ -10,19 +10,18 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import hashlib
-import json
 import os
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from harness.errors import BusyError
 
+# `note` imports this module and must start fast: hashlib and json are imported where used.
+
 
 def sha256(data: bytes | str) -> str:
     """Hex sha256 of bytes or UTF-8 text."""
+    import hashlib
+
     if isinstance(data, str):
         data = data.encode()
     return hashlib.sha256(data).hexdigest()
@@ -41,7 +40,8 @@ def atomic_write(path: Path, data: str | bytes) -> None:
     if isinstance(data, str):
         data = data.encode()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -59,6 +59,8 @@ def atomic_write(path: Path, data: str | bytes) -> None:
 
 def write_json(path: Path, obj: object) -> None:
     """Atomically write `obj` as indented JSON."""
+    import json
+
     atomic_write(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
 
 
@@ -74,28 +76,34 @@ def lock_path(state: Path, name: str) -> Path:
     return state / "locks" / f"{name}.lock"
 
 
-@contextmanager
-def hold_lock(path: Path, *, wait: bool = True, what: str = "") -> Iterator[None]:
+class hold_lock:  # noqa: N801 - used like a function: `with hold_lock(path):`
     """Hold an exclusive flock on `path`; without `wait`, raise BusyError at once if taken."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
+
+    def __init__(self, path: Path, *, wait: bool = True, what: str = "") -> None:
+        self.path, self.wait, self.what = path, wait, what
+        self.fd = -1
+
+    def __enter__(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if self.wait else fcntl.LOCK_NB))
         except OSError as e:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip()
+            os.close(fd)
             if e.errno not in (errno.EAGAIN, errno.EACCES):
                 raise
-            holder = os.pread(fd, 200, 0).decode(errors="replace").strip()
             raise BusyError(
-                f"busy: {what or path.name} is locked"
+                f"busy: {self.what or self.path.name} is locked"
                 + (f" by {holder}" if holder else "")
             ) from None
         # Who holds it, for the busy message; the lock itself is the flock.
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()}".encode(), 0)
-        yield
-    finally:
-        os.close(fd)
+        self.fd = fd
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)
 
 
 def locked_append(path: Path, text: str, lock: Path) -> None:

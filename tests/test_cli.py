@@ -1,0 +1,246 @@
+"""The CLI end to end through click's CliRunner: exit codes, output, files written."""
+
+import json
+import multiprocessing
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import cli
+from harness.memory import parse_entry
+from harness.notecli import note_main
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_init_creates_state_and_git_ignores_it(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    result = CliRunner().invoke(cli, ["init", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    state = tmp_path / ".harness"
+    for name in ("config.yaml", "features.json", "raw.md", "summary.md", "MEMORY.md", "spec.md"):
+        assert (state / name).is_file()
+    assert json.loads((state / "features.json").read_text()) == []
+    assert "## Decisions (current)" in (state / "summary.md").read_text()
+    assert ".harness/" in (tmp_path / ".gitignore").read_text().splitlines()
+    again = CliRunner().invoke(cli, ["init", str(tmp_path)])
+    assert again.exit_code == 2 and "already exists" in again.output
+    # the new state is immediately usable
+    status = CliRunner().invoke(cli, ["--state", str(state), "status", "--json"])
+    assert status.exit_code == 0 and json.loads(status.output)["counts"]["pending"] == 0
+
+
+def test_init_outside_git_does_not_write_gitignore(tmp_path: Path) -> None:
+    assert CliRunner().invoke(cli, ["init", str(tmp_path)]).exit_code == 0
+    assert not (tmp_path / ".gitignore").exists()
+
+
+def test_dry_run_records_and_changes_no_status(invoke, state: Path) -> None:
+    plan_before = (state / "features.json").read_bytes()
+    progress_before = (state / "progress.log").read_bytes()
+    result = invoke("worker", "next", "--dry-run")
+    assert result.exit_code == 0, result.output
+    run_id = result.output.split()[2].rstrip(":")
+    folder = state / "runs" / run_id
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["status"] == "dry-run" and manifest["exit_code"] == 0
+    assert manifest["feature"] == "F-004" and manifest["role"] == "worker"
+    assert (folder / "prompt.md").read_text().startswith("# You are a worker")
+    assert (state / "features.json").read_bytes() == plan_before
+    assert (state / "progress.log").read_bytes() == progress_before
+
+
+@pytest.mark.parametrize("role, target", [("validator", "F-001"), ("planner", None)])
+def test_every_role_dry_runs(invoke, role: str, target: str | None) -> None:
+    result = invoke(role, *([target] if target else []), "--dry-run")
+    assert result.exit_code == 0, result.output
+
+
+def test_reconstruct_survives_every_later_change(invoke, state: Path) -> None:
+    run_id = invoke("worker", "F-004", "--dry-run").output.split()[2].rstrip(":")
+    recorded = (state / "runs" / run_id / "prompt.md").read_text()
+    (state / "raw.md").write_text("")
+    (state / "summary.md").write_text("# Summary\n\n## Lessons\n- all new\n")
+    (state / "features.json").write_text("[]\n")
+    (state / "templates").mkdir()
+    (state / "templates" / "worker.md.j2").write_text("different\n")
+    result = invoke("reconstruct", run_id, "--check")
+    assert result.exit_code == 0, result.output
+    assert "matches" in result.output
+    assert invoke("reconstruct", run_id).output == recorded
+
+
+def test_reconstruct_check_fails_on_a_hash_mismatch(invoke, state: Path) -> None:
+    run_id = invoke("worker", "F-004", "--dry-run").output.split()[2].rstrip(":")
+    path = state / "runs" / run_id / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["prompt_sha256"] = "0" * 64
+    path.write_text(json.dumps(manifest))
+    result = invoke("reconstruct", run_id, "--check")
+    assert result.exit_code == 1 and "does not match" in result.output
+
+
+def test_reconstruct_with_other_templates_prints_a_diff(invoke, tmp_path: Path) -> None:
+    run_id = invoke("worker", "F-004", "--dry-run").output.split()[2].rstrip(":")
+    other = tmp_path / "mine"
+    (other / "partials").mkdir(parents=True)
+    (other / "partials" / "runtime.md.j2").write_text("## This run, my way\n{{ runtime.run_id }}\n")
+    result = invoke("reconstruct", run_id, "--templates", str(other))
+    assert result.exit_code == 0
+    assert "-## This run\n" in result.output and "+## This run, my way\n" in result.output
+    assert "## The plan" not in result.output.replace("@@", "")  or result.output.count("\n+") < 5
+
+
+def test_reconstruct_of_unknown_or_malicious_run_is_a_usage_error(invoke) -> None:
+    assert invoke("reconstruct", "nope").exit_code == 2
+    assert invoke("reconstruct", "../../etc").exit_code == 2
+
+
+@pytest.mark.parametrize("args, message", [
+    (["worker", "F-999", "--dry-run"], "no feature F-999"),
+    (["worker", "../../etc/passwd", "--dry-run"], "does not match"),
+    (["worker", "--dry-run"], "Missing argument"),
+    (["wizard", "F-001"], "No such command"),
+    (["planner", "F-001", "--dry-run"], "takes no feature id"),
+])
+def test_bad_arguments_exit_2_and_change_nothing(invoke, state: Path, args: list[str],
+                                                  message: str) -> None:
+    before = snapshot(state)
+    result = invoke(*args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert snapshot(state) == before
+
+
+@pytest.mark.parametrize("content, message", [
+    ('[{"id": "F-001"', "features.json line 1"),
+    ('[{"id": "F-1", "title": "t", "description": "d", "acceptance_criteria": ["a"]}]',
+     "key 'id'"),
+    ('[{"id": "F-001", "title": "t", "description": "d", "acceptance_criteria": []}]',
+     "key 'acceptance_criteria'"),
+])
+def test_malformed_plan_exit_2_and_leaves_files(invoke, state: Path, content: str,
+                                                message: str) -> None:
+    (state / "features.json").write_text(content)
+    before = snapshot(state)
+    result = invoke("worker", "next", "--dry-run")
+    assert result.exit_code == 2 and message in result.output
+    assert snapshot(state) == before
+
+
+def test_role_yaml_with_unknown_key_names_file_and_key(invoke, state: Path) -> None:
+    (state / "roles").mkdir()
+    (state / "roles" / "worker.yaml").write_text("template: worker.md.j2\ntemperture: 0.2\n")
+    result = invoke("worker", "F-004", "--dry-run")
+    assert result.exit_code == 2
+    assert "roles/worker.yaml: key 'temperture'" in result.output
+
+
+def test_role_yaml_syntax_error_names_line(invoke, state: Path) -> None:
+    (state / "roles").mkdir()
+    (state / "roles" / "worker.yaml").write_text("template: worker.md.j2\ncaps: [\n")
+    result = invoke("worker", "F-004", "--dry-run")
+    assert result.exit_code == 2 and "worker.yaml line" in result.output
+
+
+def test_missing_state_dir_is_a_usage_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["--state", str(tmp_path / "nope"), "worker", "next"])
+    assert result.exit_code == 2 and "does not exist" in result.output
+
+
+def test_unwritable_state_dir_is_a_usage_error(state: Path) -> None:
+    import os
+    import shutil
+
+    if os.geteuid() == 0:
+        if not shutil.which("chattr"):
+            pytest.skip("root without chattr cannot make a folder unwritable")
+        subprocess.run(["chattr", "+i", str(state)], check=True)
+    else:
+        state.chmod(0o500)
+    try:
+        result = CliRunner().invoke(cli, ["--state", str(state), "worker", "next", "--dry-run"])
+    finally:
+        if os.geteuid() == 0:
+            subprocess.run(["chattr", "-i", str(state)], check=True)
+        state.chmod(0o755)
+    assert result.exit_code == 2 and "not writable" in result.output
+
+
+def test_note_from_environment_and_from_flags(invoke, state: Path) -> None:
+    env = {"HARNESS_ROLE": "worker", "FEATURE_ID": "F-004", "HARNESS_RUN_ID": "17-worker-F-004"}
+    assert invoke("note", "TRICK", "use", "--json", "early", env=env).exit_code == 0
+    assert invoke("note", "--role", "validator", "--feature", "F-002", "GOTCHA",
+                  "multi\nline").exit_code == 0
+    last = [parse_entry(line) for line in (state / "raw.md").read_text().splitlines()[-2:]]
+    assert (last[0].role, last[0].feature, last[0].kind, last[0].text, last[0].run) == (
+        "worker", "F-004", "TRICK", "use --json early", "17-worker-F-004")
+    assert (last[1].role, last[1].feature, last[1].text, last[1].run) == (
+        "validator", "F-002", "multi line", None)
+
+
+def test_note_bad_input_exits_2_and_appends_nothing(invoke, state: Path) -> None:
+    before = (state / "raw.md").read_bytes()
+    assert invoke("note", "HINT", "text").exit_code == 2
+    assert invoke("note", "TRICK").exit_code == 2
+    assert invoke("note", "--feature", "../x", "TRICK", "t").exit_code == 2
+    assert (state / "raw.md").read_bytes() == before
+
+
+def test_long_form_note(invoke, state: Path) -> None:
+    result = invoke("note", "--role", "worker", "--file", "json-shape", input="# JSON shape\nbody\n")
+    assert result.exit_code == 0
+    written = list((state / "memory").glob("*-worker-json-shape.md"))
+    assert len(written) == 1 and written[0].read_text() == "# JSON shape\nbody\n"
+    assert invoke("note", "--file", "Bad Slug", "x").exit_code == 2
+
+
+def test_status_text_and_json(invoke) -> None:
+    text = invoke("status")
+    assert text.exit_code == 0 and "plan: 1 pending, 3 done" in text.output
+    assert "(1 unparsed)" in text.output
+    data = json.loads(invoke("status", "--json").output)
+    assert data["counts"] == {"pending": 1, "in_progress": 0, "done": 3, "failed": 0,
+                              "blocked": 0}
+    assert data["memory"]["raw"] == {"entries": 36, "unparsed": 1}
+
+
+def test_runs_and_show(invoke) -> None:
+    run_id = invoke("worker", "F-004", "--dry-run").output.split()[2].rstrip(":")
+    assert run_id in invoke("runs").output
+    shown = invoke("show", run_id)
+    assert shown.exit_code == 0 and '"status": "dry-run"' in shown.output
+    assert "prompt.md:" in shown.output
+
+
+def test_interrupted_run_shows_in_status(invoke, state: Path) -> None:
+    run_id = invoke("worker", "F-004", "--dry-run").output.split()[2].rstrip(":")
+    path = state / "runs" / run_id / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest.update(status="started", pid=2**22 + 12345, exit_code=None)
+    path.write_text(json.dumps(manifest))
+    assert json.loads(invoke("status", "--json").output)["interrupted"] == [run_id]
+
+
+def _notes(state: str, writer: int, n: int) -> None:
+    for i in range(n):
+        assert note_main(["--state", state, "--role", "worker", "--feature", f"F-{writer:03d}",
+                          "-", f"writer {writer} note {i}"]) == 0
+
+
+def test_16_processes_appending_500_notes_each_leave_8000_whole_lines(state: Path) -> None:
+    (state / "raw.md").write_text("")
+    procs = [multiprocessing.Process(target=_notes, args=(str(state), w, 500)) for w in range(16)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    assert all(p.exitcode == 0 for p in procs)
+    lines = (state / "raw.md").read_text().splitlines()
+    assert len(lines) == 8000
+    assert all(parse_entry(line) is not None for line in lines)
+    assert len({parse_entry(line).text for line in lines}) == 8000
