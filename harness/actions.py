@@ -10,6 +10,7 @@ from pathlib import Path
 from harness import features
 from harness.errors import UsageError
 from harness.redact import redact
+from harness.runs import check_run_id
 from harness.store import write_json
 
 
@@ -23,9 +24,14 @@ def record_verdict(state: Path, run_id: str, verdict: str, reason: str) -> dict:
         raise UsageError(f"verdict must be 'pass' or 'fail', not {verdict!r}")
     if not reason.strip():
         raise UsageError("a verdict needs a reason")
-    run_dir = state / "runs" / run_id
-    if not (run_dir / "manifest.json").is_file():
-        raise UsageError(f"no run {run_id} under {state / 'runs'}")
+    run_dir = state / "runs" / check_run_id(run_id)
+    try:
+        manifest = json.loads((run_dir / "manifest.json").read_text())
+    except (FileNotFoundError, NotADirectoryError):
+        raise UsageError(f"no run {run_id} under {state / 'runs'}") from None
+    if manifest.get("role") != "validator":
+        raise UsageError(f"run {run_id} is a {manifest.get('role')} run; only validators "
+                         "give verdicts")
     record = {"verdict": verdict, "reason": redact(reason.strip())}
     write_json(verdict_path(state, run_id), record)
     return record

@@ -68,12 +68,24 @@ def _role_command(role: str, doc: str) -> click.Command:
     @click.option("--dry-run", is_flag=True, help="Render and record the prompt; call no model.")
     @click.option("--backend", type=click.Choice(["anthropic", "command", "scripted"]),
                   help="Override the role's backend.")
+    @click.option("--preset", type=click.Choice(["claude", "codex", "generic"]),
+                  help="With --backend command: which agent CLI.")
+    @click.option("--command", "command_line", metavar="CMD",
+                  help="With --backend command: the command line to run.")
+    @click.option("--script", type=click.Path(exists=True, dir_okay=False),
+                  help="With --backend scripted: the YAML file of turns to replay.")
+    @click.option("--model", help="Override the role's model.")
     @click.pass_context
-    def command(ctx: click.Context, target: str | None, dry_run: bool,
-                backend: str | None) -> None:
+    def command(ctx: click.Context, target: str | None, dry_run: bool, backend: str | None,
+                preset: str | None, command_line: str | None, script: str | None,
+                model: str | None) -> None:
         from harness.roles import run_role
 
-        result = run_role(paths_of(ctx), role, target, dry_run=dry_run, backend=backend)
+        options = {k: v for k, v in (("preset", preset), ("command", command_line),
+                                     ("script", script and str(Path(script).resolve())),
+                                     ("model", model)) if v}
+        result = run_role(paths_of(ctx), role, target, dry_run=dry_run, backend=backend,
+                          backend_options=options)
         click.echo(result.message, err=result.exit_code != 0)
         ctx.exit(result.exit_code)
 
@@ -94,6 +106,55 @@ def note(ctx: click.Context) -> None:
 
     global_options = [a for k in ("state", "workdir") if ctx.obj[k] for a in (f"--{k}", ctx.obj[k])]
     ctx.exit(note_main(global_options + ctx.args))
+
+
+@cli.command()
+@click.argument("verdict", type=click.Choice(["pass", "fail"]))
+@click.argument("reason", nargs=-1, required=True)
+@click.option("--run", "run_id", envvar="HARNESS_RUN_ID", required=True,
+              help="The validator run [default: $HARNESS_RUN_ID].")
+@click.pass_context
+def verdict(ctx: click.Context, verdict: str, reason: tuple[str, ...], run_id: str) -> None:
+    """Give the verdict of a validator run: verdict pass|fail REASON."""
+    from harness.actions import record_verdict
+
+    record_verdict(check_state(paths_of(ctx).state), run_id, verdict, " ".join(reason))
+    click.echo(f"verdict {verdict} recorded for {run_id}; the harness applies it when the run ends")
+
+
+@cli.command()
+@click.argument("file", type=click.File("r"))
+@click.pass_context
+def plan(ctx: click.Context, file) -> None:
+    """Propose a plan (a JSON list of features, or - for stdin); validated, then merged."""
+    from harness.actions import submit_plan
+
+    merged = submit_plan(check_state(paths_of(ctx).state), file.read(), source=file.name)
+    click.echo(f"plan saved: {len(merged)} features")
+
+
+@cli.command()
+@click.option("--dir", "base", type=click.Path(file_okay=False),
+              help="Run in this (new or empty) folder instead of a fresh temporary one.")
+def demo(base: str | None) -> None:
+    """Run a whole mission cycle offline with the scripted backend, and show the records."""
+    from harness.demo import feature_status, run_demo
+    from harness.paths import harness_home
+
+    paths, steps = run_demo(harness_home(), Path(base).resolve() if base else None)
+    click.echo(f"demo mission in {paths.workdir} (state {paths.state})\n")
+    for n, step in enumerate(steps, 1):
+        mark = "ok" if step.exit_code == step.expected else f"UNEXPECTED (wanted {step.expected})"
+        click.echo(f"{n}. {step.role:<9} {step.feature or '':<6} exit {step.exit_code}  {mark}")
+        click.echo(f"   {step.message}")
+    status = feature_status(paths, "F-004")
+    click.echo(f"\nF-004 is now {status}. Records: {paths.state / 'runs'}/<run-id>/"
+               "{manifest.json,prompt.md,transcript.jsonl}")
+    click.echo(f"Look around:  run.sh --state {paths.state} status")
+    click.echo(f"              run.sh --state {paths.state} reconstruct {steps[3].run_id} --check")
+    click.echo(f"              git -C {paths.workdir} log --oneline")
+    ok = all(s.exit_code == s.expected for s in steps) and status == "done"
+    sys.exit(0 if ok else TASK_FAILED)
 
 
 # ---- looking at runs ----

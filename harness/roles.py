@@ -78,9 +78,19 @@ def resolve_feature(role: str, target: str | None, plan: list[Feature]) -> Featu
 
 def prepare(paths: Paths, role: str, feature: Feature | None, plan: list[Feature],
             mission: MissionConfig, *, extra: dict[str, Any] | None = None,
-            backend: str | None = None, dry_run: bool = False) -> Prepared:
-    """Claim a run id, render the prompt from disk and write the run's starting record."""
+            backend: str | None = None, backend_options: dict[str, Any] | None = None,
+            dry_run: bool = False) -> Prepared:
+    """Claim a run id, render the prompt from disk and write the run's starting record.
+
+    `backend` and `backend_options` (from the command line) override the role's config.
+    """
     role_config, role_path, role_text = load_role_config(role, paths.state, paths.home)
+    options = dict(backend_options or {})
+    role_config = role_config.model_copy(update={
+        "backend": backend or role_config.backend,
+        "model": options.pop("model", None) or role_config.model,
+        "options": {**role_config.options, **options},
+    })
     fid = feature.id if feature else None
     run_id = claim_run_id(paths.state, role, fid)
     runtime = {
@@ -105,8 +115,9 @@ def prepare(paths: Paths, role: str, feature: Feature | None, plan: list[Feature
     record = start_run(paths.state, run_id, {
         "role": role,
         "feature": fid,
-        "backend": backend or role_config.backend,
+        "backend": role_config.backend,
         "model": role_config.model,
+        "options": role_config.options,
         "dry_run": dry_run,
         "template": rendered.template,
         "templates": {n: put_object(paths.state, s) for n, s in sorted(rendered.sources.items())},
@@ -120,7 +131,8 @@ def prepare(paths: Paths, role: str, feature: Feature | None, plan: list[Feature
 
 
 def run_role(paths: Paths, role: str, target: str | None, *, dry_run: bool = False,
-             backend: str | None = None) -> RunResult:
+             backend: str | None = None,
+             backend_options: dict[str, Any] | None = None) -> RunResult:
     """One run of `role` on `target` (FEATURE_ID, `next`, or None), exit code per DESIGN.md."""
     check_state(paths.state)
     mission = load_mission_config(paths.state)
@@ -131,11 +143,13 @@ def run_role(paths: Paths, role: str, target: str | None, *, dry_run: bool = Fal
         stack.enter_context(hold_lock(lock_path(paths.state, lock_name), wait=False,
                                       what=f"{role} on {feature.id if feature else 'the mission'}"))
         if dry_run:
-            prepared = prepare(paths, role, feature, plan, mission, backend=backend, dry_run=True)
+            prepared = prepare(paths, role, feature, plan, mission, backend=backend,
+                               backend_options=backend_options, dry_run=True)
             prepared.record.finish("dry-run", 0)
             return RunResult(0, prepared.record.run_id,
                              f"dry run {prepared.record.run_id}: prompt at "
                              f"{prepared.record.folder / 'prompt.md'}")
         from harness.cycle import run_cycle  # imports the backends only when a model is called
 
-        return run_cycle(paths, role, feature, plan, mission, backend=backend)
+        return run_cycle(paths, role, feature, plan, mission, backend=backend,
+                         backend_options=backend_options)

@@ -192,7 +192,8 @@ def test_note_bad_input_exits_2_and_appends_nothing(invoke, state: Path) -> None
 
 
 def test_long_form_note(invoke, state: Path) -> None:
-    result = invoke("note", "--role", "worker", "--file", "json-shape", input="# JSON shape\nbody\n")
+    result = invoke("note", "--role", "worker", "--file", "json-shape",
+                    input="# JSON shape\nbody\n")
     assert result.exit_code == 0
     written = list((state / "memory").glob("*-worker-json-shape.md"))
     assert len(written) == 1 and written[0].read_text() == "# JSON shape\nbody\n"

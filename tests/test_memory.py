@@ -56,14 +56,16 @@ def test_make_entry_folds_newlines_and_checks_fields() -> None:
 
 def test_make_entry_redacts_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MY_SERVICE_TOKEN", "canary-value-123")
-    e = make_entry("worker", "F-001", "-", "token is canary-value-123 and sk-ant-abcdefghijklmnopqrstu")
+    e = make_entry("worker", "F-001", "-",
+                   "token is canary-value-123 and sk-ant-abcdefghijklmnopqrstu")
     assert "canary-value-123" not in e.text and "sk-ant-" not in e.text
     assert e.text.count("[REDACTED]") == 2
 
 
 def test_append_and_tail(tmp_path: Path) -> None:
     for i in range(30):
-        append_entry(tmp_path, make_entry("worker", "F-001", "-", f"note {i}", ts="2026-01-01T00:00:00Z"))
+        entry = make_entry("worker", "F-001", "-", f"note {i}", ts="2026-01-01T00:00:00Z")
+        append_entry(tmp_path, entry)
     last = tail_entries(tmp_path, 3)
     assert [parse_entry(line).text for line in last] == ["note 27", "note 28", "note 29"]
 

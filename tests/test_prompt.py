@@ -52,7 +52,8 @@ def test_blocks_appear_in_order_of_stability(project: Path, state: Path,
 
 
 def test_memory_text_is_data_never_template_source(project: Path, state: Path) -> None:
-    append_entry(state, make_entry("worker", "F-004", "-", "literal {{ 7*7 }} and {% include 'x' %}"))
+    text = "literal {{ 7*7 }} and {% include 'x' %}"
+    append_entry(state, make_entry("worker", "F-004", "-", text))
     (state / "summary.md").write_text("# Summary\n\n## Lessons\n- {{ runtime.run_id }} {# c #}\n")
     prompt, _ = dry_run(project)
     assert "literal {{ 7*7 }} and {% include 'x' %}" in prompt

@@ -19,7 +19,8 @@ def test_works_from_any_directory_and_through_a_symlink(tmp_path: Path, project:
 
 
 def test_note_fast_path_takes_identity_from_the_environment(project: Path, state: Path) -> None:
-    env = {"HARNESS_ROLE": "validator", "FEATURE_ID": "F-003", "HARNESS_RUN_ID": "9-validator-F-003"}
+    env = {"HARNESS_ROLE": "validator", "FEATURE_ID": "F-003",
+           "HARNESS_RUN_ID": "9-validator-F-003"}
     result = run_sh("note", "GOTCHA", "ties need a sort key", cwd=project, env=env)
     assert result.returncode == 0, result.stderr
     last = parse_entry((state / "raw.md").read_text().splitlines()[-1])
@@ -50,3 +51,40 @@ def test_blocked_feature_exits_7(project: Path, state: Path) -> None:
     text = (state / "features.json").read_text().replace('"pending"', '"blocked"')
     (state / "features.json").write_text(text)
     assert run_sh("worker", "F-004", "--dry-run", cwd=project).returncode == 7
+
+
+def test_second_run_on_the_same_feature_is_busy_at_once(project: Path, tmp_path: Path) -> None:
+    import subprocess
+    import time
+
+    slow = tmp_path / "slow.yaml"
+    slow.write_text("- tools: [{name: bash, input: {command: 'sleep 4'}}]\n"
+                    "- tools: [{name: finish, input: {summary: done}}]\n")
+    args = ["worker", "F-004", "--backend", "scripted", "--script", str(slow)]
+    first = subprocess.Popen([str(RUN_SH), *args], cwd=project, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    runs = project / ".harness" / "runs"
+    deadline = time.time() + 30
+    while not (runs.exists() and any(runs.glob("*/manifest.json"))) and time.time() < deadline:
+        time.sleep(0.05)
+    started = time.time()
+    second = run_sh(*args, cwd=project)
+    assert second.returncode == 3 and "busy" in second.stderr
+    assert time.time() - started < 3.5  # did not wait for the first run
+    assert first.wait(timeout=60) == 0
+    assert len(list(runs.iterdir())) == 1  # the busy run recorded nothing
+
+
+def test_demo_runs_the_whole_cycle_offline(tmp_path: Path) -> None:
+    result = run_sh("demo", "--dir", str(tmp_path / "demo"), cwd=tmp_path, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "UNEXPECTED" not in result.stdout
+    assert "F-004 is now done" in result.stdout
+    state = tmp_path / "demo" / "textstats" / ".harness"
+    verdicts = [line for line in (state / "ledger" / "F-004.jsonl").read_text().splitlines()]
+    assert ['"fail"' in verdicts[0], '"pass"' in verdicts[1]] == [True, True]
+    second_worker = sorted(state.glob("runs/*-worker-F-004*"))[-1]
+    assert "the total line is plain text" in (second_worker / "prompt.md").read_text()
+    for run in state.glob("runs/*"):
+        check = run_sh("--state", str(state), "reconstruct", run.name, "--check", cwd=tmp_path)
+        assert check.returncode == 0, check.stderr

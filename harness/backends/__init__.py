@@ -85,6 +85,23 @@ class Backend(Protocol):
     def run(self, prompt: str, session: Session) -> Outcome: ...
 
 
+def load_backend(name: str) -> Backend:
+    """The backend called `name`; each is imported only when used."""
+    if name == "anthropic":
+        from harness.backends.anthropic import AnthropicBackend
+
+        return AnthropicBackend()
+    if name == "command":
+        from harness.backends.command import CommandBackend
+
+        return CommandBackend()
+    if name == "scripted":
+        from harness.backends.scripted import ScriptedBackend
+
+        return ScriptedBackend()
+    raise ValueError(f"unknown backend {name!r}")
+
+
 def cost_of(usage: Usage, model: str, prices: dict[str, dict[str, float]]) -> float:
     """Dollar cost of `usage` from a price table in $ per million tokens."""
     table = prices.get(model) or prices.get("default") or {}

@@ -1,0 +1,134 @@
+"""The `scripted` backend: replays model turns from a YAML file, offline and deterministic.
+
+The file (`script` in the role's options) is a list of turns:
+
+    - text: "Creating the file."
+      tools:
+        - name: str_replace_based_edit_tool
+          input: {command: create, path: hello.txt, file_text: "hi\\n"}
+      usage: {input_tokens: 1200, output_tokens: 80}   # optional, for cost accounting
+    - tools: [{name: finish, input: {summary: "wrote hello.txt"}}]
+
+Tool calls run through the same ToolBox as the anthropic backend and are recorded the same
+way, so a scripted run exercises everything but the model. For tests and the demo only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from harness.backends import CAPPED, FINISHED, GAVE_UP, Outcome, Session, Usage, cost_of
+from harness.errors import UsageError
+from harness.tools import ToolBox
+
+
+class ScriptedCall(BaseModel):
+    """One tool call in a scripted turn."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
+class ScriptedUsage(BaseModel):
+    """Token counts a scripted turn claims, for cost accounting."""
+
+    model_config = ConfigDict(extra="forbid")
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+
+class ScriptedTurn(BaseModel):
+    """One model turn: some text and the tool calls it makes."""
+
+    model_config = ConfigDict(extra="forbid")
+    text: str = ""
+    tools: list[ScriptedCall] = Field(default_factory=list)
+    usage: ScriptedUsage = Field(default_factory=ScriptedUsage)
+
+
+def script_path(session: Session) -> Path:
+    """The script file: absolute, or relative to the state directory, then HARNESS_HOME."""
+    name = session.options.get("script")
+    if not name:
+        raise UsageError(f"the scripted backend needs a `script` option (role {session.role})")
+    candidates = [Path(name)] if Path(name).is_absolute() else [
+        session.state / name, session.home / name]
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise UsageError(f"script file {name} not found (looked for {', '.join(map(str, candidates))})")
+
+
+def load_script(path: Path) -> list[ScriptedTurn]:
+    """The checked turns of a script; UsageError names the file, the turn and the key."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"{path}: cannot read: {e}") from None
+    except yaml.YAMLError as e:
+        raise UsageError(f"{path}: bad YAML: {e}") from None
+    if not isinstance(data, list):
+        raise UsageError(f"{path}: expected a list of turns")
+    turns = []
+    for i, item in enumerate(data):
+        try:
+            turns.append(ScriptedTurn.model_validate(item))
+        except ValidationError as e:
+            err = e.errors()[0]
+            key = ".".join(str(p) for p in err["loc"]) or "(turn)"
+            raise UsageError(f"{path}: turn [{i}] key '{key}': {err['msg']}") from None
+    return turns
+
+
+class ScriptedBackend:
+    """Replays the script's turns through the ToolBox, under the turn and dollar caps."""
+
+    def run(self, prompt: str, session: Session) -> Outcome:
+        """Replay the script until it ends, `finish` is called, or a cap is reached."""
+        turns = load_script(script_path(session))
+        caps, usage, summary = session.caps, Usage(), ""
+
+        def outcome(status: str, turns: int, detail: str) -> Outcome:
+            cost = cost_of(usage, session.model, session.prices)
+            return Outcome(status, summary, usage, cost, turns, detail)
+
+        with ToolBox(session) as tools:
+            for number, turn in enumerate(turns, 1):
+                cost = cost_of(usage, session.model, session.prices)
+                if caps.turns is not None and number > caps.turns:
+                    return outcome(CAPPED, number - 1,
+                                   f"turns cap reached ({caps.turns} model calls)")
+                if caps.dollars is not None and cost >= caps.dollars:
+                    return outcome(CAPPED, number - 1,
+                                   f"dollar cap reached (${cost:.4f} of ${caps.dollars:g})")
+                session.check_budget(cost)
+                usage.add(Usage(**turn.usage.model_dump()))
+                summary = turn.text or summary
+                self.replay(turn, number, session, tools)
+                if tools.finished is not None:
+                    summary = tools.finished
+                    status = GAVE_UP if tools.finish_status == "gave_up" else FINISHED
+                    return outcome(status, number, "finish called")
+        return outcome(FINISHED, len(turns), "script ended")
+
+    def replay(self, turn: ScriptedTurn, number: int, session: Session, tools: ToolBox) -> None:
+        """Record one turn as a model turn, then run and record its tool calls."""
+        calls = [{"type": "tool_use", "id": f"toolu_scripted_{number:03d}_{j}",
+                  "name": call.name, "input": call.input} for j, call in enumerate(turn.tools)]
+        content = ([{"type": "text", "text": turn.text}] if turn.text else []) + calls
+        session.record({"event": "model_turn", "turn": number,
+                        "stop_reason": "tool_use" if calls else "end_turn",
+                        "usage": asdict(Usage(**turn.usage.model_dump())), "content": content})
+        for call in calls:
+            result = tools.execute(call["name"], call["input"])
+            session.record({"event": "tool_call", "turn": number, "id": call["id"],
+                            "name": call["name"], "input": call["input"],
+                            "result": result.text, "is_error": result.is_error})

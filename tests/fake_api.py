@@ -1,0 +1,217 @@
+"""A fake Anthropic Messages API for tests: a stdlib HTTP server on 127.0.0.1 that replays
+a queue of scripted replies (plain JSON, or server-sent events when the request asks to
+stream), error statuses with headers, or hangs; it keeps every request body it got.
+
+Tests use it through the `api` fixture and drive the real `anthropic` SDK against it.
+Also here: `make_session`, the Session every backend and tool test builds on.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.backends import Caps, Session
+
+PRICES = {"claude-test": {"input_tokens": 3.0, "output_tokens": 15.0,
+                          "cache_creation_input_tokens": 3.75, "cache_read_input_tokens": 0.3}}
+ALL_TOOLS = ["bash", "str_replace_based_edit_tool", "note", "verdict", "plan", "finish"]
+_ids = itertools.count(1)
+
+
+def text(s: str) -> dict[str, Any]:
+    """A text content block."""
+    return {"type": "text", "text": s}
+
+
+def tool_use(name: str, input: dict[str, Any], id: str | None = None) -> dict[str, Any]:
+    """A tool_use content block."""
+    return {"type": "tool_use", "id": id or f"toolu_{next(_ids):04d}", "name": name,
+            "input": input}
+
+
+def usage(input: int = 10, output: int = 5, cache_write: int = 0,
+          cache_read: int = 0) -> dict[str, int]:
+    """A usage object as the API reports it."""
+    return {"input_tokens": input, "output_tokens": output,
+            "cache_creation_input_tokens": cache_write, "cache_read_input_tokens": cache_read}
+
+
+@dataclass
+class Reply:
+    """One scripted answer: a message, or an error status; after `delay` seconds."""
+
+    content: list[dict[str, Any]] = field(default_factory=list)
+    stop_reason: str | None = None
+    usage: dict[str, int] = field(default_factory=usage)
+    status: int = 200
+    error: tuple[str, str] | None = None  # (error type, message)
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+class FakeAPI:
+    """The server; queue replies with `reply`/`error`, read `requests` afterwards."""
+
+    def __init__(self) -> None:
+        self.replies: deque[Reply] = deque()
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.closing = threading.Event()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def reply(self, *content: dict[str, Any], stop_reason: str | None = None,
+              delay: float = 0.0, **usage_counts: int) -> None:
+        """Queue a message; stop_reason defaults to tool_use when it has a tool call."""
+        if stop_reason is None:
+            uses_tool = any(block["type"] == "tool_use" for block in content)
+            stop_reason = "tool_use" if uses_tool else "end_turn"
+        self.replies.append(Reply(list(content), stop_reason, usage(**usage_counts),
+                                  delay=delay))
+
+    def error(self, status: int, kind: str, message: str, headers: dict[str, str] | None = None,
+              times: int = 1) -> None:
+        """Queue an error status `times` times."""
+        for _ in range(times):
+            self.replies.append(Reply(status=status, error=(kind, message),
+                                      headers=dict(headers or {})))
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.closing.set()  # wakes handlers that are hanging
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _handler(api: FakeAPI) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+            api.requests.append(body)
+            api.headers.append({k.lower(): v for k, v in self.headers.items()})
+            if self.path != "/v1/messages":
+                return self._json(404, _error_body("not_found_error", self.path), {})
+            if not api.replies:
+                return self._json(500, _error_body("api_error", "fake API: no reply queued"),
+                                  {"x-should-retry": "false"})
+            reply = api.replies.popleft()
+            if api.closing.wait(reply.delay):
+                return
+            if reply.error:
+                return self._json(reply.status, _error_body(*reply.error), reply.headers)
+            message = {
+                "id": f"msg_{next(_ids):04d}", "type": "message", "role": "assistant",
+                "model": body["model"], "content": reply.content, "stop_reason": reply.stop_reason,
+                "stop_sequence": None, "usage": reply.usage,
+            }
+            if body.get("stream"):
+                return self._sse(message)
+            return self._json(200, message, {})
+
+        def _json(self, status: int, obj: object, headers: dict[str, str]) -> None:
+            data = json.dumps(obj).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.send_header("request-id", f"req_{next(_ids):04d}")
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _sse(self, message: dict[str, Any]) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.end_headers()
+            for name, data in stream_events(message):
+                self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+                self.wfile.flush()
+
+    return Handler
+
+
+def _error_body(kind: str, message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+def stream_events(message: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The server-sent events the API sends for `message`, in the real order."""
+    final_usage = message["usage"]
+    start_usage = {**final_usage, "output_tokens": 1}
+    yield "message_start", {"type": "message_start", "message": {
+        **message, "content": [], "stop_reason": None, "usage": start_usage}}
+    yield "ping", {"type": "ping"}
+    for index, block in enumerate(message["content"]):
+        if block["type"] == "text":
+            yield "content_block_start", {"type": "content_block_start", "index": index,
+                                          "content_block": {"type": "text", "text": ""}}
+            words = block["text"].split(" ")
+            pieces = [w + " " for w in words[:-1]] + words[-1:]
+            for piece in pieces:
+                yield "content_block_delta", {"type": "content_block_delta", "index": index,
+                                              "delta": {"type": "text_delta", "text": piece}}
+        else:
+            yield "content_block_start", {"type": "content_block_start", "index": index,
+                                          "content_block": {**block, "input": {}}}
+            raw = json.dumps(block["input"])
+            for i in range(0, len(raw), 7):  # the API sends partial JSON in small pieces
+                yield "content_block_delta", {
+                    "type": "content_block_delta", "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": raw[i:i + 7]}}
+        yield "content_block_stop", {"type": "content_block_stop", "index": index}
+    yield "message_delta", {
+        "type": "message_delta",
+        "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+        "usage": {"output_tokens": final_usage["output_tokens"]}}
+    yield "message_stop", {"type": "message_stop"}
+
+
+@pytest.fixture(name="api")
+def api_fixture(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAPI]:
+    """A running fake API; the SDK finds a test key in the environment."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    server = FakeAPI()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def make_session(tmp_path: Path, *, tools: list[str] | None = None,
+                 events: list[dict[str, Any]] | None = None, **fields: Any) -> Session:
+    """A Session in `tmp_path` (workdir `work/`, state `state/`); `fields` override the rest."""
+    workdir, state = tmp_path / "work", tmp_path / "state"
+    workdir.mkdir(exist_ok=True)
+    state.mkdir(exist_ok=True)
+    recorded = events if events is not None else []
+    values: dict[str, Any] = {
+        "run_id": "1700000000-worker-F-001", "role": "worker", "feature_id": "F-001",
+        "workdir": workdir, "state": state, "home": tmp_path, "model": "claude-test",
+        "caps": Caps(), "tools": list(ALL_TOOLS if tools is None else tools),
+        "prices": PRICES, "record": recorded.append, "check_budget": lambda cost: None,
+    }
+    values.update(fields)
+    return Session(**values)
