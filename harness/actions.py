@@ -45,6 +45,51 @@ def read_verdict(state: Path, run_id: str) -> dict | None:
         return None
 
 
+def _run_dir(state: Path, run_id: str) -> Path:
+    run_dir = state / "runs" / check_run_id(run_id)
+    if not (run_dir / "manifest.json").is_file():
+        raise UsageError(f"no run {run_id} under {state / 'runs'}")
+    return run_dir
+
+
+def request_block(state: Path, run_id: str, reason: str) -> dict:
+    """An agent says it waits on a person; the runner blocks the feature when the run ends."""
+    if not reason.strip():
+        raise UsageError("blocking needs a reason: the action a person must take")
+    record = {"reason": redact(" ".join(reason.split()))}
+    write_json(_run_dir(state, run_id) / "blocked.json", record)
+    return record
+
+
+def read_block(state: Path, run_id: str) -> str | None:
+    """The reason a run asked to block its feature, if it did."""
+    try:
+        return json.loads((state / "runs" / run_id / "blocked.json").read_text())["reason"]
+    except FileNotFoundError:
+        return None
+
+
+def block_feature(state: Path, feature_id: str, reason: str) -> features.Feature:
+    """Block a feature now (a person's command), with the reason shown by `status`."""
+    if not reason.strip():
+        raise UsageError("blocking needs a reason: the action a person must take")
+    features.check_feature_id(feature_id)
+    return features.update_feature(state, feature_id, lambda f: f.model_copy(
+        update={"status": "blocked", "blocked_reason": redact(" ".join(reason.split()))}))
+
+
+def unblock_feature(state: Path, feature_id: str) -> features.Feature:
+    """Return a blocked feature to pending; anything else is left alone with an error."""
+    features.check_feature_id(feature_id)
+
+    def change(f: features.Feature) -> features.Feature:
+        if f.status != "blocked":
+            raise UsageError(f"{feature_id} is {f.status}, not blocked")
+        return f.model_copy(update={"status": "pending", "blocked_reason": None})
+
+    return features.update_feature(state, feature_id, change)
+
+
 def submit_plan(state: Path, proposal: object, source: str = "proposal") -> list[features.Feature]:
     """Validate a proposed plan and merge it into features.json under the plan lock.
 

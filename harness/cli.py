@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from harness.errors import TASK_FAILED, HarnessError
+from harness.errors import TASK_FAILED, HarnessError, UsageError
 from harness.paths import Paths, check_state, resolve_paths
 
 
@@ -120,6 +120,39 @@ def verdict(ctx: click.Context, verdict: str, reason: tuple[str, ...], run_id: s
 
     record_verdict(check_state(paths_of(ctx).state), run_id, verdict, " ".join(reason))
     click.echo(f"verdict {verdict} recorded for {run_id}; the harness applies it when the run ends")
+
+
+@cli.command()
+@click.argument("reason", nargs=-1, required=True)
+@click.option("--feature", envvar="FEATURE_ID", help="Block this feature now [$FEATURE_ID].")
+@click.option("--run", "run_id", envvar="HARNESS_RUN_ID",
+              help="The run asking to block its feature [$HARNESS_RUN_ID].")
+@click.pass_context
+def block(ctx: click.Context, reason: tuple[str, ...], feature: str | None,
+          run_id: str | None) -> None:
+    """Mark a feature as waiting on a person: block REASON (the action needed)."""
+    from harness.actions import block_feature, request_block
+
+    state, text = check_state(paths_of(ctx).state), " ".join(reason)
+    if run_id:  # an agent inside a run: the harness applies it when the run ends
+        request_block(state, run_id, text)
+        click.echo(f"{run_id}: the feature will be blocked when the run ends: {text}")
+    elif feature:
+        block_feature(state, feature, text)
+        click.echo(f"{feature} is blocked: {text}")
+    else:
+        raise UsageError("block needs --feature (or FEATURE_ID) or a run (HARNESS_RUN_ID)")
+
+
+@cli.command()
+@click.argument("feature_id")
+@click.pass_context
+def unblock(ctx: click.Context, feature_id: str) -> None:
+    """Return a blocked feature to pending."""
+    from harness.actions import unblock_feature
+
+    unblock_feature(check_state(paths_of(ctx).state), feature_id)
+    click.echo(f"{feature_id} is pending again")
 
 
 @cli.command()

@@ -134,6 +134,22 @@ def load_manifest(state: Path, run_id: str) -> dict[str, Any]:
     return manifest
 
 
+def recent_runs(state: Path, role: str, feature: str | None, n: int) -> list[dict[str, Any]]:
+    """Manifests of the last `n` runs of `role` on `feature`, oldest first."""
+    if n <= 0:
+        return []
+    pattern = f"*-{role}-{feature or 'mission'}"
+    folders = [*runs_dir(state).glob(pattern), *runs_dir(state).glob(f"{pattern}-*")]
+    manifests = []
+    for folder in folders:
+        try:
+            manifests.append(load_manifest(state, folder.name))
+        except UsageError:
+            continue
+    manifests.sort(key=lambda m: (m.get("started_at", ""), m["run_id"]))
+    return manifests[-n:]
+
+
 def list_runs(state: Path) -> list[dict[str, Any]]:
     """Manifests of all runs, oldest first; a folder without a readable manifest is skipped."""
     out = []

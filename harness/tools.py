@@ -97,7 +97,10 @@ TOOL_SPECS: dict[str, dict[str, Any]] = {
             "type": "object",
             "properties": {
                 "summary": {"type": "string"},
-                "status": {"type": "string", "enum": ["done", "gave_up"]},
+                "status": {"type": "string", "enum": ["done", "gave_up", "blocked"],
+                           "description": "blocked: you need a person to act first"},
+                "needs": {"type": "string",
+                          "description": "with status blocked: the action you need from a person"},
             },
             "required": ["summary"],
         },
@@ -328,7 +331,7 @@ class ToolBox:
                              f"known: {', '.join(TOOL_SPECS)}")
         self.session = session
         self.finished: str | None = None  # the summary given to `finish`
-        self.finish_status: str | None = None  # "done" or "gave_up", when finish said
+        self.finish_status: str | None = None  # "done", "gave_up" or "blocked", when finish said
         self.shell = Shell(session.workdir, session.caps.bash_timeout, session.caps.output_chars)
         self.editor = Editor(session.workdir, session.caps.output_chars)
 
@@ -382,10 +385,13 @@ class ToolBox:
 
     def _finish(self, args: dict[str, Any]) -> ToolResult:
         status = args.get("status", "done")
-        if status not in ("done", "gave_up"):
-            return ToolResult("status must be 'done' or 'gave_up'", True)
+        if status not in ("done", "gave_up", "blocked"):
+            return ToolResult("status must be 'done', 'gave_up' or 'blocked'", True)
         self.finished = str(args.get("summary", "")).strip() or "(no summary)"
         self.finish_status = status
+        if status == "blocked":
+            needs = str(args.get("needs", "")).strip() or self.finished
+            actions.request_block(self.session.state, self.session.run_id, needs)
         return ToolResult("finished; the run ends after this turn")
 
     def close(self) -> None:

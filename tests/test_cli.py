@@ -245,3 +245,47 @@ def test_16_processes_appending_500_notes_each_leave_8000_whole_lines(state: Pat
     assert len(lines) == 8000
     assert all(parse_entry(line) is not None for line in lines)
     assert len({parse_entry(line).text for line in lines}) == 8000
+
+
+def test_block_and_unblock_a_feature(invoke, state: Path) -> None:
+    before = (state / "features.json").read_bytes()
+    assert invoke("unblock", "F-004").exit_code == 2  # it is pending, not blocked
+    assert (state / "features.json").read_bytes() == before
+    result = invoke("block", "--feature", "F-004", "needs", "a", "DB", "password")
+    assert result.exit_code == 0
+    data = json.loads(invoke("status", "--json").output)
+    f4 = next(f for f in data["features"] if f["id"] == "F-004")
+    assert f4["status"] == "blocked" and f4["blocked_reason"] == "needs a DB password"
+    assert "blocked: needs a DB password" in invoke("status").output
+    assert invoke("worker", "F-004", "--dry-run").exit_code == 7
+    assert invoke("unblock", "F-004").exit_code == 0
+    assert invoke("worker", "F-004", "--dry-run").exit_code == 0
+    assert invoke("block", "no feature named").exit_code == 2
+
+
+def test_verdict_and_block_from_inside_a_run(invoke, state: Path) -> None:
+    worker_run = invoke("worker", "F-004", "--dry-run").output.split()[2].rstrip(":")
+    env = {"HARNESS_RUN_ID": worker_run}
+    result = invoke("verdict", "pass", "looks fine", env=env)
+    assert result.exit_code == 2 and "only validators" in result.output
+    assert invoke("block", "waiting", "on", "a", "key", env=env).exit_code == 0
+    assert json.loads((state / "runs" / worker_run / "blocked.json").read_text()) == {
+        "reason": "waiting on a key"}
+    assert invoke("verdict", "maybe", "x", env=env).exit_code == 2
+    assert invoke("verdict", "pass", "x", env={"HARNESS_RUN_ID": "../../x"}).exit_code == 2
+
+
+def test_plan_command_validates_then_merges(invoke, state: Path, tmp_path: Path) -> None:
+    before = (state / "features.json").read_bytes()
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"id": "F-010", "title": "t", "description": "d", '
+                   '"acceptance_criteria": []}]')
+    result = invoke("plan", str(bad))
+    assert result.exit_code == 2 and "acceptance_criteria" in result.output
+    assert (state / "features.json").read_bytes() == before
+    good = tmp_path / "good.json"
+    good.write_text('[{"id": "F-010", "title": "t", "description": "d", '
+                    '"acceptance_criteria": ["a"]}]')
+    assert invoke("plan", str(good)).exit_code == 0
+    ids = [f["id"] for f in json.loads((state / "features.json").read_text())]
+    assert ids == ["F-010", "F-001", "F-002", "F-003", "F-004"]

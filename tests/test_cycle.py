@@ -122,9 +122,10 @@ def test_validator_pass_makes_done_and_writes_the_ledger(project: Path, tmp_path
 def test_validator_fail_counts_an_attempt_then_fails_at_the_cap(project: Path,
                                                                 tmp_path: Path) -> None:
     state = project / ".harness"
-    fail = script(tmp_path, "v", verdict_turns("fail", "no total line"))
+    reasons = ["no total line", "the --top key is missing entirely", "README was not updated"]
     for attempt in (1, 2, 3):
         set_verify(state, "F-004", None)
+        fail = script(tmp_path, f"v{attempt}", verdict_turns("fail", reasons[attempt - 1]))
         result = run(project, "validator", "F-004", fail)
         assert result.exit_code == 1
         feature = status_of(state, "F-004")
@@ -217,3 +218,45 @@ def test_costs_from_scripted_usage_add_up_to_the_mission_spend(project: Path,
     manifest = load_manifest(state, result.run_id)
     assert manifest["cost_usd"] == pytest.approx(3.0 + 1.5)  # sonnet prices in the example
     assert json.loads((state / "spend.json").read_text())["usd"] == pytest.approx(4.5)
+
+
+def test_same_failure_reason_n_times_blocks_the_feature(project: Path, tmp_path: Path) -> None:
+    state = project / ".harness"
+    (state / "config.yaml").write_text("max_attempts: 10\nstuck_after: 3\n")
+    codes = []
+    for n in range(3):
+        set_verify(state, "F-004", None)
+        reason = f"the total line is not JSON{'.' * n}"  # the same reason, slightly reworded
+        codes.append(run(project, "validator", "F-004",
+                         script(tmp_path, f"v{n}", verdict_turns("fail", reason))).exit_code)
+    assert codes == [1, 1, 7]
+    feature = status_of(state, "F-004")
+    assert feature.status == "blocked" and "same validator failure 3 times" in feature.blocked_reason
+    paths = resolve_paths(str(state), str(project))
+    from harness.errors import BlockedError, NothingToDo
+
+    with pytest.raises(BlockedError):
+        run_role(paths, "worker", "F-004", dry_run=True)
+    (state / "features.json").write_text(
+        (state / "features.json").read_text().replace('"done"', '"failed"'))
+    with pytest.raises(NothingToDo):  # `worker next` skips blocked features
+        run_role(paths, "worker", "next", dry_run=True)
+
+
+def test_worker_runs_that_change_nothing_block_the_feature(git_project: Path,
+                                                           tmp_path: Path) -> None:
+    state = git_project / ".harness"
+    idle = script(tmp_path, "idle", [{"tools": [{"name": "finish", "input": {"summary": "hm"}}]}])
+    codes = [run(git_project, "worker", "F-004", idle).exit_code for _ in range(3)]
+    assert codes == [0, 0, 7]
+    assert "changed nothing" in status_of(state, "F-004").blocked_reason
+
+
+def test_agent_can_finish_blocked_waiting_on_a_person(project: Path, tmp_path: Path) -> None:
+    state = project / ".harness"
+    turns = [{"tools": [{"name": "finish", "input": {
+        "summary": "cannot go on", "status": "blocked", "needs": "add STRIPE_KEY to .env"}}]}]
+    result = run(project, "worker", "F-004", script(tmp_path, "b", turns))
+    assert result.exit_code == 7
+    feature = status_of(state, "F-004")
+    assert feature.status == "blocked" and "add STRIPE_KEY to .env" in feature.blocked_reason

@@ -1,0 +1,29 @@
+"""Stuck detection: a feature that makes no progress is blocked instead of retried until
+the budget is gone. Pure functions over run manifests and ledger records.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rapidfuzz import fuzz
+
+SAME_REASON = 90  # rapidfuzz ratio at which two failure reasons count as the same
+
+
+def no_change_streak(worker_runs: list[dict[str, Any]], n: int) -> bool:
+    """Whether the last `n` finished worker runs all committed nothing (git work trees only)."""
+    recent = [m for m in worker_runs if m.get("status") == "finished"][-n:]
+    return len(recent) == n and all("commit" in m and m["commit"] is None for m in recent)
+
+
+def repeated_failure(verdicts: list[dict[str, Any]], n: int) -> str | None:
+    """The failure reason, if the last `n` verdicts all failed for the same reason."""
+    recent = verdicts[-n:]
+    if len(recent) < n or any(v.get("verdict") != "fail" for v in recent):
+        return None
+    first = " ".join(str(recent[0].get("reason", "")).lower().split())
+    for v in recent[1:]:
+        if fuzz.ratio(first, " ".join(str(v.get("reason", "")).lower().split())) < SAME_REASON:
+            return None
+    return str(recent[-1].get("reason", ""))
