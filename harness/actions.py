@@ -11,7 +11,7 @@ from harness import features
 from harness.errors import UsageError
 from harness.redact import redact
 from harness.runs import check_run_id
-from harness.store import write_json
+from harness.store import write_record
 
 
 def verdict_path(state: Path, run_id: str) -> Path:
@@ -32,8 +32,8 @@ def record_verdict(state: Path, run_id: str, verdict: str, reason: str) -> dict:
     if manifest.get("role") != "validator":
         raise UsageError(f"run {run_id} is a {manifest.get('role')} run; only validators "
                          "give verdicts")
-    record = {"verdict": verdict, "reason": redact(reason.strip())}
-    write_json(verdict_path(state, run_id), record)
+    record = {"verdict": verdict, "reason": reason.strip()}
+    write_record(verdict_path(state, run_id), json.dumps(record, ensure_ascii=False))
     return record
 
 
@@ -56,8 +56,8 @@ def request_block(state: Path, run_id: str, reason: str) -> dict:
     """An agent says it waits on a person; the runner blocks the feature when the run ends."""
     if not reason.strip():
         raise UsageError("blocking needs a reason: the action a person must take")
-    record = {"reason": redact(" ".join(reason.split()))}
-    write_json(_run_dir(state, run_id) / "blocked.json", record)
+    record = {"reason": " ".join(reason.split())}
+    write_record(_run_dir(state, run_id) / "blocked.json", json.dumps(record, ensure_ascii=False))
     return record
 
 
@@ -75,6 +75,7 @@ def block_feature(state: Path, feature_id: str, reason: str) -> features.Feature
         raise UsageError("blocking needs a reason: the action a person must take")
     features.check_feature_id(feature_id)
     return features.update_feature(state, feature_id, lambda f: f.model_copy(
+        # the plan is state, not a record, so the reason is redacted before it is saved
         update={"status": "blocked", "blocked_reason": redact(" ".join(reason.split()))}))
 
 

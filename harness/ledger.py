@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.memory import utc_now
-from harness.redact import redact
-from harness.store import hold_lock, lock_path, locked_append, write_json
+from harness.store import append_record, hold_lock, lock_path, write_json
 
 
 def ledger_path(state: Path, feature_id: str) -> Path:
@@ -22,8 +21,8 @@ def append_verdict(state: Path, feature_id: str, record: dict[str, Any]) -> dict
     record = {"time": utc_now(), **record}
     path = ledger_path(state, feature_id)
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = redact(json.dumps(record, ensure_ascii=False)) + "\n"
-    locked_append(path, line, lock_path(state, f"ledger-{feature_id}"))
+    line = json.dumps(record, ensure_ascii=False) + "\n"
+    append_record(path, line, lock_path(state, f"ledger-{feature_id}"))
     return record
 
 
@@ -32,7 +31,7 @@ def append_progress(state: Path, role: str, feature: str | None, run_id: str, re
     """One progress.log line per run outcome."""
     line = (f"{utc_now()} {role} {feature or '-'} {run_id} {result} exit={exit_code} "
             f"cost=${cost:.4f}")
-    locked_append(state / "progress.log", redact(line) + "\n", lock_path(state, "progress"))
+    append_record(state / "progress.log", line + "\n", lock_path(state, "progress"))
     return line
 
 

@@ -11,8 +11,7 @@ import time
 from collections import namedtuple
 from pathlib import Path
 
-from harness.redact import redact
-from harness.store import atomic_write, lock_path, locked_append, read_tail
+from harness.store import append_record, lock_path, read_tail, write_record
 
 KINDS = ("TRICK", "GOTCHA", "DECISION", "FAIL", "FORGOT", "-")
 SUMMARY_SECTIONS = ("Lessons", "Decisions (current)", "Avoid")
@@ -63,7 +62,7 @@ def parse_entry(line: str) -> Entry | None:
 
 def make_entry(role: str, feature: str | None, kind: str, text: str,
                run: str | None = None, ts: str | None = None) -> Entry:
-    """A checked, folded, redacted entry; ValueError names what is wrong."""
+    """A checked, folded entry; ValueError names what is wrong (redacted when written)."""
     feature = feature or "-"
     if kind not in KINDS:
         raise ValueError(f"unknown note kind {kind!r}; expected one of {', '.join(KINDS)}")
@@ -73,7 +72,7 @@ def make_entry(role: str, feature: str | None, kind: str, text: str,
         raise ValueError(f"bad feature id {feature!r}; expected F-001 style or -")
     if run is not None and not re.fullmatch(r"[A-Za-z0-9_.-]+", run):
         raise ValueError(f"bad run id {run!r}")
-    text = fold(redact(text))
+    text = fold(text)
     if not text:
         raise ValueError("empty note text")
     return Entry(ts or utc_now(), role, feature, kind, text, run)
@@ -90,7 +89,7 @@ def raw_lock(state: Path) -> Path:
 
 def append_entry(state: Path, entry: Entry) -> None:
     """Append one entry to raw.md as a single locked write."""
-    locked_append(raw_path(state), entry.line() + "\n", raw_lock(state))
+    append_record(raw_path(state), entry.line() + "\n", raw_lock(state))
 
 
 def tail_entries(state: Path, n: int) -> list[str]:
@@ -104,14 +103,14 @@ def write_long_note(state: Path, role: str, slug: str, body: str, day: str | Non
         raise ValueError(f"bad slug {slug!r}; use lower-case letters, digits and dashes")
     if not NAME.match(role):
         raise ValueError(f"bad role name {role!r}")
-    body = redact(body).strip()
+    body = body.strip()
     if not body:
         raise ValueError("empty note body")
     day = day or utc_now()[:10]
     path = state / "memory" / f"{day}-{role}-{slug}.md"
     if path.exists():
         raise ValueError(f"{path} already exists; choose another slug")
-    atomic_write(path, body + "\n")
+    write_record(path, body + "\n")
     return path
 
 

@@ -1,6 +1,6 @@
 """Run records under `<state>/runs/<run-id>/`: manifest.json, prompt.md, transcript.jsonl.
 
-Every record is written through `redact`, so no secret reaches the disk. A
+Every record is written through `store.write_record`/`append_record`, which redact secrets. A
 manifest is written with status `started` before the model is called and
 finished in a `finally`; a started run whose process is gone is `interrupted`.
 """
@@ -17,8 +17,7 @@ from typing import Any
 from harness import FORMAT_VERSION, __version__
 from harness.errors import UsageError
 from harness.memory import utc_now
-from harness.redact import redact
-from harness.store import atomic_write
+from harness.store import append_record, write_record
 
 RUN_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 
@@ -76,17 +75,16 @@ class RunRecord:
 
     def save(self) -> None:
         text = json.dumps(self.manifest, indent=2, ensure_ascii=False) + "\n"
-        atomic_write(self.folder / "manifest.json", redact(text))
+        write_record(self.folder / "manifest.json", text)
 
     def write_file(self, name: str, text: str) -> None:
-        atomic_write(self.folder / name, redact(text))
+        write_record(self.folder / name, text)
 
     def record(self, event: dict[str, Any]) -> None:
         """Append one event to transcript.jsonl (redacted; one writer per run)."""
         event = {"time": utc_now(), **event}
-        line = redact(json.dumps(event, ensure_ascii=False, default=str)) + "\n"
-        with open(self.folder / "transcript.jsonl", "a", encoding="utf-8") as f:
-            f.write(line)
+        line = json.dumps(event, ensure_ascii=False, default=str) + "\n"
+        append_record(self.folder / "transcript.jsonl", line, lock=None)
 
     def finish(self, status: str, exit_code: int, **fields: Any) -> None:
         self.manifest.update(fields)

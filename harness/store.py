@@ -117,6 +117,29 @@ def locked_append(path: Path, text: str, lock: Path) -> None:
             os.close(fd)
 
 
+def write_record(path: Path, text: str) -> None:
+    """Atomically write a record (run files, verdicts, memory), secrets redacted.
+
+    Every record of the harness is written through this or `append_record`: the one
+    place where redaction happens, so no writer can forget it.
+    """
+    from harness.redact import redact
+
+    atomic_write(path, redact(text))
+
+
+def append_record(path: Path, text: str, lock: Path | None) -> None:
+    """Append a record line, secrets redacted; under `lock` when several processes write."""
+    from harness.redact import redact
+
+    data = redact(text)
+    if lock is None:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(data)
+    else:
+        locked_append(path, data, lock)
+
+
 def read_tail(path: Path, max_lines: int, block: int = 65536) -> list[str]:
     """The last `max_lines` non-empty lines of `path`, reading from the end only."""
     if max_lines <= 0:

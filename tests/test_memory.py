@@ -54,12 +54,13 @@ def test_make_entry_folds_newlines_and_checks_fields() -> None:
         make_entry("Worker X", None, "TRICK", "x")
 
 
-def test_make_entry_redacts_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_appended_entries_are_redacted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MY_SERVICE_TOKEN", "canary-value-123")
-    e = make_entry("worker", "F-001", "-",
-                   "token is canary-value-123 and sk-ant-abcdefghijklmnopqrstu")
-    assert "canary-value-123" not in e.text and "sk-ant-" not in e.text
-    assert e.text.count("[REDACTED]") == 2
+    append_entry(tmp_path, make_entry("worker", "F-001", "-",
+                                      "token is canary-value-123 and sk-ant-abcdefghijklmnopqrstu"))
+    written = (tmp_path / "raw.md").read_text()
+    assert "canary-value-123" not in written and "sk-ant-" not in written
+    assert written.count("[REDACTED]") == 2
 
 
 def test_append_and_tail(tmp_path: Path) -> None:
