@@ -80,11 +80,16 @@ def _role_command(role: str, doc: str) -> click.Command:
                 preset: str | None, command_line: str | None, script: str | None,
                 model: str | None) -> None:
         from harness.roles import run_role
+        from harness.status import state_warnings
 
         options = {k: v for k, v in (("preset", preset), ("command", command_line),
                                      ("script", script and str(Path(script).resolve())),
                                      ("model", model)) if v}
-        result = run_role(paths_of(ctx), role, target, dry_run=dry_run, backend=backend,
+        paths = paths_of(ctx)
+        if paths.state.is_dir():
+            for warning in state_warnings(paths.state):
+                click.echo(f"run.sh: warning: {warning}", err=True)
+        result = run_role(paths, role, target, dry_run=dry_run, backend=backend,
                           backend_options=options)
         click.echo(result.message, err=result.exit_code != 0)
         ctx.exit(result.exit_code)

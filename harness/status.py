@@ -33,12 +33,36 @@ def _raw_stats(path: Path) -> dict[str, int]:
     return {"entries": entries, "unparsed": unparsed}
 
 
+def state_warnings(state: Path) -> list[str]:
+    """Damage a person should know about; cheap enough to check before every run."""
+    warnings = []
+    raw = raw_path(state)
+    try:
+        with open(raw, "rb") as f:
+            size = f.seek(0, 2)
+            f.seek(max(size - 1, 0))
+            if size and f.read(1) != b"\n":
+                warnings.append(f"{raw} ends with a half-written line; it is kept as it is and "
+                                "the next note starts on a new line")
+    except FileNotFoundError:
+        warnings.append(f"{raw} is missing; the next note creates it")
+    for name in ("summary.md", "MEMORY.md"):
+        path = state / name
+        if not path.exists():
+            warnings.append(f"{path} is missing; run `run.sh curator` to rebuild it")
+        elif not path.read_text(encoding="utf-8", errors="replace").strip():
+            warnings.append(f"{path} is empty; prompts show no curated memory until "
+                            "`run.sh curator` rebuilds it")
+    return warnings
+
+
 def collect_status(state: Path) -> dict[str, Any]:
     """Features by status, runs in flight or interrupted, spend, memory sizes."""
     plan = load_plan(state)
     runs = list_runs(state)
     return {
         "state": str(state),
+        "warnings": state_warnings(state),
         "counts": {s: sum(f.status == s for f in plan) for s in STATUSES},
         "features": [f.model_dump(exclude_none=True, exclude={"description",
                                                               "acceptance_criteria"})
@@ -61,7 +85,8 @@ def collect_status(state: Path) -> dict[str, Any]:
 def format_status(report: dict[str, Any]) -> str:
     """The report as a few readable lines."""
     counts = ", ".join(f"{n} {s}" for s, n in report["counts"].items() if n) or "empty plan"
-    lines = [f"state: {report['state']}", f"plan: {counts}"]
+    lines = [f"warning: {w}" for w in report["warnings"]]
+    lines += [f"state: {report['state']}", f"plan: {counts}"]
     for f in report["features"]:
         extra = f" (attempts {f['attempts']})" if f.get("attempts") else ""
         if f.get("blocked_reason"):

@@ -110,8 +110,11 @@ def locked_append(path: Path, text: str, lock: Path) -> None:
     """Append `text` in one write while holding `lock`, so concurrent lines never interleave."""
     data = text.encode()
     with hold_lock(lock):
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data  # a half line left by a crash must not swallow this one
             _write_all(fd, data)
         finally:
             os.close(fd)

@@ -208,6 +208,7 @@ def test_status_text_and_json(invoke) -> None:
     assert data["counts"] == {"pending": 1, "in_progress": 0, "done": 3, "failed": 0,
                               "blocked": 0}
     assert data["memory"]["raw"] == {"entries": 36, "unparsed": 1}
+    assert data["warnings"] == []
 
 
 def test_runs_and_show(invoke) -> None:
