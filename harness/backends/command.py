@@ -1,0 +1,408 @@
+"""The `command` backend: any agent CLI (Claude Code, Codex, a script) as a subprocess.
+
+The prompt goes in on stdin; the run is named in the environment so the agent can call
+`run.sh note` and `run.sh verdict`; the CLI runs in its own process group under a hard
+wall-clock cap. Where the CLI prints a JSON result, success is decided from it, never from
+the exit code or free text. A usage or rate limit is an infrastructure error, not the
+agent's failure: it raises `UsageLimitReached` carrying the reset time when one is given.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone, tzinfo
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from harness.backends import CAPPED, FINISHED, GAVE_UP, Outcome, Session, Usage, cost_of
+from harness.errors import BackendError, UsageError
+from harness.redact import scrubbed_environ
+
+KEEP_BYTES = 1 << 20  # stdout kept for parsing; every line also goes to the transcript
+STDERR_BYTES = 16 << 10  # stderr tail kept and recorded
+
+
+@dataclass(frozen=True)
+class Preset:
+    """How to invoke one agent CLI and read its output."""
+
+    argv: tuple[str, ...]
+    parser: str  # "claude", "codex" or "generic"
+    key_vars: tuple[str, ...] = ()  # credentials the CLI itself needs
+
+
+PRESETS = {
+    "claude": Preset(
+        ("claude", "-p", "--output-format", "json"),
+        "claude",
+        ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"),
+    ),
+    "codex": Preset(("codex", "exec", "--json"), "codex", ("OPENAI_API_KEY", "CODEX_API_KEY")),
+    "generic": Preset((), "generic"),
+}
+
+
+class UsageLimitReached(BackendError):
+    """The CLI hit a usage or rate limit; `reset_at` is when it lifts (ISO-8601 UTC), if known."""
+
+    def __init__(self, message: str, reset: datetime | None = None):
+        utc = reset.astimezone(timezone.utc) if reset else None
+        self.reset_at = utc.strftime("%Y-%m-%dT%H:%M:%SZ") if utc else None
+        when = f"resets at {self.reset_at}" if utc else "no reset time given"
+        super().__init__(f"agent CLI usage limit reached ({when}): {message.strip()[:300]}")
+
+
+def build_argv(options: dict[str, Any], model: str, turns: int | None) -> tuple[list[str], Preset]:
+    """The argv to run and its preset, from the options `preset`, `command` and `args`."""
+    name = options.get("preset", "generic")
+    if name not in PRESETS:
+        raise UsageError(f"unknown command preset {name!r}; use one of: {', '.join(PRESETS)}")
+    preset, extra = PRESETS[name], [str(a) for a in options.get("args", [])]
+    command = options.get("command")
+    if command:
+        argv = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
+        return argv + extra, preset
+    if name == "generic":
+        raise UsageError("the generic command backend needs a `command` option")
+    argv = list(preset.argv)
+    if name == "claude":
+        argv += ["--model", model] if model else []
+        argv += ["--max-turns", str(turns)] if turns else []
+        return argv + extra, preset
+    argv += ["-m", model] if model else []
+    return argv + extra + ["-"], preset  # `-`: codex exec reads the prompt from stdin
+
+
+def build_env(
+    session: Session, key_vars: Iterable[str], environ: dict[str, str] | None = None
+) -> dict[str, str]:
+    """The CLI's environment: secrets scrubbed, the run named, run.sh's folder first on PATH."""
+    source = dict(os.environ if environ is None else environ)
+    env = scrubbed_environ(source)
+    # A CLI hands its environment to the commands the agent runs, so no secret is passed
+    # unless the role opts in with `pass_env` (e.g. [ANTHROPIC_API_KEY]). The default is a
+    # CLI logged in with stored credentials (`claude login`, `codex login`), which needs none;
+    # `key_vars` only names what a preset would take, for messages and `run.sh doctor`.
+    for name in session.options.get("pass_env", []):
+        if name in source:
+            env[name] = source[name]
+    env.update(
+        HARNESS_RUN_ID=session.run_id,
+        HARNESS_ROLE=session.role,
+        FEATURE_ID=session.feature_id or "",
+        HARNESS_STATE=str(session.state),
+        HARNESS_HOME=str(session.home),
+        PATH=os.pathsep.join(p for p in (str(session.home), env.get("PATH", os.defpath)) if p),
+    )
+    return env
+
+
+class CommandBackend:
+    """Runs an agent CLI with the prompt on stdin and reads its result."""
+
+    def run(self, prompt: str, session: Session) -> Outcome:
+        """Run the CLI once under the session's wall-clock cap."""
+        argv, preset = build_argv(session.options, session.model, session.caps.turns)
+        if not session.workdir.is_dir():
+            raise UsageError(f"working directory {session.workdir} does not exist")
+        session.check_budget(0.0)
+        session.record({"type": "command", "argv": argv, "cwd": str(session.workdir)})
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=session.workdir,
+                env=build_env(session, preset.key_vars),
+                start_new_session=True,
+            )
+        except (FileNotFoundError, PermissionError) as e:
+            raise BackendError(
+                f"cannot run agent CLI {argv[0]!r}: {e.strerror}; install it or put it on PATH,"
+                " or set the role's `command` option to its full path"
+            ) from e
+        codex = CodexEvents() if preset.parser == "codex" else None
+        out = _Output(proc, prompt.encode("utf-8"), session.record, codex.feed if codex else None)
+        timed_out = _wait(proc, session.caps.wall_seconds, session.options.get("kill_grace", 5))
+        out.join()
+        if out.error:
+            raise out.error
+        code, stdout, stderr = proc.returncode, out.stdout(), out.stderr()
+        session.record({"type": "command_exit", "returncode": code, "stderr_tail": stderr})
+        if timed_out:
+            usage = codex.usage if codex else Usage()
+            cost = cost_of(usage, session.model, session.prices)
+            turns = codex.turns if codex else 0
+            return Outcome(CAPPED, usage=usage, cost_usd=cost, turns=turns, detail="wall-clock cap")
+        if codex:
+            outcome = codex.outcome(session.model, session.prices)
+        else:
+            result = find_claude_result(stdout)
+            outcome = claude_outcome(result, session.model, session.prices) if result else None
+        if outcome is None and preset.parser == "generic":
+            detail = f"exit code {code}" if code else ""
+            return Outcome(GAVE_UP if code else FINISHED, summary=stdout[-2000:], detail=detail)
+        if outcome is None:
+            check_usage_limit(f"{stdout}\n{stderr}")
+            raise BackendError(
+                f"{argv[0]} printed no {preset.parser} JSON result (exit code {code});"
+                f" output starts: {stdout[:500]!r}; stderr ends: {stderr[-500:]!r}"
+            )
+        return outcome
+
+
+def _wait(proc: subprocess.Popen, wall: float | None, grace: float) -> bool:
+    """Wait for the CLI, stopping its process group at the wall-clock cap; True if it hit."""
+    try:
+        proc.wait(timeout=wall)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    # After a normal exit too: what is left of the group would hold the output pipes open.
+    if _signal_group(proc.pid, signal.SIGTERM):
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and _signal_group(proc.pid, 0):
+            proc.poll()  # reap the leader, or the group never looks empty
+            time.sleep(0.05)
+        _signal_group(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return timed_out
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    """Send `sig` to a process group; False when nothing is left in it."""
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+class _Output:
+    """Feeds the prompt and drains stdout and stderr on threads, keeping bounded tails."""
+
+    def __init__(self, proc: subprocess.Popen, prompt: bytes, record: Callable, on_event):
+        self._lines: deque[bytes] = deque()
+        self._size = 0
+        self._err = bytearray()
+        self.error: Exception | None = None  # raised while reading; run() re-raises it
+        self._threads = [
+            threading.Thread(target=self._write, args=(proc.stdin, prompt), daemon=True),
+            threading.Thread(target=self._read, args=(proc.stdout, record, on_event), daemon=True),
+            threading.Thread(target=self._read_err, args=(proc.stderr,), daemon=True),
+        ]
+        for t in self._threads:
+            t.start()
+
+    @staticmethod
+    def _write(stdin, prompt: bytes) -> None:
+        try:
+            stdin.write(prompt)
+            stdin.close()
+        except OSError:
+            pass  # the CLI exited or closed stdin before reading all of it
+
+    def _read(self, stdout, record: Callable, on_event) -> None:
+        try:
+            self._read_lines(stdout, record, on_event)
+        except Exception as e:
+            self.error = e
+            for _ in iter(lambda: stdout.read1(65536), b""):
+                pass  # keep draining, or a CLI blocked on a full pipe outlives the run
+
+    def _read_lines(self, stdout, record: Callable, on_event) -> None:
+        for raw in iter(lambda: stdout.readline(KEEP_BYTES), b""):
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            try:
+                event = json.loads(line)
+            except ValueError:
+                event = None
+            if isinstance(event, dict):
+                record({"type": "cli_event", "event": event})
+                if on_event:
+                    on_event(event)
+            elif line.strip():
+                record({"type": "cli_output", "text": line})
+            self._lines.append(raw)
+            self._size += len(raw)
+            while self._size > KEEP_BYTES and len(self._lines) > 1:
+                self._size -= len(self._lines.popleft())
+
+    def _read_err(self, stderr) -> None:
+        for chunk in iter(lambda: stderr.read1(65536), b""):
+            self._err += chunk
+            del self._err[:-STDERR_BYTES]
+
+    def join(self) -> None:
+        for t in self._threads:
+            t.join(timeout=5)  # a process that left the group may still hold a pipe
+
+    def stdout(self) -> str:
+        return b"".join(self._lines).decode("utf-8", "replace")
+
+    def stderr(self) -> str:
+        return self._err.decode("utf-8", "replace")
+
+
+# Parsing: pure functions over what the CLI printed.
+
+CLAUDE_CAPS = {"error_max_turns": "turn cap", "error_max_budget_usd": "dollar cap"}
+
+
+def find_claude_result(text: str) -> dict[str, Any] | None:
+    """The result object in Claude Code output: one object, a message array, or JSON lines."""
+    for chunk in (text.strip(), *(ln for ln in reversed(text.splitlines()) if ln.strip())):
+        try:
+            data = json.loads(chunk)
+        except ValueError:
+            continue
+        for item in reversed(data if isinstance(data, list) else [data]):
+            if isinstance(item, dict) and (item.get("type") == "result" or "is_error" in item):
+                return item
+    return None
+
+
+def claude_outcome(result: dict[str, Any], model: str, prices: dict) -> Outcome:
+    """Map a Claude Code result object to an Outcome; a usage limit raises UsageLimitReached."""
+    subtype, text = str(result.get("subtype") or ""), result.get("result")
+    text = text if isinstance(text, str) else "" if text is None else json.dumps(text)
+    raw = result.get("usage") or {}
+    usage = Usage(**{k: int(raw.get(k) or 0) for k in Usage.__dataclass_fields__})
+    cost = result.get("total_cost_usd", result.get("cost_usd"))
+    cost = float(cost) if isinstance(cost, int | float) else cost_of(usage, model, prices)
+    if subtype in CLAUDE_CAPS:
+        status, detail = CAPPED, CLAUDE_CAPS[subtype]
+    elif subtype == "success" and result.get("is_error") is False:
+        status, detail = FINISHED, ""
+    else:
+        check_usage_limit(text)
+        status, detail = GAVE_UP, f"{subtype or 'error'}: {text[:300]}"
+    turns = int(result.get("num_turns") or 0)
+    return Outcome(status, summary=text, usage=usage, cost_usd=cost, turns=turns, detail=detail)
+
+
+class CodexEvents:
+    """Folds `codex exec --json` events: usage summed over turns, last message, failure."""
+
+    def __init__(self) -> None:
+        self.usage, self.turns, self.summary = Usage(), 0, ""
+        self.failure: str | None = None  # a turn.failed, or an error no turn.completed outlived
+
+    def feed(self, event: dict[str, Any]) -> None:
+        """Take one event."""
+        kind = event.get("type")
+        if kind in ("turn.completed", "turn.failed") and isinstance(event.get("usage"), dict):
+            raw = event["usage"]
+            cached = int(raw.get("cached_input_tokens") or 0)
+            # Codex counts cached tokens inside input_tokens; Usage keeps them apart.
+            uncached = int(raw.get("input_tokens") or 0) - cached
+            out = int(raw.get("output_tokens") or 0)
+            self.usage.add(Usage(uncached, out, cache_read_input_tokens=cached))
+        if kind == "turn.completed":
+            self.turns += 1
+            self.failure = None
+        elif kind == "turn.failed":
+            error = event.get("error")
+            message = error.get("message") if isinstance(error, dict) else error
+            self.failure = str(message or "turn failed")
+        elif kind == "error":
+            self.failure = str(event.get("message") or "error")
+        elif kind == "item.completed" and isinstance(item := event.get("item"), dict):
+            if item.get("type") == "agent_message":
+                self.summary = str(item.get("text") or "")
+
+    def outcome(self, model: str, prices: dict) -> Outcome | None:
+        """The run's Outcome, or None when no turn ended; a usage limit raises."""
+        if self.failure is None and not self.turns:
+            return None
+        if self.failure is not None:
+            check_usage_limit(self.failure)
+        return Outcome(
+            FINISHED if self.failure is None else GAVE_UP,
+            summary=self.summary,
+            usage=self.usage,
+            cost_usd=cost_of(self.usage, model, prices),
+            turns=self.turns,
+            detail=(self.failure or "")[:500],
+        )
+
+
+def parse_codex(
+    lines: Iterable[str], model: str = "", prices: dict | None = None
+) -> Outcome | None:
+    """The Outcome of `codex exec --json` output lines, or None when no turn ended."""
+    events = CodexEvents()
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            events.feed(event)
+    return events.outcome(model, prices or {})
+
+
+LIMIT_TEXT = re.compile(
+    r"usage limit|limit reached|hit your (?:\w+ )?limit|out of extra usage|rate.?limit"
+    r"|quota exceeded|too many requests",
+    re.I,
+)
+MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_EPOCH = re.compile(r"\|\s*(\d{10})\b|\"?resets_at\"?\s*[:=]\s*(\d{10})\b")
+_CLOCK = re.compile(  # "resets 6:30pm (Asia/Jerusalem)", "try again at Apr 28th, 2026 10:03 PM"
+    r"(?:resets?|try again)\s+(?:at\s+)?"
+    r"(?:(?P<mon>[a-z]{3})[a-z]*\.?\s+(?P<day>\d{1,2})(?:st|nd|rd|th)?,?\s+"
+    r"(?:(?P<year>\d{4})\s+)?(?:at\s+)?)?"
+    r"(?P<h>\d{1,2})(?::(?P<m>\d{2}))?\s*(?P<ap>[ap])\.?m\b\.?(?:\s*\((?P<tz>[^)]+)\))?",
+    re.I,
+)
+_RELATIVE = re.compile(r"try again in((?:[\s,]*\d+\s*(?:day|hour|hr|min|sec)\w*)+)", re.I)
+
+
+def check_usage_limit(
+    message: str, now: datetime | None = None, local: tzinfo | None = None
+) -> None:
+    """Raise UsageLimitReached when `message` reports a usage or rate limit."""
+    if LIMIT_TEXT.search(message):
+        raise UsageLimitReached(message, reset_time(message, now, local))
+
+
+def reset_time(
+    message: str, now: datetime | None = None, local: tzinfo | None = None
+) -> datetime | None:
+    """When a reported limit lifts, from the shapes Claude Code and Codex print; else None."""
+    now = now or datetime.now(timezone.utc)
+    local = local or datetime.now().astimezone().tzinfo  # Codex prints the machine's local time
+    if m := _EPOCH.search(message):
+        return datetime.fromtimestamp(int(m[1] or m[2]), timezone.utc)
+    if m := _CLOCK.search(message):
+        try:
+            tz = ZoneInfo(m["tz"].strip()) if m["tz"] else local
+        except (ZoneInfoNotFoundError, ValueError):
+            tz = local
+        hour, minute = int(m["h"]) % 12 + (12 if m["ap"] in "pP" else 0), int(m["m"] or 0)
+        today = now.astimezone(tz)
+        if m["mon"] and m["mon"].lower() in MONTHS:
+            month, year = MONTHS.index(m["mon"].lower()) + 1, int(m["year"] or today.year)
+            when = datetime(year, month, int(m["day"]), hour, minute, tzinfo=tz)
+            if not m["year"] and when < now - timedelta(days=1):
+                when = when.replace(year=year + 1)
+            return when
+        when = today.replace(hour=hour, minute=minute, second=0, microsecond=0)
+        return when if when > now else when + timedelta(days=1)
+    if m := _RELATIVE.search(message):
+        units = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
+        parts = re.findall(r"(\d+)\s*([dhms])", m[1].lower())
+        return now + timedelta(**{units[u]: int(n) for n, u in parts})
+    return None

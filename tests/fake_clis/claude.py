@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Stands in for `claude -p --output-format json`: prints the real result shapes.
+
+Usage: claude.py MODE [DUMP_FILE] [claude flags...]; the prompt is read from stdin.
+"""
+
+import json
+import os
+import sys
+
+mode = sys.argv[1] if len(sys.argv) > 1 else "argv"
+prompt = sys.stdin.buffer.read()
+USAGE = {
+    "input_tokens": 12,
+    "cache_creation_input_tokens": 2048,
+    "cache_read_input_tokens": 30000,
+    "output_tokens": 456,
+    "server_tool_use": {"web_search_requests": 0},
+    "service_tier": "standard",
+}
+
+
+def result(subtype="success", is_error=False, text="Implemented F-001; tests pass.", **extra):
+    obj = {
+        "type": "result",
+        "subtype": subtype,
+        "is_error": is_error,
+        "duration_ms": 53120,
+        "duration_api_ms": 48007,
+        "num_turns": 7,
+        "result": text,
+        "session_id": "4b9f6c0e-2a51-4a8e-9d0e-6f1f3c1d2e77",
+        "total_cost_usd": 0.1234,
+        "usage": USAGE,
+        "permission_denials": [],
+        "uuid": "d1c3c6a2-1a0f-4e63-9a6b-1f0f5e9f1b2c",
+    }
+    obj.update(extra)
+    if text is None:
+        del obj["result"]
+    print(json.dumps(obj))
+
+
+if mode == "success":
+    result()
+elif mode == "is_error_exit0":
+    result("error_during_execution", True, None)
+elif mode == "success_exit1":
+    result()
+    sys.exit(1)
+elif mode == "max_turns":
+    result("error_max_turns", True, None, num_turns=3)
+    sys.exit(1)
+elif mode == "usage_limit":
+    result(
+        "success", True, "Claude AI usage limit reached|1767225600", total_cost_usd=0, num_turns=1
+    )
+    sys.exit(1)
+elif mode == "rate_limited":
+    result("success", True, "API Error: Rate limit reached", total_cost_usd=0, num_turns=1)
+elif mode == "no_cost":
+    result(total_cost_usd=None)
+elif mode == "verbose_array":
+    print(
+        json.dumps(
+            [
+                {
+                    "type": "system",
+                    "subtype": "init",
+                    "session_id": "s",
+                    "model": "claude-sonnet-4-5",
+                },
+                {"type": "assistant", "message": {"content": [{"type": "text", "text": "hi"}]}},
+                {
+                    "type": "result",
+                    "subtype": "success",
+                    "is_error": False,
+                    "num_turns": 1,
+                    "result": "hi",
+                    "total_cost_usd": 0.01,
+                    "usage": USAGE,
+                },
+            ]
+        )
+    )
+elif mode == "not_json":
+    print("Error: Invalid API key · Please run /login")
+    sys.exit(1)
+elif mode == "dump":
+    with open(sys.argv[2], "w", encoding="utf-8") as f:
+        json.dump({"env": dict(os.environ), "cwd": os.getcwd(), "stdin": prompt.decode("utf-8")}, f)
+    result()
+else:  # "argv": report the flags and the prompt it was given
+    result(text=json.dumps({"argv": sys.argv[1:], "stdin": prompt.decode("utf-8")}))

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Stands in for `codex exec --json -`: prints the real JSONL event shapes.
+
+Usage: codex.py MODE [codex flags...]; the prompt is read from stdin.
+"""
+
+import json
+import sys
+
+mode = sys.argv[1] if len(sys.argv) > 1 else "success"
+sys.stdin.read()
+LIMIT = (
+    "You've hit your usage limit. Upgrade to Pro (https://openai.com/chatgpt/pricing), visit"
+    " https://chatgpt.com/codex/settings/usage to purchase more credits or try again at"
+    " Jan 5th, 2027 3:04 PM."
+)
+
+
+def emit(**event):
+    print(json.dumps(event), flush=True)
+
+
+emit(type="thread.started", thread_id="0199a213-81c0-7800-8aa1-bbab2a035a53")
+emit(type="turn.started")
+if mode == "success":
+    emit(type="item.completed", item={"id": "item_0", "type": "reasoning", "text": "**Plan**"})
+    emit(
+        type="item.started",
+        item={
+            "id": "item_1",
+            "type": "command_execution",
+            "command": "bash -lc ls",
+            "aggregated_output": "",
+            "exit_code": None,
+            "status": "in_progress",
+        },
+    )
+    emit(
+        type="item.completed",
+        item={
+            "id": "item_1",
+            "type": "command_execution",
+            "command": "bash -lc ls",
+            "aggregated_output": "a.py\n",
+            "exit_code": 0,
+            "status": "completed",
+        },
+    )
+    emit(
+        type="item.completed",
+        item={"id": "item_2", "type": "agent_message", "text": "First pass done."},
+    )
+    emit(
+        type="turn.completed",
+        usage={"input_tokens": 24763, "cached_input_tokens": 24448, "output_tokens": 122},
+    )
+    emit(type="turn.started")
+    emit(
+        type="item.completed",
+        item={"id": "item_3", "type": "agent_message", "text": "All done: F-001 implemented."},
+    )
+    emit(
+        type="turn.completed",
+        usage={"input_tokens": 1000, "cached_input_tokens": 500, "output_tokens": 50},
+    )
+elif mode == "turn_failed":
+    message = "unexpected status 400 Bad Request: model not supported"
+    emit(type="error", message=message)
+    emit(type="turn.failed", error={"message": message})
+    sys.exit(1)
+elif mode == "usage_limit":
+    emit(type="error", message=LIMIT)
+    emit(type="turn.failed", error={"message": LIMIT})
+    sys.exit(1)

@@ -1,0 +1,482 @@
+"""The command backend: pure parsers on literal inputs, then real subprocesses of stand-in CLIs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from harness.backends import CAPPED, FINISHED, GAVE_UP, Caps, Session
+from harness.backends.command import (
+    CommandBackend,
+    UsageLimitReached,
+    build_argv,
+    build_env,
+    check_usage_limit,
+    claude_outcome,
+    find_claude_result,
+    parse_codex,
+    reset_time,
+)
+from harness.errors import BackendError, BudgetError, UsageError
+
+FAKES = Path(__file__).parent / "fake_clis"
+PY = sys.executable
+NOW = datetime(2026, 4, 24, 10, 0, tzinfo=timezone.utc)
+PRICES = {"m": {"input_tokens": 3.0, "output_tokens": 15.0, "cache_read_input_tokens": 0.3}}
+
+
+def make_session(tmp_path: Path, events: list | None = None, **options) -> Session:
+    workdir = tmp_path / "work"
+    workdir.mkdir(exist_ok=True)
+    caps = Caps(turns=options.pop("turns", 50), wall_seconds=options.pop("wall", 30))
+    return Session(
+        run_id="1777000000-worker-F-001",
+        role="worker",
+        feature_id=options.pop("feature_id", "F-001"),
+        workdir=workdir,
+        state=tmp_path / "work" / ".harness",
+        home=tmp_path / "home",
+        model=options.pop("model", ""),
+        caps=caps,
+        tools=[],
+        prices=PRICES,
+        record=(events if events is not None else []).append,
+        check_budget=lambda cost: None,
+        options=options,
+    )
+
+
+def fake(name: str, *args: str) -> list[str]:
+    return [PY, str(FAKES / name), *args]
+
+
+# --- argv and environment ------------------------------------------------------------
+
+
+def test_claude_preset_argv_adds_model_and_turn_cap():
+    argv, preset = build_argv({"preset": "claude"}, "claude-sonnet-4-5", 12)
+    assert argv == [
+        "claude", "-p", "--output-format", "json",
+        "--model", "claude-sonnet-4-5", "--max-turns", "12",
+    ]  # fmt: skip
+    assert preset.parser == "claude"
+    assert build_argv({"preset": "claude"}, "", None)[0] == [
+        "claude",
+        "-p",
+        "--output-format",
+        "json",
+    ]
+
+
+def test_codex_preset_reads_prompt_from_stdin_after_extra_args():
+    argv, preset = build_argv(
+        {"preset": "codex", "args": ["--sandbox", "workspace-write"]}, "o3", 5
+    )
+    assert argv == ["codex", "exec", "--json", "-m", "o3", "--sandbox", "workspace-write", "-"]
+    assert preset.parser == "codex"
+
+
+def test_explicit_command_overrides_argv_but_keeps_parser():
+    argv, preset = build_argv({"preset": "codex", "command": "my-codex --flag 'two words'"}, "x", 1)
+    assert argv == ["my-codex", "--flag", "two words"]
+    assert preset.parser == "codex"
+    assert build_argv({"command": ["./agent.sh", 3]}, "", None)[0] == ["./agent.sh", "3"]
+
+
+def test_bad_preset_or_generic_without_command_is_a_usage_error():
+    with pytest.raises(UsageError, match="unknown command preset 'aider'"):
+        build_argv({"preset": "aider"}, "", None)
+    with pytest.raises(UsageError, match="needs a `command`"):
+        build_argv({"preset": "generic"}, "", None)
+
+
+def test_env_is_scrubbed_names_the_run_and_keeps_only_what_the_role_opts_into(tmp_path):
+    session = make_session(tmp_path, pass_env=["GITHUB_TOKEN"], feature_id=None)
+    environ = {
+        "PATH": "/usr/bin",
+        "HOME": "/root",
+        "ANTHROPIC_API_KEY": "sk-ant-cli-key-000000000000",
+        "FOO_API_KEY": "canary-foo-123456",
+        "GITHUB_TOKEN": "ghp_passed_on_purpose",
+        "DB_PASSWORD": "hunter2hunter2",
+    }
+    env = build_env(session, ("ANTHROPIC_API_KEY",), environ)
+    assert "ANTHROPIC_API_KEY" not in env  # the preset's key only with pass_env
+    assert env["GITHUB_TOKEN"] == environ["GITHUB_TOKEN"]
+    assert "FOO_API_KEY" not in env and "DB_PASSWORD" not in env
+    assert env["HOME"] == "/root"
+    assert env["FEATURE_ID"] == ""
+    assert env["HARNESS_RUN_ID"] == session.run_id and env["HARNESS_ROLE"] == "worker"
+    assert env["HARNESS_STATE"] == str(session.state)
+    assert env["HARNESS_HOME"] == str(session.home)
+    assert env["PATH"] == f"{session.home}{os.pathsep}/usr/bin"
+
+
+# --- Claude Code result objects --------------------------------------------------------
+
+
+def claude_result(**fields) -> dict:
+    base = {
+        "type": "result",
+        "subtype": "success",
+        "is_error": False,
+        "num_turns": 4,
+        "result": "Done.",
+        "session_id": "abc",
+        "total_cost_usd": 0.5,
+        "usage": {"input_tokens": 10, "output_tokens": 20, "cache_read_input_tokens": 30},
+    }
+    return base | fields
+
+
+def test_claude_success():
+    out = claude_outcome(claude_result(), "m", PRICES)
+    assert (out.status, out.summary, out.turns, out.cost_usd) == (FINISHED, "Done.", 4, 0.5)
+    assert (out.usage.input_tokens, out.usage.output_tokens) == (10, 20)
+    assert out.usage.cache_read_input_tokens == 30 and out.usage.cache_creation_input_tokens == 0
+
+
+def test_claude_is_error_or_error_subtype_gives_up():
+    out = claude_outcome(claude_result(is_error=True, result="boom"), "m", PRICES)
+    assert out.status == GAVE_UP and "boom" in out.detail
+    out = claude_outcome(claude_result(subtype="error_during_execution", is_error=False), "m", {})
+    assert out.status == GAVE_UP and out.detail.startswith("error_during_execution")
+
+
+def test_claude_caps_map_to_capped():
+    out = claude_outcome(claude_result(subtype="error_max_turns", is_error=True), "m", PRICES)
+    assert (out.status, out.detail) == (CAPPED, "turn cap")
+
+
+def test_claude_cost_falls_back_to_price_table():
+    out = claude_outcome(claude_result(total_cost_usd=None), "m", PRICES)
+    assert out.cost_usd == pytest.approx((10 * 3.0 + 20 * 15.0 + 30 * 0.3) / 1e6)
+
+
+def test_claude_success_text_mentioning_limits_is_still_success():
+    out = claude_outcome(
+        claude_result(result="Added a rate limit; usage limit reached tests"), "m", {}
+    )
+    assert out.status == FINISHED
+
+
+def test_claude_usage_limit_raises_with_reset_time():
+    result = claude_result(is_error=True, result="Claude AI usage limit reached|1762952400")
+    with pytest.raises(UsageLimitReached) as caught:
+        claude_outcome(result, "m", PRICES)
+    assert caught.value.reset_at == "2025-11-12T13:00:00Z"
+    assert "2025-11-12T13:00:00Z" in str(caught.value)
+    assert caught.value.exit_code == 6
+
+
+def test_find_claude_result_in_object_array_or_lines():
+    obj = claude_result()
+    assert find_claude_result(json.dumps(obj)) == obj
+    assert find_claude_result(json.dumps([{"type": "system"}, obj])) == obj
+    stream = "\n".join([json.dumps({"type": "system", "subtype": "init"}), json.dumps(obj), ""])
+    assert find_claude_result(stream) == obj
+    assert find_claude_result(json.dumps(obj, indent=2)) == obj
+    assert find_claude_result("Error: Invalid API key") is None
+    assert find_claude_result('{"hello": 1}') is None
+
+
+# --- Codex JSONL events ----------------------------------------------------------------
+
+
+def codex_lines(*events: dict) -> list[str]:
+    return [json.dumps({"type": "thread.started", "thread_id": "t"}), *map(json.dumps, events)]
+
+
+def test_codex_two_turns_sum_usage_and_keep_last_message():
+    lines = codex_lines(
+        {"type": "item.completed", "item": {"id": "i0", "type": "agent_message", "text": "one"}},
+        {"type": "turn.completed", "usage": {"input_tokens": 100, "cached_input_tokens": 60,
+                                            "output_tokens": 7}},
+        {"type": "item.completed", "item": {"id": "i1", "type": "agent_message", "text": "two"}},
+        {"type": "turn.completed", "usage": {"input_tokens": 50, "cached_input_tokens": 0,
+                                            "output_tokens": 3}},
+    )  # fmt: skip
+    out = parse_codex(lines, "m", PRICES)
+    assert (out.status, out.summary, out.turns) == (FINISHED, "two", 2)
+    assert (out.usage.input_tokens, out.usage.cache_read_input_tokens) == (90, 60)
+    assert out.usage.output_tokens == 10
+    assert out.cost_usd == pytest.approx((90 * 3.0 + 10 * 15.0 + 60 * 0.3) / 1e6)
+
+
+def test_codex_turn_failed_gives_up_with_message():
+    out = parse_codex(codex_lines({"type": "turn.failed", "error": {"message": "model gone"}}))
+    assert (out.status, out.detail) == (GAVE_UP, "model gone")
+
+
+def test_codex_error_outlived_by_a_completed_turn_is_not_a_failure():
+    lines = codex_lines(
+        {"type": "error", "message": "Reconnecting... 1/5"},
+        {"type": "turn.completed", "usage": {"input_tokens": 1, "output_tokens": 1}},
+    )
+    assert parse_codex(lines).status == FINISHED
+    assert parse_codex(codex_lines({"type": "error", "message": "fatal"})).status == GAVE_UP
+
+
+def test_codex_turn_failed_with_a_plain_string_error():
+    out = parse_codex(codex_lines({"type": "turn.failed", "error": "sandbox denied"}))
+    assert (out.status, out.detail) == (GAVE_UP, "sandbox denied")
+
+
+def test_codex_without_a_turn_end_has_no_outcome():
+    assert parse_codex(codex_lines({"type": "turn.started"}, "not json")) is None
+
+
+def test_codex_usage_limit_raises():
+    message = "You've hit your usage limit. Try again at 3:28 PM."
+    with pytest.raises(UsageLimitReached):
+        parse_codex(codex_lines({"type": "turn.failed", "error": {"message": message}}))
+
+
+# --- usage limits and reset times --------------------------------------------------------
+
+BERLIN = ZoneInfo("Europe/Berlin")  # 2026-04-24 is summer time: UTC+2
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ("Claude AI usage limit reached|1762952400", "2025-11-12T13:00:00Z"),
+        ("You've hit your limit · resets 6:30pm (Asia/Jerusalem)", "2026-04-24T15:30:00Z"),
+        ("You've hit your session limit · resets 3am (Asia/Tokyo)", "2026-04-24T18:00:00Z"),
+        ("Claude usage limit reached. Your limit will reset at 9am (America/Chicago).",
+         "2026-04-24T14:00:00Z"),
+        ("5-hour limit reached ∙ resets 1pm", "2026-04-24T11:00:00Z"),
+        ("... purchase more credits or try again at 3:28 PM.", "2026-04-24T13:28:00Z"),
+        ("... or try again at 9:15 AM.", "2026-04-25T07:15:00Z"),
+        ("... purchase more credits or try again at Apr 28th, 2026 10:03 PM.",
+         "2026-04-28T20:03:00Z"),
+        ("You've hit your usage limit. ... try again in 3 days 6 hours 57 minutes.",
+         "2026-04-27T16:57:00Z"),
+        ('{"type":"usage_limit_reached","resets_at":1777936568,"resets_in_seconds":13872}',
+         "2026-05-04T23:16:08Z"),
+    ],
+)  # fmt: skip
+def test_reset_time_shapes(message, expected):
+    when = reset_time(message, NOW, BERLIN)
+    assert when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") == expected
+
+
+def test_limits_without_reset_time_still_raise_and_other_errors_do_not():
+    assert reset_time("API Error: Rate limit reached", NOW, BERLIN) is None
+    with pytest.raises(UsageLimitReached) as caught:
+        check_usage_limit("API Error: Rate limit reached", NOW, BERLIN)
+    assert caught.value.reset_at is None and "no reset time" in str(caught.value)
+    check_usage_limit("unexpected status 400 Bad Request", NOW, BERLIN)
+
+
+# --- real subprocesses -------------------------------------------------------------------
+
+
+def run(tmp_path, prompt="Do F-001.", events=None, **options):
+    return CommandBackend().run(prompt, make_session(tmp_path, events, **options))
+
+
+def test_claude_success_via_subprocess_is_recorded(tmp_path):
+    events: list = []
+    out = run(tmp_path, events=events, preset="claude", command=fake("claude.py", "success"))
+    assert (out.status, out.turns, out.cost_usd) == (FINISHED, 7, 0.1234)
+    assert out.summary == "Implemented F-001; tests pass."
+    assert out.usage.cache_creation_input_tokens == 2048 and out.usage.output_tokens == 456
+    kinds = [e["type"] for e in events]
+    assert kinds == ["command", "cli_event", "command_exit"]
+    assert events[1]["event"]["subtype"] == "success"
+
+
+def test_claude_is_error_with_exit_0_gives_up(tmp_path):
+    out = run(tmp_path, preset="claude", command=fake("claude.py", "is_error_exit0"))
+    assert out.status == GAVE_UP and "error_during_execution" in out.detail
+
+
+def test_claude_success_with_nonzero_exit_is_decided_by_json(tmp_path):
+    out = run(tmp_path, preset="claude", command=fake("claude.py", "success_exit1"))
+    assert out.status == FINISHED
+
+
+def test_claude_max_turns_is_capped(tmp_path):
+    out = run(tmp_path, preset="claude", command=fake("claude.py", "max_turns"))
+    assert (out.status, out.detail, out.turns) == (CAPPED, "turn cap", 3)
+
+
+def test_claude_verbose_array_output(tmp_path):
+    out = run(tmp_path, preset="claude", command=fake("claude.py", "verbose_array"))
+    assert (out.status, out.summary) == (FINISHED, "hi")
+
+
+def test_claude_usage_limit_is_a_backend_error_with_reset(tmp_path):
+    with pytest.raises(BackendError) as caught:
+        run(tmp_path, preset="claude", command=fake("claude.py", "usage_limit"))
+    assert caught.value.reset_at == "2026-01-01T00:00:00Z"
+    assert "2026-01-01T00:00:00Z" in str(caught.value)
+    with pytest.raises(UsageLimitReached) as caught:
+        run(tmp_path, preset="claude", command=fake("claude.py", "rate_limited"))
+    assert caught.value.reset_at is None
+
+
+def test_claude_output_that_is_not_json_is_a_backend_error(tmp_path):
+    with pytest.raises(BackendError, match="Invalid API key") as caught:
+        run(tmp_path, preset="claude", command=fake("claude.py", "not_json"))
+    assert not isinstance(caught.value, UsageLimitReached)
+
+
+def test_claude_preset_argv_reaches_the_cli_via_path(tmp_path):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    shim = bindir / "claude"
+    shim.write_text(f'#!/bin/sh\nexec "{PY}" "{FAKES / "claude.py"}" argv "$@"\n')
+    shim.chmod(0o755)
+    session = make_session(tmp_path, preset="claude", model="claude-opus-4-1", turns=9)
+    session.home = bindir  # run.sh's folder goes first on PATH
+    out = CommandBackend().run("Grüße", session)
+    seen = json.loads(out.summary)
+    assert seen["argv"] == [
+        "argv", "-p", "--output-format", "json", "--model", "claude-opus-4-1", "--max-turns", "9",
+    ]  # fmt: skip
+    assert seen["stdin"] == "Grüße"
+
+
+def test_codex_success_sums_two_turns(tmp_path):
+    out = run(tmp_path, preset="codex", command=fake("codex.py", "success"), model="m")
+    assert (out.status, out.turns, out.summary) == (FINISHED, 2, "All done: F-001 implemented.")
+    assert out.usage.input_tokens == (24763 - 24448) + (1000 - 500)
+    assert out.usage.cache_read_input_tokens == 24448 + 500
+    assert out.usage.output_tokens == 172
+    assert out.cost_usd == pytest.approx((815 * 3.0 + 172 * 15.0 + 24948 * 0.3) / 1e6)
+
+
+def test_codex_turn_failed_gives_up(tmp_path):
+    out = run(tmp_path, preset="codex", command=fake("codex.py", "turn_failed"))
+    assert out.status == GAVE_UP and "400 Bad Request" in out.detail
+
+
+def test_codex_usage_limit_is_a_backend_error_with_reset(tmp_path):
+    with pytest.raises(UsageLimitReached) as caught:
+        run(tmp_path, preset="codex", command=fake("codex.py", "usage_limit"))
+    local = datetime(2027, 1, 5, 15, 4).astimezone()  # Codex prints the machine's local time
+    assert caught.value.reset_at == local.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@pytest.mark.parametrize(("code", "status"), [("0", FINISHED), ("3", GAVE_UP)])
+def test_generic_command_is_decided_by_exit_code(tmp_path, code, status):
+    out = run(tmp_path, prompt="hello", command=["sh", str(FAKES / "generic.sh"), code])
+    assert out.status == status
+    assert "hello" in out.summary and "ran as worker for F-001" in out.summary
+    assert out.detail == ("" if code == "0" else "exit code 3")
+
+
+def test_generic_command_printing_a_claude_result_is_parsed(tmp_path):
+    out = run(tmp_path, command=fake("claude.py", "is_error_exit0"))
+    assert out.status == GAVE_UP
+
+
+def test_env_has_run_names_and_no_canary_secret(tmp_path, monkeypatch):
+    monkeypatch.setenv("FOO_API_KEY", "canary-foo-secret-0123456789")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-for-the-cli-0123456789")
+    monkeypatch.setenv("PASSED_TOKEN", "passed-on-purpose-0123")
+    dump = tmp_path / "dump.json"
+    options = {"preset": "claude", "command": fake("claude.py", "dump", str(dump))}
+    run(tmp_path, pass_env=["PASSED_TOKEN"], **options)
+    seen = json.loads(dump.read_text())
+    env = seen["env"]
+    assert "FOO_API_KEY" not in env
+    assert "canary-foo-secret-0123456789" not in json.dumps(env)
+    assert "ANTHROPIC_API_KEY" not in env  # a logged-in CLI needs no key; pass_env opts in
+    assert env["PASSED_TOKEN"] == "passed-on-purpose-0123"
+    assert env["HARNESS_RUN_ID"] == "1777000000-worker-F-001"
+    assert (env["HARNESS_ROLE"], env["FEATURE_ID"]) == ("worker", "F-001")
+    assert env["HARNESS_STATE"].endswith(".harness") and env["HARNESS_HOME"].endswith("home")
+    assert env["PATH"].split(os.pathsep)[0] == env["HARNESS_HOME"]
+    assert Path(seen["cwd"]) == (tmp_path / "work").resolve()
+
+
+def test_codex_preset_does_not_pass_the_anthropic_key(tmp_path, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-not-for-codex-0123456789")
+    dump = tmp_path / "dump.json"
+    with pytest.raises(BackendError):  # the stand-in prints a claude result, not codex events
+        run(tmp_path, preset="codex", command=fake("claude.py", "dump", str(dump)))
+    assert "ANTHROPIC_API_KEY" not in json.loads(dump.read_text())["env"]
+
+
+def test_prompt_arrives_on_stdin_intact(tmp_path):
+    prompt = "Implement F-001: Grüße, 日本語, emoji ✓ 🚀\n" + "x" * 300_000 + "\nend\n"
+    dump = tmp_path / "dump.json"
+    run(tmp_path, prompt=prompt, command=fake("claude.py", "dump", str(dump)))
+    assert json.loads(dump.read_text())["stdin"] == prompt
+
+
+def _live_members(pgid: int) -> list[int]:
+    """Processes of a group that are not zombies, from /proc."""
+    live = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            live.append(int(stat.parent.name))
+    return live
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_wall_clock_cap_kills_a_sigterm_ignoring_process_group(tmp_path):
+    pidfile = tmp_path / "pids"
+    events: list = []
+    done: list = []
+    command = fake("stubborn.py", str(pidfile))
+    worker = threading.Thread(
+        target=lambda: done.append(run(tmp_path, events=events, command=command, wall=1.5,
+                                       kill_grace=0.5)),
+        daemon=True,
+    )  # fmt: skip
+    worker.start()
+    worker.join(timeout=15)
+    leader, child = (int(p) for p in pidfile.read_text().split())
+    if worker.is_alive():  # the backend failed to stop the group: clean up, then fail
+        for pid in (leader, child):
+            os.kill(pid, signal.SIGKILL)
+        pytest.fail("the backend did not return after the wall-clock cap")
+    assert (done[0].status, done[0].detail) == (CAPPED, "wall-clock cap")
+    assert leader != child
+    assert _live_members(leader) == []
+    assert {"type": "cli_output", "text": "working..."} in events
+
+
+def test_a_failing_recorder_surfaces_after_the_cli_is_stopped(tmp_path):
+    def record(event: dict) -> None:
+        if event["type"] == "cli_event":
+            raise OSError("transcript disk full")
+
+    session = make_session(tmp_path, preset="claude", command=fake("claude.py", "success"))
+    session.record = record
+    with pytest.raises(OSError, match="disk full"):
+        CommandBackend().run("x", session)
+
+
+def test_missing_executable_names_the_command(tmp_path):
+    with pytest.raises(BackendError, match="'no-such-agent-cli-xyz'.*PATH"):
+        run(tmp_path, command="no-such-agent-cli-xyz --go")
+
+
+def test_budget_is_checked_before_the_cli_starts(tmp_path):
+    marker = tmp_path / "started"
+    session = make_session(tmp_path, command=["sh", "-c", f"touch {marker}"])
+
+    def spent(cost: float) -> None:
+        raise BudgetError("mission budget spent")
+
+    session.check_budget = spent
+    with pytest.raises(BudgetError):
+        CommandBackend().run("x", session)
+    assert not marker.exists()

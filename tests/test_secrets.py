@@ -1,0 +1,53 @@
+"""A canary secret in the environment, printed by a tool during a run, reaches no record."""
+
+from pathlib import Path
+
+from conftest import run_sh
+
+CANARIES = {
+    "ANTHROPIC_API_KEY": "sk-ant-api03-CANARYcanaryCANARYcanary0001",
+    "GITHUB_TOKEN": "ghp_CANARYcanaryCANARYcanaryCANARY000002",
+    "DEPLOY_SECRET": "canary-deploy-secret-0003",
+}
+SHAPED = "AKIAIOSFODNN7CANARY4"  # an AWS key id nobody put in the environment
+
+
+def test_canaries_appear_nowhere_under_the_state_directory(project: Path, tmp_path: Path) -> None:
+    state = project / ".harness"
+    secrets_file = project / "secrets.env"
+    secrets_file.write_text("".join(f"{k}={v}\n" for k, v in CANARIES.items()) + SHAPED + "\n")
+    script = tmp_path / "leaky.yaml"
+    script.write_text(f"""
+- text: "reading {CANARIES['DEPLOY_SECRET']} from the env file"
+  tools:
+    - {{name: bash, input: {{command: "cat secrets.env; env | sort"}}}}
+    - {{name: note, input: {{kind: GOTCHA, text: "the key is {CANARIES['GITHUB_TOKEN']}"}}}}
+- tools:
+    - {{name: finish, input: {{summary: "used {CANARIES['ANTHROPIC_API_KEY']} and {SHAPED}"}}}}
+""")
+    result = run_sh("worker", "F-004", "--backend", "scripted", "--script", str(script),
+                    cwd=project, env=CANARIES)
+    assert result.returncode == 0, result.stderr
+    assert run_sh("note", "-", f"pasted {CANARIES['DEPLOY_SECRET']}", cwd=project,
+                  env=CANARIES).returncode == 0
+    transcript = next(state.glob("runs/*/transcript.jsonl")).read_text()
+    assert transcript.count("[REDACTED]") >= 4  # the values were there, masked
+    assert "cat secrets.env" in transcript  # the tool really ran and its output was recorded
+    for path in state.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            for value in [*CANARIES.values(), SHAPED]:
+                assert value.encode() not in data, f"{value} leaked into {path}"
+
+
+def test_the_agents_tools_never_see_secret_variables(project: Path, tmp_path: Path) -> None:
+    script = tmp_path / "env.yaml"
+    script.write_text("- tools: [{name: bash, input: {command: 'env > seen-env.txt'}}]\n"
+                      "- tools: [{name: finish, input: {summary: done}}]\n")
+    result = run_sh("worker", "F-004", "--backend", "scripted", "--script", str(script),
+                    cwd=project, env=CANARIES)
+    assert result.returncode == 0, result.stderr
+    seen = (project / "seen-env.txt").read_text()
+    for name in CANARIES:
+        assert f"{name}=" not in seen
+    assert "PATH=" in seen
