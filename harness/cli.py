@@ -195,6 +195,26 @@ def demo(base: str | None) -> None:
     sys.exit(0 if ok else TASK_FAILED)
 
 
+@cli.command()
+@click.option("--backend", type=click.Choice(["anthropic", "command", "scripted"]),
+              help="Check this backend for every role instead of the configured ones.")
+@click.option("--preset", type=click.Choice(["claude", "codex", "generic"]))
+@click.option("--command", "command_line", metavar="CMD")
+@click.option("--script", type=click.Path(dir_okay=False))
+@click.option("--no-cron", is_flag=True, help="Skip the check under a cron-like environment.")
+@click.pass_context
+def doctor(ctx: click.Context, backend: str | None, preset: str | None,
+           command_line: str | None, script: str | None, no_cron: bool) -> None:
+    """Check what a cron job needs: venv, state, templates, backend, cron environment."""
+    from harness.doctor import diagnose, doctor_exit_code, format_checks
+
+    options = {k: v for k, v in (("preset", preset), ("command", command_line),
+                                 ("script", script)) if v}
+    checks = diagnose(paths_of(ctx), backend, options=options, cron=not no_cron)
+    click.echo(format_checks(checks))
+    ctx.exit(doctor_exit_code(checks))
+
+
 # ---- looking at runs ----
 
 

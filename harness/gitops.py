@@ -5,7 +5,10 @@ feature's diff to its validator. Agents never commit; the harness does it for th
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
+
+from harness.store import hold_lock, lock_path
 
 DEFAULT_IDENTITY = ("-c", "user.name=autonomous-harness", "-c", "user.email=harness@localhost")
 
@@ -31,8 +34,28 @@ def _identity_args(workdir: Path) -> tuple[str, ...]:
     return () if has_name and has_email else DEFAULT_IDENTITY
 
 
+STALE_INDEX_LOCK = 10  # seconds: no git command of ours holds index.lock that long
+
+
+def _clear_stale_index_lock(workdir: Path) -> None:
+    """Remove an index.lock left by a git killed mid-commit (our own git runs are serialised)."""
+    top = Path(_git(workdir, "rev-parse", "--absolute-git-dir").stdout.strip())
+    lock = top / "index.lock"
+    try:
+        if time.time() - lock.stat().st_mtime > STALE_INDEX_LOCK:
+            lock.unlink()
+    except FileNotFoundError:
+        pass
+
+
 def commit_all(workdir: Path, state: Path, message: str) -> str | None:
     """Commit every change in the work tree except the state directory; the new sha, or None."""
+    with hold_lock(lock_path(state, "git")):
+        _clear_stale_index_lock(workdir)
+        return _commit(workdir, state, message)
+
+
+def _commit(workdir: Path, state: Path, message: str) -> str | None:
     exclude = []
     try:
         rel = state.resolve().relative_to(workdir.resolve()).as_posix()

@@ -1,0 +1,132 @@
+"""Faults: real runs killed with SIGKILL at random points leave every state file parseable,
+show up as interrupted, and never stop the next run from taking over.
+"""
+
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from conftest import EXAMPLE, RUN_SH, run_sh
+
+from harness.features import load_plan
+from harness.memory import parse_entry
+
+KILLS = int(os.environ.get("HARNESS_FAULT_KILLS", "200"))  # in all, split over two lanes
+PROGRESS = re.compile(r"^\S+Z \S+ \S+ \S+ \S+ exit=-?\d+ cost=\$\d+\.\d{4}$")
+WORK = """
+- tools:
+    - {name: bash, input: {command: "sleep 0.1; echo step >> work.log"}}
+    - name: str_replace_based_edit_tool
+      input: {command: create, path: out.txt, file_text: "x\\n"}
+    - {name: note, input: {kind: TRICK, text: "the fault test writes out.txt"}}
+- tools:
+    - {name: bash, input: {command: "sleep 0.1; date >> work.log"}}
+    - {name: note, input: {kind: "-", text: "second turn of the fault test"}}
+- tools: [{name: finish, input: {summary: done}}]
+"""
+JUDGE = """
+- tools:
+    - {name: bash, input: {command: "sleep 0.1; cat out.txt"}}
+    - {name: verdict, input: {verdict: fail, reason: "fault test verdict"}}
+"""
+
+
+def make_lane(root: Path) -> Path:
+    project = root / "project"
+    project.mkdir(parents=True)
+    shutil.copytree(EXAMPLE, project / ".harness")
+    (project / ".harness" / "config.yaml").write_text("max_attempts: 100000\nstuck_after: 100000\n")
+    (project / ".gitignore").write_text(".harness/\n")
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=project, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "i"],
+                   cwd=project, check=True)
+    return project
+
+
+def role_args(n: int, scripts: Path) -> list[str]:
+    if n % 3 == 2:
+        return ["validator", "F-004", "--backend", "scripted", "--script", str(scripts / "j.yaml")]
+    return ["worker", "F-004", "--backend", "scripted", "--script", str(scripts / "w.yaml")]
+
+
+def check_every_file(state: Path) -> None:
+    """Every state file parses; a line log may only end in a half line the crash left."""
+    load_plan(state)
+    if (state / "spend.json").exists():
+        json.loads((state / "spend.json").read_text())
+    for line in (state / "raw.md").read_text().splitlines():
+        assert parse_entry(line) or line.startswith("this line was pasted by hand"), line
+    for line in (state / "progress.log").read_text().splitlines():
+        assert PROGRESS.match(line), line
+    for path in state.glob("ledger/*.jsonl"):
+        for line in path.read_text().splitlines():
+            json.loads(line)
+    for run in state.glob("runs/*"):
+        manifest = json.loads((run / "manifest.json").read_text()) if (
+            run / "manifest.json").exists() else None
+        transcript = run / "transcript.jsonl"
+        if transcript.exists():
+            lines = transcript.read_text().splitlines()
+            complete = lines if transcript.read_text().endswith("\n") else lines[:-1]
+            if manifest and manifest.get("status") != "started":
+                assert complete == lines, f"finished run {run.name} has a half transcript line"
+            for line in complete:
+                json.loads(line)
+
+
+def kill_lane(project: Path, scripts: Path, kills: int, seed: int, killed: list[str]) -> None:
+    rng = random.Random(seed)
+    state = project / ".harness"
+    for n in range(kills):
+        before = set(p.name for p in state.glob("runs/*"))
+        proc = subprocess.Popen([str(RUN_SH), *role_args(n, scripts)], cwd=project,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        time.sleep(rng.uniform(0.0, 1.6))
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+        if proc.returncode == -signal.SIGKILL:
+            killed.extend(sorted(set(p.name for p in state.glob("runs/*")) - before))
+
+
+def test_sigkill_at_random_points_loses_nothing(tmp_path: Path) -> None:
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    (scripts / "w.yaml").write_text(WORK)
+    (scripts / "j.yaml").write_text(JUDGE)
+    lanes = []
+    for i in range(2):
+        lanes.append(make_lane(tmp_path / f"lane{i}"))
+    killed: list[list[str]] = [[], []]
+    threads = [threading.Thread(target=kill_lane, args=(lane, scripts, KILLS // 2, i, killed[i]))
+               for i, lane in enumerate(lanes)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for lane, lane_killed in zip(lanes, killed, strict=True):
+        state = lane / ".harness"
+        check_every_file(state)
+        status = json.loads(run_sh("status", "--json", cwd=lane).stdout)
+        started = {m.parent.name for m in state.glob("runs/*/manifest.json")
+                   if json.loads(m.read_text())["status"] == "started"}
+        assert set(status["interrupted"]) == started and not status["running"]
+        assert started <= set(lane_killed)
+        # the next run takes over whatever the dead ones held, and finishes its job
+        after = run_sh(*role_args(0, scripts), cwd=lane)
+        assert after.returncode == 0, after.stderr
+        check_every_file(state)
+        assert subprocess.run(["git", "status", "--porcelain"], cwd=lane, capture_output=True,
+                              text=True).stdout == ""
+    assert sum(len(k) for k in killed) > KILLS // 4  # most kills landed inside a run
