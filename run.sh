@@ -5,13 +5,14 @@
 #   run.sh <command>    see `run.sh --help`
 set -euo pipefail
 
+# No external commands on this path: `run.sh note` runs inside agents' tool loops.
 src="${BASH_SOURCE[0]}"
+case "$src" in */*) ;; *) src="./$src" ;; esac
 while [ -L "$src" ]; do
-  dir="$(cd -P "$(dirname "$src")" && pwd)"
-  src="$(readlink "$src")"
-  case "$src" in /*) ;; *) src="$dir/$src" ;; esac
+  target="$(readlink "$src")"
+  case "$target" in /*) src="$target" ;; *) src="${src%/*}/$target" ;; esac
 done
-HARNESS_HOME="$(cd -P "$(dirname "$src")" && pwd)"
+HARNESS_HOME="$(cd -P "${src%/*}" && pwd)"
 export HARNESS_HOME
 venv="$HARNESS_HOME/.venv"
 stamp="$venv/.installed"

@@ -1,12 +1,13 @@
 """`run.sh note`: the click-free fast path.
 
-Agents call `note` inside their tool loops, so it must start about as fast as
-the bare interpreter: it imports only argparse and the memory module.
+Agents call `note` inside their tool loops, so it must start about as fast as the bare
+interpreter: it parses with the standard library's getopt (argparse and click each cost
+more to import than the whole note takes) and imports only the memory module.
 """
 
 from __future__ import annotations
 
-import argparse
+import getopt
 import os
 import sys
 
@@ -14,43 +15,49 @@ from harness.errors import USAGE, HarnessError
 from harness.memory import KINDS, append_entry, make_entry, write_long_note
 from harness.paths import check_state, resolve_paths
 
-USAGE_TEXT = """\
-run.sh note KIND TEXT...        append a line to raw.md (KIND: TRICK GOTCHA DECISION FAIL FORGOT -)
-run.sh note --file SLUG [TEXT]  write memory/YYYY-MM-DD-<role>-<slug>.md (body from TEXT or stdin)
+HELP = """\
+usage: run.sh note [OPTIONS] KIND TEXT...     append one line to raw.md
+       run.sh note [OPTIONS] --file SLUG [TEXT] write memory/YYYY-MM-DD-<role>-<slug>.md
+                                              (body from TEXT, else stdin)
+KIND is one of TRICK GOTCHA DECISION FAIL FORGOT -. Everything after KIND is the text.
 
-Role, feature and run come from HARNESS_ROLE, FEATURE_ID and HARNESS_RUN_ID when an
-agent calls it, else from --role (default: user), --feature and --run."""
-
-
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="run.sh note", usage=USAGE_TEXT, add_help=True)
-    p.add_argument("--state", help="state directory (default $HARNESS_STATE or ./.harness)")
-    p.add_argument("--workdir", help="working directory (default: current)")
-    p.add_argument("--role", default=None)
-    p.add_argument("--feature", default=None)
-    p.add_argument("--run", default=None)
-    p.add_argument("--file", metavar="SLUG", default=None)
-    p.add_argument("words", nargs=argparse.REMAINDER)  # text may hold --words
-    return p
+options (before KIND):
+  --role ROLE      default $HARNESS_ROLE, else user
+  --feature F-001  default $FEATURE_ID, else -
+  --run RUN_ID     default $HARNESS_RUN_ID
+  --file SLUG      write a long-form note instead
+  --state DIR      default $HARNESS_STATE, else ./.harness
+  --workdir DIR    default the current directory
+"""
+LONG_OPTIONS = ["role=", "feature=", "run=", "file=", "state=", "workdir=", "help"]
 
 
 def note_main(argv: list[str]) -> int:
-    """Parse the note's arguments (global options included) and append it; returns the exit code."""
-    args = parser().parse_args(argv)
-    env = os.environ
-    role = args.role or env.get("HARNESS_ROLE") or "user"
-    feature = args.feature or env.get("FEATURE_ID") or "-"
-    run = args.run or env.get("HARNESS_RUN_ID") or None
+    """Parse the note's arguments (global options included) and append it; the exit code."""
     try:
-        state = check_state(resolve_paths(args.state, args.workdir).state)
-        if args.file is not None:
-            body = " ".join(args.words) if args.words else sys.stdin.read()
-            path = write_long_note(state, role, args.file, body)
+        # getopt stops at the first word, so a note's text may hold --anything.
+        pairs, words = getopt.getopt(argv, "h", LONG_OPTIONS)
+    except getopt.GetoptError as e:
+        print(f"run.sh note: {e}\n\n{HELP}", file=sys.stderr)
+        return USAGE
+    opts = {name.lstrip("-"): value for name, value in pairs}
+    if "h" in opts or "help" in opts:
+        print(HELP, end="")
+        return 0
+    env = os.environ
+    role = opts.get("role") or env.get("HARNESS_ROLE") or "user"
+    feature = opts.get("feature") or env.get("FEATURE_ID") or "-"
+    run = opts.get("run") or env.get("HARNESS_RUN_ID") or None
+    try:
+        state = check_state(resolve_paths(opts.get("state"), opts.get("workdir")).state)
+        if "file" in opts:
+            body = " ".join(words) if words else sys.stdin.read()
+            path = write_long_note(state, role, opts["file"], body)
             print(f"wrote {path}")
             return 0
-        if not args.words:
+        if not words:
             raise ValueError(f"give KIND and TEXT; KIND is one of {' '.join(KINDS)}")
-        kind, text = args.words[0], " ".join(args.words[1:])
+        kind, text = words[0], " ".join(words[1:])
         if not text and not sys.stdin.isatty():
             text = sys.stdin.read()
         entry = make_entry(role, feature, kind, text, run=run)
