@@ -88,23 +88,36 @@ def read_sources(role: str, feature_id: str | None, state: Path, workdir: Path,
 # ---- the context: pure ----
 
 
+DONE_SHOWN = 5  # done features shown around the current one; the rest are only counted
+
+
 def plan_view(plan: list[Feature], current: str | None, limit: int) -> dict[str, Any]:
-    """The plan as one line per feature within `limit` characters, kept nearest the current one."""
+    """The plan within `limit` characters: the current feature, then the unfinished ones
+    nearest it, then a few done ones; every status counted, so a long plan stays small.
+    """
     rows = [
         {"id": f.id, "title": f.title, "status": f.status, "attempts": f.attempts,
          "current": f.id == current}
         for f in plan
     ]
     centre = next((i for i, r in enumerate(rows) if r["current"]), 0)
-    by_distance = sorted(range(len(rows)), key=lambda i: (abs(i - centre), i))
-    kept, used = set(), 0
-    for i in by_distance:
+    by_priority = sorted(range(len(rows)), key=lambda i: (
+        not rows[i]["current"], rows[i]["status"] == "done", abs(i - centre), i))
+    kept, used, done = set(), 0, 0
+    for i in by_priority:
+        if rows[i]["status"] == "done" and not rows[i]["current"]:
+            if done == DONE_SHOWN:
+                continue
+            done += 1
         cost = len(rows[i]["id"]) + len(rows[i]["title"]) + 24
         if used + cost > limit and kept:
             break
         kept.add(i)
         used += cost
-    return {"features": [rows[i] for i in sorted(kept)], "omitted": len(rows) - len(kept)}
+    counts = {s: sum(r["status"] == s for r in rows)
+              for s in ("pending", "in_progress", "done", "failed", "blocked")}
+    return {"features": [rows[i] for i in sorted(kept)], "omitted": len(rows) - len(kept),
+            "counts": {s: n for s, n in counts.items() if n}}
 
 
 def ledger_view(lines: list[str], limit: int) -> list[dict[str, Any]]:

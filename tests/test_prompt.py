@@ -134,3 +134,22 @@ def test_rendering_reads_only_the_tail_of_history(project: Path, state: Path,
                         lambda *a, **k: CountingFile(real_open(*a, **k), counter), raising=False)
     dry_run(project)
     assert 0 < counter["bytes"] < 300_000
+
+
+def test_plan_view_counts_done_features_instead_of_listing_them() -> None:
+    from harness.features import Feature
+    from harness.prompt import plan_view
+
+    def f(i: int, status: str) -> Feature:
+        return Feature(id=f"F-{i:03d}", title=f"feature {i}", description="d",
+                       acceptance_criteria=["a"], status=status)
+
+    plan = [f(i, "done") for i in range(1, 2001)] + [f(2001, "pending"), f(2002, "pending")]
+    view = plan_view(plan, "F-2002", 6000)
+    shown = [(r["id"], r["status"]) for r in view["features"]]
+    assert ("F-2002", "pending") in shown and ("F-2001", "pending") in shown
+    assert sum(status == "done" for _, status in shown) == 5
+    assert view["counts"] == {"done": 2000, "pending": 2}
+    assert view["omitted"] == 1995
+    tight = plan_view(plan, "F-2002", 10)  # the current feature is shown whatever the cap
+    assert [r["id"] for r in tight["features"]] == ["F-2002"]
