@@ -18,14 +18,14 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness import actions, memory
-from harness.backends import Session
+from harness.backends import Session, agent_env
 from harness.errors import UsageError
-from harness.redact import scrubbed_environ
 from harness.store import atomic_write
 
 EDIT_COMMANDS = ("view", "create", "str_replace", "insert")
@@ -125,8 +125,10 @@ def numbered(lines: list[str], first: int = 1) -> str:
 class Shell:
     """One persistent bash process: `cd` and `export` carry over from one command to the next."""
 
-    def __init__(self, workdir: Path, timeout: float, output_chars: int):
+    def __init__(self, workdir: Path, timeout: float, output_chars: int,
+                 environment: Callable[[], dict[str, str]]):
         self.workdir, self.timeout, self.output_chars = workdir, timeout, output_chars
+        self.environment = environment  # read at each (re)start, like a fresh login
         self.proc: subprocess.Popen[bytes] | None = None
         self.scratch: Path | None = None
 
@@ -155,7 +157,7 @@ class Shell:
         self.proc = subprocess.Popen(
             ["bash", "--noprofile", "--norc"],
             cwd=self.workdir,
-            env=scrubbed_environ(),
+            env=self.environment(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -332,7 +334,8 @@ class ToolBox:
         self.session = session
         self.finished: str | None = None  # the summary given to `finish`
         self.finish_status: str | None = None  # "done", "gave_up" or "blocked", when finish said
-        self.shell = Shell(session.workdir, session.caps.bash_timeout, session.caps.output_chars)
+        self.shell = Shell(session.workdir, session.caps.bash_timeout, session.caps.output_chars,
+                           lambda: agent_env(session))
         self.editor = Editor(session.workdir, session.caps.output_chars)
 
     def specs(self) -> list[dict[str, Any]]:

@@ -260,3 +260,13 @@ def test_agent_can_finish_blocked_waiting_on_a_person(project: Path, tmp_path: P
     assert result.exit_code == 7
     feature = status_of(state, "F-004")
     assert feature.status == "blocked" and "add STRIPE_KEY to .env" in feature.blocked_reason
+
+
+def test_an_agents_shell_can_call_run_sh_for_its_own_run(project: Path, tmp_path: Path) -> None:
+    state = project / ".harness"
+    turns = [{"tools": [{"name": "bash", "input": {"command": "run.sh note TRICK from the shell"}},
+                        {"name": "finish", "input": {"summary": "s"}}]}]
+    result = run(project, "worker", "F-004", script(tmp_path, "sh", turns))
+    assert result.exit_code == 0
+    last = (state / "raw.md").read_text().splitlines()[-1]
+    assert last.endswith(f"worker F-004 TRICK: from the shell (run {result.run_id})")

@@ -8,10 +8,13 @@ through the tools (or `run.sh verdict` / `run.sh plan`), which write to disk.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+from harness.redact import scrubbed_environ
 
 # Outcome.status values
 FINISHED = "finished"  # the agent ended its turn or called `finish`
@@ -83,6 +86,25 @@ class Backend(Protocol):
     """Runs one prompt to completion under the session's caps."""
 
     def run(self, prompt: str, session: Session) -> Outcome: ...
+
+
+def agent_env(session: Session, keep: Iterable[str] = (),
+              environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment an agent's commands run in: secrets scrubbed (but the names in `keep`),
+    the run named so `run.sh note` and `run.sh verdict` know it, run.sh first on PATH.
+    """
+    source = dict(os.environ if environ is None else environ)
+    env = scrubbed_environ(source)
+    env.update({name: source[name] for name in keep if name in source})
+    env.update(
+        HARNESS_RUN_ID=session.run_id,
+        HARNESS_ROLE=session.role,
+        FEATURE_ID=session.feature_id or "",
+        HARNESS_STATE=str(session.state),
+        HARNESS_HOME=str(session.home),
+        PATH=os.pathsep.join(p for p in (str(session.home), env.get("PATH", os.defpath)) if p),
+    )
+    return env
 
 
 def load_backend(name: str) -> Backend:

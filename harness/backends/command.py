@@ -24,9 +24,17 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from harness.backends import CAPPED, FINISHED, GAVE_UP, Outcome, Session, Usage, cost_of
+from harness.backends import (
+    CAPPED,
+    FINISHED,
+    GAVE_UP,
+    Outcome,
+    Session,
+    Usage,
+    agent_env,
+    cost_of,
+)
 from harness.errors import BackendError, UsageError
-from harness.redact import scrubbed_environ
 
 KEEP_BYTES = 1 << 20  # stdout kept for parsing; every line also goes to the transcript
 STDERR_BYTES = 16 << 10  # stderr tail kept and recorded
@@ -87,24 +95,11 @@ def build_env(
     session: Session, key_vars: Iterable[str], environ: dict[str, str] | None = None
 ) -> dict[str, str]:
     """The CLI's environment: secrets scrubbed, the run named, run.sh's folder first on PATH."""
-    source = dict(os.environ if environ is None else environ)
-    env = scrubbed_environ(source)
     # A CLI hands its environment to the commands the agent runs, so no secret is passed
     # unless the role opts in with `pass_env` (e.g. [ANTHROPIC_API_KEY]). The default is a
     # CLI logged in with stored credentials (`claude login`, `codex login`), which needs none;
     # `key_vars` only names what a preset would take, for messages and `run.sh doctor`.
-    for name in session.options.get("pass_env", []):
-        if name in source:
-            env[name] = source[name]
-    env.update(
-        HARNESS_RUN_ID=session.run_id,
-        HARNESS_ROLE=session.role,
-        FEATURE_ID=session.feature_id or "",
-        HARNESS_STATE=str(session.state),
-        HARNESS_HOME=str(session.home),
-        PATH=os.pathsep.join(p for p in (str(session.home), env.get("PATH", os.defpath)) if p),
-    )
-    return env
+    return agent_env(session, session.options.get("pass_env", []), environ)
 
 
 class CommandBackend:
