@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -54,6 +56,33 @@ def invoke(state: Path, project: Path):
                              input=input, env=env, catch_exceptions=False)
 
     return run
+
+
+def git_init(project: Path) -> Path:
+    """Make `project` a git repository with one commit, the state directory ignored."""
+    (project / ".gitignore").write_text(".harness/\n")
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=project, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"],
+                   cwd=project, check=True)
+    return project
+
+
+@contextmanager
+def unwritable(folder: Path) -> Iterator[None]:
+    """`folder` cannot be written, even by root (chattr +i), for the duration."""
+    if os.geteuid() == 0:
+        if not shutil.which("chattr"):
+            pytest.skip("root without chattr cannot make a folder unwritable")
+        subprocess.run(["chattr", "+i", str(folder)], check=True)
+    else:
+        folder.chmod(0o500)
+    try:
+        yield
+    finally:
+        if os.geteuid() == 0:
+            subprocess.run(["chattr", "-i", str(folder)], check=True)
+        folder.chmod(0o755)
 
 
 def run_sh(*args: str, cwd: Path, env: dict[str, str] | None = None,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import unwritable
 
 from harness.cli import cli
 from harness.memory import parse_entry
@@ -153,21 +154,8 @@ def test_missing_state_dir_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_unwritable_state_dir_is_a_usage_error(state: Path) -> None:
-    import os
-    import shutil
-
-    if os.geteuid() == 0:
-        if not shutil.which("chattr"):
-            pytest.skip("root without chattr cannot make a folder unwritable")
-        subprocess.run(["chattr", "+i", str(state)], check=True)
-    else:
-        state.chmod(0o500)
-    try:
+    with unwritable(state):
         result = CliRunner().invoke(cli, ["--state", str(state), "worker", "next", "--dry-run"])
-    finally:
-        if os.geteuid() == 0:
-            subprocess.run(["chattr", "-i", str(state)], check=True)
-        state.chmod(0o755)
     assert result.exit_code == 2 and "not writable" in result.output
 
 

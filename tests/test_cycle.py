@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import git_init
 
 from harness.errors import BusyError
 from harness.features import load_plan
@@ -33,13 +34,8 @@ def status_of(state: Path, fid: str):
 
 @pytest.fixture
 def git_project(project: Path) -> Path:
-    (project / ".gitignore").write_text(".harness/\n")
     (project / "app.py").write_text("print('v1')\n")
-    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
-    subprocess.run(["git", "add", "-A"], cwd=project, check=True)
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"],
-                   cwd=project, check=True)
-    return project
+    return git_init(project)
 
 
 EDIT = [{"tools": [{"name": "str_replace_based_edit_tool",
@@ -231,7 +227,8 @@ def test_same_failure_reason_n_times_blocks_the_feature(project: Path, tmp_path:
                          script(tmp_path, f"v{n}", verdict_turns("fail", reason))).exit_code)
     assert codes == [1, 1, 7]
     feature = status_of(state, "F-004")
-    assert feature.status == "blocked" and "same validator failure 3 times" in feature.blocked_reason
+    assert feature.status == "blocked"
+    assert "same validator failure 3 times" in feature.blocked_reason
     paths = resolve_paths(str(state), str(project))
     from harness.errors import BlockedError, NothingToDo
 

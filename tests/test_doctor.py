@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import unwritable
 
 from harness.cli import cli
 from harness.doctor import (
@@ -133,18 +132,8 @@ def test_role_config_error_is_reported_with_file_and_key(paths: Paths, state: Pa
 
 
 def test_unwritable_state_dir_is_reported(paths: Paths, state: Path, keyed) -> None:
-    if os.geteuid() == 0:
-        if not shutil.which("chattr"):
-            pytest.skip("root without chattr cannot make a folder unwritable")
-        subprocess.run(["chattr", "+i", str(state)], check=True)
-    else:
-        state.chmod(0o500)
-    try:
+    with unwritable(state):
         checks = diagnose(paths, cron=False)
-    finally:
-        if os.geteuid() == 0:
-            subprocess.run(["chattr", "-i", str(state)], check=True)
-        state.chmod(0o755)
     bad = failing(checks)
     assert set(bad) == {"state"} and "not writable" in bad["state"].detail
     assert "chmod" in bad["state"].fix
