@@ -21,6 +21,7 @@ from harness.config import MissionConfig
 from harness.errors import BudgetError, HarnessError
 from harness.features import Feature
 from harness.paths import Paths
+from harness.procs import die_with_parent
 from harness.prompt import cap_text
 from harness.redact import scrubbed_environ
 from harness.roles import Prepared, RunResult, prepare
@@ -34,7 +35,7 @@ def run_verify(command: str, workdir: Path, timeout: float, max_chars: int) -> d
     """Run a feature's `verify` command in its own process group; exit code and output tail."""
     proc = subprocess.Popen(command, shell=True, cwd=workdir, env=scrubbed_environ(),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=die_with_parent)
     try:
         out, _ = proc.communicate(timeout=timeout)
         timed_out = False

@@ -34,18 +34,28 @@ def _identity_args(workdir: Path) -> tuple[str, ...]:
     return () if has_name and has_email else DEFAULT_IDENTITY
 
 
-STALE_INDEX_LOCK = 10  # seconds: no git command of ours holds index.lock that long
+STALE_AFTER = 2.0  # seconds an index.lock must sit unchanged before it counts as stale
 
 
 def _clear_stale_index_lock(workdir: Path) -> None:
-    """Remove an index.lock left by a git killed mid-commit (our own git runs are serialised)."""
-    top = Path(_git(workdir, "rev-parse", "--absolute-git-dir").stdout.strip())
-    lock = top / "index.lock"
+    """Remove an index.lock a git killed mid-commit left behind.
+
+    Our own git commands are serialised by the state's git lock, so an index.lock we find
+    while holding it is a dead git's, or a person's git at work right now: one that does
+    not change for STALE_AFTER seconds is taken to be dead.
+    """
+    lock = Path(_git(workdir, "rev-parse", "--absolute-git-dir").stdout.strip()) / "index.lock"
     try:
-        if time.time() - lock.stat().st_mtime > STALE_INDEX_LOCK:
-            lock.unlink()
+        seen = lock.stat()
+        deadline = time.monotonic() + STALE_AFTER
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+            now = lock.stat()
+            if (now.st_mtime_ns, now.st_size) != (seen.st_mtime_ns, seen.st_size):
+                seen, deadline = now, time.monotonic() + STALE_AFTER
+        lock.unlink()
     except FileNotFoundError:
-        pass
+        pass  # none, or its git finished
 
 
 def commit_all(workdir: Path, state: Path, message: str) -> str | None:

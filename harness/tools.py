@@ -26,6 +26,7 @@ from typing import Any
 from harness import actions, memory
 from harness.backends import Session, agent_env
 from harness.errors import UsageError
+from harness.procs import die_with_parent
 from harness.store import atomic_write
 
 EDIT_COMMANDS = ("view", "create", "str_replace", "insert")
@@ -162,6 +163,7 @@ class Shell:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, so a timeout can kill it all
+            preexec_fn=die_with_parent,
         )
 
     def _collect(self, sentinel: re.Pattern[bytes]) -> ToolResult:

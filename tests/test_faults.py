@@ -136,3 +136,34 @@ def test_sigkill_at_random_points_loses_nothing(tmp_path: Path) -> None:
         assert subprocess.run(["git", "status", "--porcelain"], cwd=lane, capture_output=True,
                               text=True).stdout == ""
     assert sum(len(k) for k in killed) > KILLS // 10  # the kills did land inside runs
+
+
+def test_an_agent_shell_dies_with_a_killed_harness(project: Path, tmp_path: Path) -> None:
+    script = tmp_path / "slow.yaml"
+    script.write_text("- tools: [{name: bash, input: {command: "
+                      "'echo $$ > shell.pid; sleep 1.5; touch after.txt'}}]\n")
+    proc = subprocess.Popen([str(RUN_SH), "worker", "F-004", "--backend", "scripted",
+                             "--script", str(script)], cwd=project,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 30
+    while not (project / "shell.pid").exists() and time.time() < deadline:
+        time.sleep(0.02)
+    shell = int((project / "shell.pid").read_text())
+    os.kill(proc.pid, signal.SIGKILL)  # the harness alone, not its group
+    proc.wait()
+    time.sleep(2.5)
+    assert not (project / "after.txt").exists()  # the shell did not go on working
+    assert not Path(f"/proc/{shell}").exists() or "Z" in Path(f"/proc/{shell}/stat").read_text(
+    ).split()[2]
+
+
+def test_next_commit_clears_the_index_lock_a_killed_git_left(project: Path,
+                                                             tmp_path: Path) -> None:
+    git_init(project)
+    (project / ".git" / "index.lock").write_text("")
+    script = tmp_path / "edit.yaml"
+    script.write_text("- tools: [{name: bash, input: {command: 'echo x > new.txt'}}]\n")
+    result = run_sh("worker", "F-004", "--backend", "scripted", "--script", str(script),
+                    cwd=project)
+    assert result.returncode == 0 and "committed" in result.stdout, result.stderr
+    assert not (project / ".git" / "index.lock").exists()

@@ -35,6 +35,7 @@ from harness.backends import (
     cost_of,
 )
 from harness.errors import BackendError, UsageError
+from harness.procs import die_with_parent
 
 KEEP_BYTES = 1 << 20  # stdout kept for parsing; every line also goes to the transcript
 STDERR_BYTES = 16 << 10  # stderr tail kept and recorded
@@ -121,6 +122,7 @@ class CommandBackend:
                 cwd=session.workdir,
                 env=build_env(session, preset.key_vars),
                 start_new_session=True,
+                preexec_fn=die_with_parent,
             )
         except (FileNotFoundError, PermissionError) as e:
             raise BackendError(
