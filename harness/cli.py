@@ -114,6 +114,20 @@ def note(ctx: click.Context) -> None:
 
 
 @cli.command()
+@click.option("--dry-run", is_flag=True, help="Print, as unified diffs, what would change.")
+@click.pass_context
+def curator(ctx: click.Context, dry_run: bool) -> None:
+    """Compact memory: archive old raw.md entries, rebuild summary.md and MEMORY.md, promote."""
+    from harness.curation import run_curator
+
+    report = run_curator(paths_of(ctx), dry_run=dry_run)
+    if dry_run:
+        for diff in report.diffs.values():
+            click.echo(diff, nl=False)
+    click.echo(report.describe(), err=dry_run)
+
+
+@cli.command()
 @click.argument("verdict", type=click.Choice(["pass", "fail"]))
 @click.argument("reason", nargs=-1, required=True)
 @click.option("--run", "run_id", envvar="HARNESS_RUN_ID", required=True,
@@ -176,7 +190,7 @@ def plan(ctx: click.Context, file) -> None:
               help="Run in this (new or empty) folder instead of a fresh temporary one.")
 def demo(base: str | None) -> None:
     """Run a whole mission cycle offline with the scripted backend, and show the records."""
-    from harness.demo import feature_status, run_demo
+    from harness.demo import curate_demo, feature_status, run_demo
     from harness.paths import harness_home
 
     paths, steps = run_demo(harness_home(), Path(base).resolve() if base else None)
@@ -185,6 +199,8 @@ def demo(base: str | None) -> None:
         mark = "ok" if step.exit_code == step.expected else f"UNEXPECTED (wanted {step.expected})"
         click.echo(f"{n}. {step.role:<9} {step.feature or '':<6} exit {step.exit_code}  {mark}")
         click.echo(f"   {step.message}")
+    report = curate_demo(paths).replace("\n", "\n   ")
+    click.echo(f"{len(steps) + 1}. curator          exit 0\n   {report}")
     status = feature_status(paths, "F-004")
     click.echo(f"\nF-004 is now {status}. Records: {paths.state / 'runs'}/<run-id>/"
                "{manifest.json,prompt.md,transcript.jsonl}")

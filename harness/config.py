@@ -42,7 +42,7 @@ class PromptCaps(Strict):
 
 class CuratorConfig(Strict):
     mode: Literal["rules", "model"] = "rules"
-    similarity: float = Field(default=80.0, ge=0, le=100)
+    similarity: float | None = Field(default=None, ge=0, le=100)  # None: the curator's default
 
 
 class MissionConfig(Strict):

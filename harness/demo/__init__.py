@@ -66,14 +66,10 @@ def run_demo(home: Path, base: Path | None = None) -> tuple[Paths, list[Step]]:
 
 
 def curate_demo(paths: Paths) -> str:
-    """The curator pass over the demo mission; its one-line report."""
-    from harness.config import load_mission_config, mission_name
-    from harness.curate import curate, settings_from
+    """The curator pass over the demo mission; its report."""
+    from harness.curation import run_curator
 
-    mission = load_mission_config(paths.state)
-    report = curate(paths.state, paths.identity, mission_name(mission, paths.state),
-                    settings_from(mission.curator))
-    return report.describe()
+    return run_curator(paths).describe()
 
 
 def feature_status(paths: Paths, fid: str) -> str:

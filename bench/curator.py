@@ -1,0 +1,178 @@
+"""Curator benchmark: time and peak memory of one curator run over a big raw.md.
+
+    .venv/bin/python bench/curator.py                      # 10k, 100k and 1M entries
+    .venv/bin/python bench/curator.py --sizes 10000,100000
+
+For each size it writes a realistic raw.md into a temp dir: every kind mixed,
+three roles, hundreds of features and runs, dates over several months, about
+one line in 100 that does not parse, and lessons drawn from a pool of N/10
+distinct ones (one distinct lesson per ten entries, all of them used), each
+noted by one role and repeated in three phrasings with a long-tailed
+popularity. The identity folder starts with a candidate record from three
+other missions (N/20 lines) sharing part of the pool, so cross-mission
+promotion has work to do. Each run happens in a fresh subprocess, which
+reports its own wall time and peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+CMDS = ["psql -f", "pnpm test", "pnpm build", "docker compose up -d", "git stash -u",
+        "pytest -k", "curl -s", "jq -r", "uv run pytest", "npx playwright test",
+        "alembic upgrade", "kubectl logs -f", "cargo test", "go test ./...", "make -n",
+        "rg --hidden", "gh pr checks", "npx tsx", "terraform plan", "helm upgrade"]
+OBJECTS = ["migrations", "seed files", "fixtures", "snapshots", "env files", "lockfile",
+           "build cache", "test database", "api routes", "worker queue", "schema", "logs"]
+EFFECTS = [("applies the {o} in filename order", "runs the {o} sorted by file name"),
+           ("skips the {o} unless you pass --all", "ignores the {o} without --all"),
+           ("needs the {o} to exist first", "fails when the {o} are missing"),
+           ("caches the {o} between runs", "keeps the {o} cached from one run to the next"),
+           ("rewrites the {o} in place", "changes the {o} on disk directly"),
+           ("prints the {o} as json", "outputs the {o} in json format")]
+PHRASES = ["{c} {p} {e}", "running `{c} {p}` {e2}", "{e2}: use {c} {p}"]
+PLAIN = ["{f} done, tests green", "started on {f}", "{f} verified via curl + DB row inspection",
+         "{f} needs a migration, writing it now", "read the plan, {f} is next"]
+TOPICS = ["db", "auth", "api", "styling", "tests", "deploy", "cache", "queue", "logging"]
+KINDS = ["-"] * 30 + ["lesson"] * 61 + ["DECISION"] * 8 + ["?"] * 1
+
+
+LESSON_KINDS = ["TRICK"] * 35 + ["GOTCHA"] * 17 + ["FAIL"] * 26 + ["FORGOT"] * 22
+
+
+def lesson(k: int, phrasing: int) -> tuple[str, str, str]:
+    """Distinct lesson `k`: the role that notes it, its kind, and its text in one of three
+    phrasings; the path makes each lesson distinct."""
+    rng = random.Random(k)
+    role = "worker" if rng.random() < 0.8 else "validator"
+    kind = rng.choice(LESSON_KINDS)
+    cmd = rng.choice(CMDS)
+    obj = rng.choice(OBJECTS)
+    effect, effect2 = rng.choice(EFFECTS)
+    path = f"src/{rng.choice(OBJECTS).split()[0]}{k % 997}/part{k // 997}.ts"
+    text = PHRASES[phrasing].format(c=cmd, p=path, e=effect.format(o=obj),
+                                    e2=effect2.format(o=obj))
+    return role, kind, f"forgot that {text}" if kind == "FORGOT" else text
+
+
+def pick_lesson(rng: random.Random, pool: int, fresh: list[int]) -> int:
+    """A lesson not seen yet about one time in five (so all get used), else a popular one."""
+    if fresh and rng.random() < 0.2:
+        return fresh.pop()
+    return int(pool * rng.random() ** 3)  # a long tail: the first lessons recur most
+
+
+def generate(state: Path, n: int, seed: int = 1) -> None:
+    """Write a raw.md of `n` lines into `state`."""
+    rng = random.Random(seed)
+    pool = max(n // 10, 10)
+    fresh = list(range(pool))
+    rng.shuffle(fresh)
+    t = 1767225600  # 2026-01-01
+    step = max(1, 180 * 86400 // max(n, 1))  # spread over about six months
+    state.mkdir(parents=True, exist_ok=True)
+    with open(state / "raw.md", "w", encoding="utf-8") as out:
+        buf = []
+        for _ in range(n):
+            t += rng.randint(1, 2 * step)
+            kind = rng.choice(KINDS)
+            if kind == "lesson":
+                role, kind, text = lesson(pick_lesson(rng, pool, fresh), rng.randrange(3))
+            else:
+                role = rng.choice(("worker", "worker", "validator", "planner"))
+            feature = f"F-{rng.randint(1, 400):03d}"
+            run = f"{t - rng.randint(0, 3000)}-{role}-{feature}"
+            ts = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+            if kind == "?":
+                buf.append(rng.choice(["npm WARN deprecated glob@7.2.3", "", "Traceback (most "
+                                       "recent call last):", f"[{ts[:10]}] {role} broken line"]))
+            elif kind == "-":
+                buf.append(f"[{ts}] {role} {feature} -: {rng.choice(PLAIN).format(f=feature)}"
+                           f" (run {run})")
+            elif kind == "DECISION":
+                topic = rng.choice(TOPICS)
+                buf.append(f"[{ts}] planner - DECISION: {topic}: use option {rng.randint(1, 40)}"
+                           f" for {topic}")
+            else:
+                buf.append(f"[{ts}] {role} {feature} {kind}: {text} (run {run})")
+            if len(buf) >= 10000:
+                out.write("\n".join(buf) + "\n")
+                buf = []
+        if buf:
+            out.write("\n".join(buf) + "\n")
+
+
+def seed_candidates(identity: Path, n: int, seed: int = 2) -> None:
+    """A candidate record from three other missions sharing part of the lesson pool."""
+    rng = random.Random(seed)
+    pool = max(n // 10, 10)
+    identity.mkdir(parents=True, exist_ok=True)
+    with open(identity / ".candidates.log", "w", encoding="utf-8") as out:
+        for i in range(max(n // 20, 1)):
+            mission = rng.choice(("alpha", "beta", "gamma"))
+            role, kind, text = lesson(rng.randrange(pool), rng.randrange(3))
+            if kind == "GOTCHA":
+                continue
+            feature = f"F-{rng.randint(1, 400):03d}"
+            out.write(f"seed{mission}:{i}\t2025-12-01T00:00:00Z\t{mission}\t{role}\t{kind}\t"
+                      f"{feature}\t{1764547200 + i}-{role}-{feature}\t{text}\n")
+
+
+def child(state: str, identity: str) -> None:
+    """Run one curator pass and print its wall time and this process's peak RSS."""
+    from harness.curate import CuratorSettings, curate
+
+    started, cpu = time.perf_counter(), time.process_time()
+    report = curate(Path(state), Path(identity), "bench", CuratorSettings(),
+                    now="2026-07-01T00:00:00Z")
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"seconds": seconds, "cpu": cpu, "peak_mib": peak_kib / 1024,
+                      "archived": report.archived, "promoted": len(report.promoted),
+                      "unparsed": report.unparsed}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--child", nargs=2, metavar=("STATE", "IDENTITY"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(*args.child)
+        return
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    print(f"{'entries':>10} {'seconds':>8} {'cpu s':>8} {'peak MiB':>9} {'archived':>9} "
+          f"{'promoted':>9}")
+    for n in sizes:
+        tmp = Path(tempfile.mkdtemp(prefix=f"curator-bench-{n}-"))
+        try:
+            generate(tmp / "state", n)
+            seed_candidates(tmp / "identity", n)
+            proc = subprocess.run([sys.executable, __file__, "--child", str(tmp / "state"),
+                                   str(tmp / "identity")], capture_output=True, text=True,
+                                  check=True)
+            result = json.loads(proc.stdout.strip().splitlines()[-1])
+            # the child reports its own peak; RUSAGE_CHILDREN is the running max of all children
+            peak = result["peak_mib"]
+            print(f"{n:>10} {result['seconds']:>8.2f} {result['cpu']:>8.2f} {peak:>9.1f} "
+                  f"{result['archived']:>9} {result['promoted']:>9}", flush=True)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    children_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    print(f"largest child peak (RUSAGE_CHILDREN): {children_kib / 1024:.1f} MiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,413 @@
+"""The curator run: the I/O edge around the pure rules in `curator` and `promotion`.
+
+A run takes `<state>/locks/curator.lock` without waiting (a second curator gets
+BusyError, exit 3) and works in two phases.
+
+Plan: no raw lock, no visible write. Load the candidate record (`candidates`),
+then stream raw.md once up to its last complete line (`end`): lines before the
+cursor's `processed` offset were learned by an earlier run and are only
+counted; newer lines feed MEMORY.md and the candidate record. The cut is the
+offset of the `raw_keep`-th last entry; everything before it goes to the
+archive. The long work happens here, while workers keep appending: their
+lines land after `end` and wait for the next run. The new candidate lines and
+the promotions are staged in `<state>/curator/*.pending`.
+
+Commit: the plan is written as `<state>/curator/journal.json` (atomically);
+that write is the commit point. Before it nothing visible has changed (a run
+that finds no journal ignores and replaces staged files). After it, each step
+is carried out (`curate_commit`), marked done in the journal, and redone by
+the next run if the journal is still there; each step is safe to redo:
+
+1. summary.md and MEMORY.md: atomic writes of texts held in the journal.
+2. candidates: the staged lines are appended to `<identity>/.candidates.log`
+   under its lock. Lines carry `batch:seq` and a reader skips a seq it has
+   seen, so a redone append counts nothing twice.
+3. identity: under `<identity>/.identity.lock`, the staged promotions are
+   appended; a role file that changed since the plan (a half-done first
+   attempt, another mission's curator) is checked again, so no lesson goes in
+   twice, in any words.
+4. archive: the sizes of the target files are recorded in the journal first; a
+   redo truncates back to them, then appends raw.md's bytes before the cut to
+   `archive/YYYY-MM.md` (by entry time; a line that does not parse goes with
+   the entry before it, or to `archive/unparsed.md` when none came before) and
+   the lines that left MEMORY.md to `archive/memory-history.md`.
+5. raw.md: under the raw lock, held only for this short copy, raw.md is
+   replaced by its bytes from the cut on (the kept entries plus whatever was
+   appended meanwhile). A redo sees a new inode or head and skips it.
+6. cursor: `curator/cursor.json` gets the new `processed` offset (end - cut)
+   and a hash of those bytes; then the journal goes.
+
+So after any run, or any crash followed by a run, archive plus raw.md hold
+every line ever appended exactly once, and no note is counted twice. A dry run
+plans, fills the diffs and writes nothing.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import re
+import secrets
+import sys
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from harness import candidates, memory
+from harness.curate_commit import (
+    FORMAT_VERSION,
+    HEAD_BYTES,
+    CuratorPaths,
+    apply_journal,
+    archive_sizes,
+    read_head,
+    read_json,
+    read_text,
+    write_journal,
+)
+from harness.curate_diffs import DIFF_PREVIEW, append_diff, drop_head_diff, rewrite_diff
+from harness.curator import LESSON_KINDS, Bounds, MemoryBook
+from harness.errors import UsageError
+from harness.promotion import (
+    IdentityIndex,
+    Promotion,
+    PromotionTracker,
+    mission_name,
+    plan_promotions,
+)
+from harness.store import hold_lock, lock_path, sha256
+
+_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+_KIND_COLON = {f"{kind}:": kind for kind in memory.KINDS}
+_RUN_ID = re.compile(r"[A-Za-z0-9_.-]+")
+_PROMOTABLE = ("TRICK", "FAIL", "FORGOT")
+
+
+@dataclass
+class CuratorSettings:
+    """Curator knobs. `similarity` is the rapidfuzz score (0-100) at which two notes are
+    one lesson: 75 merges the paraphrases of the labelled corpus and keeps every near miss
+    apart (70 merges near misses, 80 loses paraphrases; tests/test_curate.py measures it).
+    `topic_similarity` decides when a decision without a `topic:` prefix replaces an
+    earlier one."""
+
+    similarity: float = 75.0
+    raw_keep: int = 10
+    summary_max_lines: int = 40
+    summary_max_tokens: int = 800
+    memory_max_lines: int = 200
+    topic_similarity: float = 70.0
+
+    def bounds(self) -> Bounds:
+        return Bounds(self.summary_max_lines, self.summary_max_tokens, self.memory_max_lines)
+
+
+# A line appended (or, in a dry run, to be appended) to identity/<role>.md: role, kind,
+# text, the line itself and the evidence behind it.
+PromotedLine = Promotion
+
+
+@dataclass
+class CuratorReport:
+    """What a curator run did, or in a dry run would do."""
+
+    processed: int = 0  # new raw.md lines read
+    archived: int = 0  # raw.md lines moved to the archive
+    unparsed: int = 0  # new lines that did not parse (moved like any other)
+    promoted: list[PromotedLine] = field(default_factory=list)
+    memory_archived: int = 0  # MEMORY.md lines moved to the archive
+    diffs: dict[str, str] = field(default_factory=dict)  # path -> unified diff
+    changes: list[str] = field(default_factory=list)
+    dry_run: bool = False
+    resumed: bool = False  # an interrupted run was finished first
+
+    def describe(self) -> str:
+        """A few human lines on what changed."""
+        verb = "would " if self.dry_run else ""
+        lines = [f"curator: {self.processed} new lines, {self.unparsed} unparsed; "
+                 f"{verb}archive {self.archived} raw lines and {self.memory_archived} "
+                 f"MEMORY.md lines; {verb}promote {len(self.promoted)}"]
+        if self.resumed:
+            lines.append("finished an interrupted curator run first")
+        lines += self.changes
+        lines += [f"promote to identity/{p.role}.md: {p.kind}: {p.text}" for p in self.promoted]
+        return "\n".join(lines)
+
+
+def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSettings, *,
+           dry_run: bool = False, now: str | None = None) -> CuratorReport:
+    """Run the curator over one state directory (see the module docstring)."""
+    paths = CuratorPaths(Path(state), Path(identity_dir))
+    today = (now or memory.utc_now())[:10]
+    with hold_lock(lock_path(paths.state, "curator"), wait=False, what="the curator"), \
+            _no_cyclic_gc():
+        resumed = paths.journal.exists()
+        if resumed:
+            if dry_run:
+                raise UsageError("an interrupted curator run is pending; run the curator "
+                                 "without --dry-run to finish it first")
+            apply_journal(paths, read_json(paths.journal), settings.similarity)
+        planner = _Planner(paths, mission, settings, today, dry_run)
+        journal = planner.plan()
+        report = planner.report
+        report.resumed = resumed
+        if journal is not None:
+            write_journal(paths, journal)
+            skipped = apply_journal(paths, journal, settings.similarity, {
+                "tracker": planner.tracker, "read": planner.record, "batch": planner.batch,
+                "count": planner.n_staged})
+            report.promoted = [p for n, p in enumerate(report.promoted) if n not in skipped]
+        return report
+
+
+@contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    # A big run builds millions of small objects and no cycles; the cycle collector would
+    # walk them all again and again for nothing. Reference counting still frees memory.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@dataclass
+class _Scan:
+    end: int = 0
+    cut: int = 0
+    cut_line: int = 0
+    inode: int = 0
+    head: bytearray = field(default_factory=bytearray)
+    # where the archive month changes: (offset, line number, month)
+    months: list[tuple[int, int, str]] = field(default_factory=list)
+    preview: list[str] = field(default_factory=list)  # the first DIFF_PREVIEW lines
+
+
+class _Planner:
+    """Phase one: read everything and decide everything; stage, but change nothing."""
+
+    def __init__(self, paths: CuratorPaths, mission: str, settings: CuratorSettings,
+                 today: str, dry_run: bool) -> None:
+        self.paths, self.settings = paths, settings
+        self.mission = mission_name(mission)
+        self.today, self.dry_run = today, dry_run
+        self.batch = secrets.token_hex(6)
+        self.report = CuratorReport(dry_run=dry_run)
+        self.preview: list[str] = []  # the first staged candidate lines, for the diff
+        self.n_staged = 0
+        self.tracker: PromotionTracker | None = None
+        self.record: candidates.RecordRead | None = None
+
+    def plan(self) -> dict | None:
+        """The journal of what to change, or None when nothing would (or in a dry run)."""
+        paths, settings = self.paths, self.settings
+        cursor = read_json(paths.cursor) if paths.cursor.exists() else {}
+        start = self._checked_start(cursor)
+        old = {name: read_text(paths.state / name) for name in ("summary.md", "MEMORY.md")}
+        self.tracker, self.record = candidates.load(paths.identity, settings.similarity)
+        book = MemoryBook(old["MEMORY.md"], settings.bounds(), similarity=settings.similarity,
+                          topic_similarity=settings.topic_similarity,
+                          next_ids=cursor.get("next_ids"), clusters=self.tracker.clusters)
+        scan = self._scan(start, cursor.get("last_month", "unparsed"), book)
+        compacted = book.compact()
+        promotions = self._promotions()
+        self.report.promoted = promotions
+        self.report.memory_archived = len(compacted.archived)
+        files = {"summary.md": compacted.summary, "MEMORY.md": compacted.memory}
+        changed = {name: text for name, text in files.items() if text != old[name]}
+        months = _months_before(scan.months, scan.cut)
+        self._diffs(scan, months, changed, old, compacted.archived, promotions)
+        if self.dry_run or not (changed or self.n_staged or promotions or compacted.archived
+                                or scan.cut or scan.end != start
+                                or cursor.get("next_ids") != compacted.next_ids):
+            self._discard_staged()
+            return None
+        self._stage_promotions(promotions)
+        last_month = months[-1][2] if months else cursor.get("last_month", "unparsed")
+        return {
+            "version": FORMAT_VERSION, "batch": self.batch,
+            "files": changed, "candidates": self.n_staged, "promotions": len(promotions),
+            "identity_sizes": self.identity_sizes, "memory_archive": compacted.archived,
+            "archive_sizes": archive_sizes(paths.archive, [m for _, _, m in months],
+                                           bool(compacted.archived)),
+            "raw": {"end": scan.end, "cut": scan.cut, "inode": scan.inode,
+                    "head_sha": sha256(scan.head[: min(scan.cut, HEAD_BYTES)]),
+                    "months": [[off, month] for off, _, month in months]},
+            "cursor": {"version": FORMAT_VERSION, "last_month": last_month,
+                       "next_ids": compacted.next_ids},
+        }
+
+    def _checked_start(self, cursor: dict) -> int:
+        """The cursor's offset if raw.md still starts with what it hashed, else 0."""
+        start = int(cursor.get("processed", 0))
+        if not start:
+            return 0
+        head = read_head(self.paths.raw, start)
+        if len(head) == start and sha256(head) == cursor.get("head_sha"):
+            return start
+        self.report.changes.append("raw.md does not start where the last run left it; "
+                                   "reading it from the start")
+        return 0
+
+    def _scan(self, start: int, month: str, book: MemoryBook) -> _Scan:
+        """Stream raw.md once: learn the new lines, find the cut and the month of each line."""
+        scan = _Scan(months=[(0, 0, month)])
+        keep: deque[tuple[int, int]] = deque(maxlen=max(self.settings.raw_keep, 0))
+        offset = lineno = 0
+        try:
+            f = open(self.paths.raw, "rb")
+        except FileNotFoundError:
+            return scan
+        with f, self._open_staged() as staged:
+            scan.inode = os.fstat(f.fileno()).st_ino
+            for raw_line in f:
+                if not raw_line.endswith(b"\n"):
+                    break  # an append in progress: the next run takes it
+                if offset < HEAD_BYTES:
+                    scan.head.extend(raw_line[: HEAD_BYTES - offset])
+                line = raw_line.decode("utf-8", "replace")
+                if lineno < DIFF_PREVIEW:
+                    scan.preview.append(line)
+                entry = parse_line(line)
+                if entry:
+                    if entry.ts[:7] != month:
+                        month = entry.ts[:7]
+                        scan.months.append((offset, lineno, month))
+                    keep.append((offset, lineno))
+                    if offset >= start:
+                        self._learn(entry, book, staged)
+                elif offset >= start:
+                    self.report.unparsed += 1
+                if offset >= start:
+                    self.report.processed += 1
+                offset += len(raw_line)
+                lineno += 1
+            if not self.dry_run:
+                staged.flush()
+                os.fsync(staged.fileno())
+        scan.end = offset
+        if self.settings.raw_keep <= 0 or not keep:
+            scan.cut, scan.cut_line = offset, lineno
+        else:
+            scan.cut, scan.cut_line = keep[0]
+        self.report.archived = scan.cut_line
+        return scan
+
+    def _open_staged(self) -> TextIO:
+        if self.dry_run:
+            return open(os.devnull, "w", encoding="utf-8")
+        self.paths.own.mkdir(parents=True, exist_ok=True)
+        return open(self.paths.staged_candidates, "w", encoding="utf-8")
+
+    def _learn(self, entry: memory.Entry, book: MemoryBook, staged: TextIO) -> None:
+        if entry.kind not in LESSON_KINDS:
+            book.add(entry)
+            return
+        tracker = self.tracker
+        cid = tracker.clusters.assign_text((entry.role, entry.kind), entry.text)
+        book.add(entry, cid)
+        if entry.kind not in _PROMOTABLE:
+            return
+        cand = tracker.add_entry(entry, self.mission, cid)
+        line = cand.line(f"{self.batch}:{self.n_staged}") + "\n"
+        self.n_staged += 1
+        staged.write(line)
+        if len(self.preview) < DIFF_PREVIEW:
+            self.preview.append(line)
+
+    def _discard_staged(self) -> None:
+        if not self.dry_run:
+            self.paths.staged_candidates.unlink(missing_ok=True)
+
+    def _promotions(self) -> list[Promotion]:
+        due = [ev for ev in self.tracker.due() if memory.NAME.match(ev.role)]
+        identity = IdentityIndex(self.settings.similarity)
+        self.identity_sizes: dict[str, int] = {}  # role file sizes the plan was checked on
+        for role in sorted({ev.role for ev in due}):
+            text = read_text(self.paths.role_file(role))
+            self.identity_sizes[role] = len(text.encode())
+            identity.add_text(role, text)
+        return plan_promotions(due, identity, self.today)
+
+    def _stage_promotions(self, promotions: list[Promotion]) -> None:
+        if not promotions:
+            return
+        with open(self.paths.staged_promotions, "w", encoding="utf-8") as out:
+            for p in promotions:
+                out.write(json.dumps([p.role, p.kind, p.text, p.line], ensure_ascii=False)
+                          + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+
+    def _diffs(self, scan: _Scan, months: list[tuple[int, int, str]], changed: dict[str, str],
+               old: dict[str, str], memory_archived: list[str],
+               promotions: list[Promotion]) -> None:
+        report, paths = self.report, self.paths
+        for name, text in changed.items():
+            path = paths.state / name
+            report.diffs[str(path)] = rewrite_diff(path, old[name], text)
+            report.changes.append(f"{'would rewrite' if self.dry_run else 'rewrote'} {path}")
+        if scan.cut_line:
+            report.diffs[str(paths.raw)] = drop_head_diff(
+                paths.raw, scan.preview[: scan.cut_line], scan.cut_line)
+            shown: dict[str, list[str]] = {}
+            counts: dict[str, int] = {}
+            for i, (_, line, month) in enumerate(months):
+                stop = months[i + 1][1] if i + 1 < len(months) else scan.cut_line
+                shown.setdefault(month, []).extend(scan.preview[line:stop])
+                counts[month] = counts.get(month, 0) + stop - line
+            for month, lines in shown.items():
+                path = paths.archive / f"{month}.md"
+                report.diffs[str(path)] = append_diff(path, lines, counts[month])
+        if memory_archived:
+            path = paths.archive / "memory-history.md"
+            report.diffs[str(path)] = append_diff(
+                path, [line + "\n" for line in memory_archived], len(memory_archived))
+        if self.n_staged:
+            report.diffs[str(paths.record)] = append_diff(paths.record, self.preview,
+                                                           self.n_staged)
+        by_role: dict[str, list[str]] = {}
+        for p in promotions:
+            by_role.setdefault(p.role, []).append(p.line + "\n")
+        for role, lines in by_role.items():
+            path = paths.role_file(role)
+            report.diffs[str(path)] = append_diff(path, lines, len(lines))
+
+
+def parse_line(line: str) -> memory.Entry | None:
+    """`memory.parse_entry` without its regex's backtracking: the same entries, faster.
+
+    Role and feature strings are interned, since millions of entries share a few.
+    """
+    line = line.rstrip("\n")
+    if line[:1] != "[" or line[21:23] != "] " or not _TS.fullmatch(line, 1, 21):
+        return None
+    parts = line[23:].split(" ", 3)
+    if len(parts) != 4:
+        return None
+    role, feature, kind, text = parts
+    kind = _KIND_COLON.get(kind)
+    # str.split() breaks on exactly the characters the regex's \S refuses
+    if kind is None or role.split() != [role] or feature.split() != [feature]:
+        return None
+    run = None
+    if text.endswith(")"):
+        i = text.rfind(" (run ")
+        if i >= 0 and _RUN_ID.fullmatch(text, i + 6, len(text) - 1):
+            text, run = text[:i], text[i + 6:-1]
+    return memory.Entry(line[1:21], sys.intern(role), sys.intern(feature), kind, text, run)
+
+
+def _months_before(months: list[tuple[int, int, str]], cut: int) -> list[tuple[int, int, str]]:
+    """The month changes that apply to raw.md's bytes before `cut`."""
+    out = [m for m in months if m[0] < cut]
+    # an entry at offset 0 overrides the month carried over from the last run
+    while len(out) > 1 and out[1][0] == out[0][0]:
+        out.pop(0)
+    return out

@@ -1,0 +1,372 @@
+"""When two notes say the same thing: normalisation, scoring and a blocked index.
+
+Two texts are the same lesson when, after normalisation, rapidfuzz scores them
+at or above the threshold and their technical words do not disagree.
+
+- Normalisation: lower case, split into words on anything that is not a letter
+  or digit (backticks, slashes and dashes go), drop a short stopword list and
+  strip common English suffixes (sorted -> sort, migrations -> migration,
+  file/files -> fil), so the score sees wording, not inflection.
+- Score: `fuzz.token_set_ratio` on the normalised words (order-free, tolerant of
+  a few extra or missing words), capped by `token_sort_ratio` when one text has
+  less than half the words of the other, so a short note does not match every
+  longer one that contains its words.
+- Anchors: words from technical tokens (paths, flags, numbers, `code`,
+  key=value, camelCase). Same command with another file, flag or value is
+  another trick. Strict anchors (flags, numbers, and the subcommand after a
+  known CLI such as `pnpm lint` or `uv run pytest`) must appear on both sides;
+  for the others, the texts disagree when each has one the other lacks
+  (seeds/ vs drizzle/). When both sides name exactly the same anchors, the
+  prose may differ by AGREE_BONUS points more.
+
+The index never compares a text with every other: each bucket (role and kind)
+keeps an inverted index word -> recent variants, and a query scores only a
+short list drawn from the postings of its three rarest words, stopping at the
+first match. A text seen before word for word skips all that (`Clusters`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from operator import itemgetter
+from typing import Any
+
+from rapidfuzz import fuzz
+
+STOPWORDS = frozenset(
+    "a an the to of in on at by for with and or is are was were be been being it its "
+    "this that these those from into onto via when then than as so if also just you "
+    "your we our i my me he she they them there here which who what where how do does "
+    "did doing done has have had having can could should would will shall may might "
+    "must any some all each every very too quite again once run running runs ran "
+    "use using used".split()
+)
+# The word after one of these CLIs is a subcommand ("pnpm lint" vs "pnpm typecheck"), unless an
+# article shows the name is used as a noun ("the git folder"). After a runner subcommand
+# ("uv run", "npm exec") the next word is the program run, a command word too.
+LAUNCHERS = frozenset(
+    "git gh docker compose podman kubectl helm terraform npm pnpm yarn bun npx bunx deno cargo "
+    "uv uvx pip pipx poetry alembic systemctl apt apt-get aws gcloud supabase prisma "
+    "drizzle-kit wrangler vercel heroku".split())
+RUNNERS = frozenset("run exec dlx x".split())
+ARTICLES = frozenset("the a an this that our your their its".split())
+_WORD = re.compile(r"[a-z0-9]+")
+_CAMEL = re.compile(r"[a-z][A-Z]")
+_TECH_CHARS = re.compile(r"[/._=:@~$<>|*#\\\[\]{}()0-9]|^-")
+_LEAD_PUNCT = "\"'([{"
+_TRAIL_PUNCT = ".,;:!?\"')]}"
+
+MAX_VARIANTS = 2  # phrasings indexed per cluster: more recall, bounded drift
+BLOCK_WORDS = 3  # a query looks up the variants under its rarest words only
+POSTING_CAP = 24  # per word, only the most recent variants are looked at
+SHORTLIST = 4  # variants sharing the most of those words get scored by rapidfuzz
+LENGTH_FLOOR = 0.5  # shorter side must have at least half the words of the longer
+AGREE_BONUS = 10.0  # same technical words on both sides: the prose may differ this much more
+SEEN_CAP = 1 << 16  # exact texts remembered (per generation) to skip matching them again
+
+
+@lru_cache(maxsize=1 << 14)
+def stem(word: str) -> str:
+    """A trivial stemmer: strip plural, -ed, -ing and a final e, so inflections meet."""
+    if len(word) > 4 and not word.isdigit():
+        if word.endswith("ies") or word.endswith("ied"):
+            word = word[:-3] + "y"
+        elif word.endswith(("ing", "ed")):
+            word = word[:-3] if word.endswith("ing") else word[:-2]
+            if len(word) > 3 and word[-1] == word[-2] and word[-1] in "bdfgmnprtz":
+                word = word[:-1]  # running -> runn -> run
+        elif word.endswith(("sses", "shes", "ches", "xes", "zes")):
+            word = word[:-2]
+        elif word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+    if len(word) > 3 and word.endswith("e"):
+        word = word[:-1]
+    return word
+
+
+@dataclass(frozen=True, slots=True)
+class Norm:
+    """A normalised text: its words, its technical words, and the flags and subcommands.
+
+    `key` is the words joined by spaces; `anchors` and `strict` are space-joined too.
+    """
+
+    key: str
+    anchors: str = ""
+    strict: str = ""
+
+
+@lru_cache(maxsize=1 << 14)
+def _token(token: str) -> tuple[str, tuple[str, ...], tuple[str, ...], bool, bool]:
+    """What a token says on its own: its bare lower form, its stemmed words (all of them,
+    and without stopwords), whether it looks technical, and whether it is a flag."""
+    token = token.lstrip(_LEAD_PUNCT).rstrip(_TRAIL_PUNCT)
+    low = token.lower()
+    flag = low.startswith("-")
+    technical = flag or bool(_TECH_CHARS.search(token) or _CAMEL.search(token))
+    found = _WORD.findall(low)
+    return (low, tuple(stem(w) for w in found),
+            tuple(stem(w) for w in found if w not in STOPWORDS), technical, flag)
+
+
+@lru_cache(maxsize=1 << 13)
+def normalize(text: str) -> Norm:
+    """Normalise a note's text for matching (see the module docstring)."""
+    words: list[str] = []
+    anchors: set[str] = set()
+    strict: set[str] = set()
+    prev = ""
+    after_launcher = False
+    for i, segment in enumerate(text.split("`")):
+        in_code = i % 2 == 1
+        for token in segment.split():
+            low, every, content, technical, flag = _token(token)
+            subcommand = after_launcher and not flag and (low not in STOPWORDS or low in RUNNERS)
+            if in_code or technical or subcommand:
+                words += every
+                anchors.update(every)
+                strict.update(w for w in every if flag or subcommand or w[0].isdigit())
+            else:
+                words += content
+            after_launcher = (low in LAUNCHERS and prev not in ARTICLES) or (
+                subcommand and low in RUNNERS)
+            prev = low
+    return Norm(" ".join(words), " ".join(sorted(anchors)), " ".join(sorted(strict)))
+
+
+def anchors_conflict(a: Norm, b: Norm) -> bool:
+    """True when the technical words say these are different tricks (see module docstring)."""
+    if not (a.anchors or b.anchors):
+        return False
+    return _conflict(set(a.key.split()), a.strict.split(), a.anchors.split(),
+                     set(b.key.split()), b.strict.split(), b.anchors.split())
+
+
+def _conflict(a_words: set[str], a_strict: list[str], a_anchors: list[str],
+              b_words: set[str], b_strict: list[str], b_anchors: list[str]) -> bool:
+    if not (b_words.issuperset(a_strict) and a_words.issuperset(b_strict)):
+        return True  # a flag, subcommand or number on one side only
+    return not (b_words.issuperset(a_anchors) or a_words.issuperset(b_anchors))
+
+
+def score(a: Norm, b: Norm) -> float:
+    """Similarity 0-100 of two normalised texts, before the anchor check."""
+    return _capped(a.key, b.key, fuzz.token_set_ratio(a.key, b.key))
+
+
+def _capped(a: str, b: str, raw: float) -> float:
+    na, nb = a.count(" ") + 1, b.count(" ") + 1
+    if min(na, nb) < LENGTH_FLOOR * max(na, nb):
+        # a subset scores 100 under token_set_ratio; fall back to the whole-text ratio
+        return min(raw, fuzz.token_sort_ratio(a, b))
+    return raw
+
+
+def _accept(a: Norm, b: Norm, similarity: float, threshold: float) -> bool:
+    if anchors_conflict(a, b):
+        return False
+    if similarity >= threshold:
+        return True
+    return bool(a.anchors) and a.anchors == b.anchors and similarity >= threshold - AGREE_BONUS
+
+
+def same_lesson(a: str, b: str, threshold: float) -> bool:
+    """Whether two note texts say the same thing at `threshold` (0-100)."""
+    na, nb = normalize(a), normalize(b)
+    return na.key == nb.key or _accept(na, nb, score(na, nb), threshold)
+
+
+def _pack(norm: Norm) -> str:
+    if not norm.anchors:
+        return ""
+    strict = set(norm.strict.split())
+    return " ".join("!" + w if w in strict else w for w in norm.anchors.split())
+
+
+def _shortlist(b: _Bucket, key: str) -> list[int]:
+    """Recent variants filed under `key`'s BLOCK_WORDS rarest words, best first.
+
+    A variant counts 4 for the rarest of those words it is filed under, 2 for
+    the next and 1 for the third, so the rarest shared word decides first.
+    """
+    df = b.df
+    rare = sorted((w for w in set(key.split()) if w in df), key=df.__getitem__)[:BLOCK_WORDS]
+    if not rare:
+        return []
+    postings = [b.postings[w][-POSTING_CAP:] for w in rare]
+    # counted in C: a variant appears once per unit of weight
+    weighted = postings[0] * 4
+    if len(postings) > 1:
+        weighted += postings[1] * 2
+    if len(postings) > 2:
+        weighted += postings[2]
+    score = Counter(weighted)
+    if len(score) <= SHORTLIST:
+        return sorted(score, key=score.__getitem__, reverse=True)
+    ranked = sorted(score.items(), key=itemgetter(1), reverse=True)
+    return [vid for vid, _ in ranked[:SHORTLIST]]
+
+
+class _Bucket:
+    __slots__ = ("exact", "keys", "anchors", "owner", "postings", "df")
+
+    def __init__(self) -> None:
+        self.exact: dict[str, int] = {}  # every phrasing seen -> cluster
+        self.keys: list[str] = []  # variant -> normalised text
+        self.anchors: list[str] = []  # variant -> anchors, strict ones marked "!" (packed)
+        self.owner: list[int] = []  # variant -> cluster
+        self.postings: dict[str, list[int]] = {}  # word -> recent variants
+        self.df: dict[str, int] = {}  # word -> variants ever indexed under it
+
+
+class LessonIndex:
+    """Clusters of same-lesson texts per bucket (e.g. role and kind), found without all-pairs.
+
+    A query looks only at the variants filed under its BLOCK_WORDS rarest words
+    (the most recent POSTING_CAP each), shortlists up to SHORTLIST that share
+    the most of those words, and scores just those: the work per query is
+    bounded whatever the number of clusters.
+    """
+
+    def __init__(self, threshold: float, *, anchored: bool = True) -> None:
+        self.threshold = threshold
+        self.anchored = anchored  # False: score alone decides (decision topics)
+        self._buckets: dict[Any, _Bucket] = {}
+        self._variants = bytearray()  # cluster id -> phrasings indexed
+
+    def find(self, bucket: Any, norm: Norm) -> int | None:
+        """The cluster id `norm` belongs to in `bucket`, or None."""
+        b = self._buckets.get(bucket)
+        if b is None:
+            return None
+        hit = b.exact.get(norm.key)
+        if hit is not None:
+            return hit
+        shortlist = _shortlist(b, norm.key)
+        if not shortlist:
+            return None
+        key, ratio = norm.key, fuzz.token_set_ratio
+        if not self.anchored:
+            for vid in shortlist:
+                if ratio(key, b.keys[vid], score_cutoff=self.threshold):
+                    return b.owner[vid]
+            return None
+        # anchors first: a near miss is turned away before it costs a fuzzy score
+        a_words, a_strict, a_anchors = set(key.split()), norm.strict.split(), norm.anchors.split()
+        cutoff = self.threshold - (AGREE_BONUS if a_anchors else 0)
+        for vid in shortlist:
+            other_key, packed = b.keys[vid], b.anchors[vid]
+            b_anchors = packed.split()
+            if b_anchors or a_anchors:
+                b_strict = [w[1:] for w in b_anchors if w[0] == "!"]
+                b_anchors = [w.lstrip("!") for w in b_anchors]
+                if _conflict(a_words, a_strict, a_anchors, set(other_key.split()), b_strict,
+                             b_anchors):
+                    continue
+            raw = ratio(key, other_key, score_cutoff=cutoff)
+            if not raw:
+                continue
+            similarity = _capped(key, other_key, raw)
+            if similarity >= self.threshold or (
+                    a_anchors and b_anchors == a_anchors
+                    and similarity >= self.threshold - AGREE_BONUS):
+                return b.owner[vid]
+        return None
+
+    def add(self, bucket: Any, norm: Norm, cluster: int) -> None:
+        """Index `norm` as a phrasing of `cluster` (a small int; up to MAX_VARIANTS each)."""
+        self.add_packed(bucket, norm.key, _pack(norm), cluster)
+
+    def add_packed(self, bucket: Any, key: str, packed: str, cluster: int) -> None:
+        """`add` for a phrasing as `phrasings` gives it back: its key and packed anchors."""
+        b = self._buckets.get(bucket)
+        if b is None:
+            b = self._buckets[bucket] = _Bucket()
+        if key in b.exact:
+            return
+        b.exact[key] = cluster
+        variants = self._variants
+        if cluster >= len(variants):
+            variants.extend(bytes(cluster + 1 - len(variants) + 1024))
+        if variants[cluster] >= MAX_VARIANTS:
+            return
+        variants[cluster] += 1
+        vid = len(b.keys)
+        b.keys.append(key)
+        b.anchors.append(packed)
+        b.owner.append(cluster)
+        for w in set(key.split()):
+            b.df[w] = b.df.get(w, 0) + 1
+            plist = b.postings.setdefault(w, [])
+            plist.append(vid)
+            if len(plist) > 2 * POSTING_CAP:
+                del plist[:-POSTING_CAP]
+
+    def buckets(self) -> list[Any]:
+        """The buckets in use."""
+        return list(self._buckets)
+
+    def phrasings(self, bucket: Any) -> Iterator[tuple[int, str, str]]:
+        """(cluster, key, packed anchors) of each phrasing indexed in `bucket`."""
+        b = self._buckets[bucket]
+        return zip(b.owner, b.keys, b.anchors, strict=True)
+
+    def assign(self, bucket: Any, norm: Norm, new_cluster: int) -> int:
+        """The cluster `norm` belongs to; `new_cluster` (now indexed) when none matches."""
+        found = self.find(bucket, norm)
+        cluster = new_cluster if found is None else found
+        self.add(bucket, norm, cluster)
+        return cluster
+
+
+class Clusters:
+    """Cluster ids handed out over one LessonIndex, so L3 and promotion share one clustering."""
+
+    def __init__(self, threshold: float) -> None:
+        self.index = LessonIndex(threshold)
+        self.count = 0
+        # (bucket, exact text) -> cluster, keyed by a 64-bit hash to stay small: a note
+        # repeated word for word skips normalising and matching (the odds of a collision
+        # among a million distinct texts are below one in ten million). Two generations
+        # bound the memory and keep what recurs: a hit in the old one moves to the new.
+        self._seen: dict[int, int] = {}
+        self._seen_before: dict[int, int] = {}
+
+    def assign_text(self, bucket: Any, text: str) -> int:
+        """The cluster `text` belongs to, a new one when none matches."""
+        h = hash((bucket, text))
+        cid = self._seen.get(h)
+        if cid is None:
+            cid = self._seen_before.get(h)
+            if cid is None:
+                cid = self.assign(bucket, normalize(text))
+            if len(self._seen) >= SEEN_CAP:
+                self._seen_before, self._seen = self._seen, {}
+            self._seen[h] = cid
+        return cid
+
+    def assign(self, bucket: Any, norm: Norm) -> int:
+        """The cluster `norm` belongs to, a new one when none matches."""
+        cid = self.index.assign(bucket, norm, self.count)
+        if cid == self.count:
+            self.count += 1
+        return cid
+
+    def find(self, bucket: Any, norm: Norm) -> int | None:
+        """The cluster `norm` belongs to, or None."""
+        return self.index.find(bucket, norm)
+
+    def new(self, bucket: Any, norm: Norm) -> int:
+        """A new cluster for `norm`, never merged into an existing one."""
+        cid = self.new_id()
+        self.index.add(bucket, norm, cid)
+        return cid
+
+    def new_id(self) -> int:
+        """A fresh cluster id with nothing indexed under it yet."""
+        self.count += 1
+        return self.count - 1

@@ -1,0 +1,286 @@
+"""Promotion to L4 identity: which lessons have earned a line in identity/<role>.md.
+
+Evidence comes from the candidate record kept beside the identity files: one
+line per TRICK, FAIL or FORGOT note any mission's curator has seen,
+
+    <batch>:<seq> TAB ts TAB mission TAB role TAB kind TAB feature TAB run TAB text
+
+Notes that say the same thing (see `matching`) are one lesson per role and
+kind, and a lesson is promoted when
+
+- TRICK: two or more distinct workers reported it. A worker is a run of the
+  role (mission and run id); a note without a run id counts its feature
+  instead, so different features are different workers.
+- FAIL: it happened in two or more missions.
+- FORGOT: it was forgotten on two or more occasions: different runs, or for
+  notes without a run id, different features or times. A run restating what
+  it forgot is one occasion.
+
+A lesson already in the role's identity file, in any words, is not promoted
+again. A promoted line carries its provenance, lists capped, count exact:
+
+    - TRICK: <text> [promoted 2026-05-01; seen 3x 2026-04-12..2026-04-20;
+      missions: shop, blog; features: F-003, F-007; runs: R1, R2, R3]
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from harness.matching import Clusters, LessonIndex, normalize, same_lesson
+from harness.memory import Entry
+
+PROMOTABLE = ("TRICK", "FAIL", "FORGOT")
+LISTED = 3  # provenance values listed per field; the count stays exact
+_PROVENANCE = re.compile(r" \[promoted \d{4}-\d\d-\d\d;[^\[\]]*\]$")
+_KIND_PREFIX = re.compile(r"^(?:TRICK|GOTCHA|DECISION|FAIL|FORGOT): ")
+
+
+class Candidate(NamedTuple):
+    """One promotable note as recorded beside the identity files."""
+
+    ts: str
+    mission: str
+    role: str
+    kind: str
+    feature: str
+    run: str | None
+    text: str
+
+    def line(self, tag: str) -> str:
+        """The candidate record line, without the newline; `tag` is `batch:seq`."""
+        return "\t".join((tag, self.ts, self.mission, self.role, self.kind, self.feature,
+                          self.run or "-", self.text))
+
+
+def mission_name(mission: str) -> str:
+    """A mission name safe for the tab-separated record (interned: lessons keep it)."""
+    return sys.intern("_".join(mission.split()) or "-")
+
+
+def parse_candidate(line: str) -> tuple[str, int, Candidate] | None:
+    """(batch, seq, candidate) from a record line; None when the line is malformed."""
+    parts = line.rstrip("\n").split("\t", 7)
+    if len(parts) != 8 or parts[4] not in PROMOTABLE or not parts[7]:
+        return None
+    batch, _, seq = parts[0].rpartition(":")
+    if not batch or not seq.isdigit():
+        return None
+    run = None if parts[6] == "-" else parts[6]
+    return batch, int(seq), Candidate(parts[1], sys.intern(parts[2]), sys.intern(parts[3]),
+                                      sys.intern(parts[4]), sys.intern(parts[5]), run, parts[7])
+
+
+def _listed(values: tuple[str, ...], value: str) -> tuple[tuple[str, ...], bool]:
+    """`values` with `value` added if new and room is left; True when it had to be dropped."""
+    if value in values:
+        return values, False
+    if len(values) < LISTED:
+        return (*values, value), False
+    return values, True
+
+
+@dataclass(eq=False, slots=True)
+class Evidence:
+    """Everything known about one lesson across missions.
+
+    Provenance lists keep LISTED distinct values each (`more` marks a field
+    that had to drop some); `count` is exact. Two distinct workers or
+    occasions decide a rule, so only the first is kept, and a flag once a
+    second one shows up.
+    """
+
+    role: str
+    kind: str
+    text: str
+    count: int = 0
+    first: str = ""  # dates
+    last: str = ""
+    missions: tuple[str, ...] = ()
+    features: tuple[str, ...] = ()
+    runs: tuple[str, ...] = ()
+    more: int = 0  # bit 1 missions, 2 features, 4 runs: values were dropped
+    worker: str = ""  # the first worker and occasion, within the first mission listed
+    two_workers: bool = False
+    occasion: str = ""
+    two_occasions: bool = False
+
+    def add(self, c: Candidate) -> None:
+        """Count one more note of this lesson."""
+        day = sys.intern(c.ts[:10])  # a few hundred distinct days among millions of notes
+        self.first = min(self.first or day, day)
+        self.last = max(self.last, day)
+        first = self.count == 0
+        self.count += 1
+        self.missions, m = _listed(self.missions, c.mission)
+        self.features, f = _listed(self.features, c.feature)
+        r = False
+        if c.run:
+            self.runs, r = _listed(self.runs, c.run)
+        self.more |= m | f << 1 | r << 2
+        worker = c.run or c.feature
+        occasion = c.run or f"{c.feature}@{c.ts}"
+        if first:
+            self.worker, self.occasion = worker, occasion
+            return
+        same_mission = c.mission == self.missions[0]
+        self.two_workers = self.two_workers or not same_mission or worker != self.worker
+        self.two_occasions = (self.two_occasions or not same_mission
+                              or occasion != self.occasion)
+
+    def row(self) -> list:
+        """The evidence as a JSON-ready list (see `from_row`)."""
+        return [self.role, self.kind, self.text, self.count, self.first, self.last,
+                list(self.missions), list(self.features), list(self.runs), self.more,
+                self.worker, self.two_workers, self.occasion, self.two_occasions]
+
+    @classmethod
+    def from_row(cls, row: list) -> Evidence:
+        """Evidence back from `row()`."""
+        role, kind, text, count, first, last, missions, features, runs, *rest = row
+        more, worker, two_workers, occasion, two_occasions = rest
+        return cls(sys.intern(role), sys.intern(kind), text, count, sys.intern(first),
+                   sys.intern(last), tuple(sys.intern(m) for m in missions),
+                   tuple(sys.intern(f) for f in features), tuple(runs), more, worker,
+                   two_workers, occasion, two_occasions)
+
+    def due(self) -> bool:
+        """Whether the promotion rule for this kind holds."""
+        if self.kind == "TRICK":
+            return self.two_workers
+        if self.kind == "FAIL":
+            return len(self.missions) >= 2
+        return self.kind == "FORGOT" and self.two_occasions
+
+    def show(self, name: str) -> str:
+        """One provenance field as listed, `...` when some values were dropped."""
+        bit = {"missions": 1, "features": 2, "runs": 4}[name]
+        return ", ".join(getattr(self, name)) + (", ..." if self.more & bit else "")
+
+    def line(self, promoted_on: str) -> str:
+        """The identity line: the lesson, then its provenance in brackets."""
+        seen = self.first if self.first == self.last else f"{self.first}..{self.last}"
+        parts = [f"promoted {promoted_on}", f"seen {self.count}x {seen}",
+                 f"missions: {self.show('missions')}", f"features: {self.show('features')}"]
+        if self.runs:
+            parts.append(f"runs: {self.show('runs')}")
+        return f"- {self.kind}: {self.text} [{'; '.join(parts)}]"
+
+
+class PromotionTracker:
+    """Candidates clustered into lessons per role and kind."""
+
+    def __init__(self, similarity: float, clusters: Clusters | None = None) -> None:
+        self.clusters = clusters or Clusters(similarity)
+        self.lessons: list[Evidence | None] = []  # cluster id -> evidence
+
+    def add(self, c: Candidate, cluster: int | None = None) -> Evidence:
+        """File one candidate under its lesson; `cluster` if the caller already matched it."""
+        if cluster is None:
+            cluster = self.clusters.assign_text((c.role, c.kind), c.text)
+        ev = self.lessons[cluster] if cluster < len(self.lessons) else None
+        if ev is None:
+            ev = self.put(cluster, Evidence(c.role, c.kind, c.text))
+        ev.add(c)
+        return ev
+
+    def add_entry(self, entry: Entry, mission: str, cluster: int | None = None) -> Candidate:
+        """Record a TRICK, FAIL or FORGOT entry; `mission` as `mission_name` gives it."""
+        if entry.kind not in PROMOTABLE:
+            raise ValueError(f"a {entry.kind} note is never a candidate")
+        c = Candidate(entry.ts, mission, entry.role, entry.kind, entry.feature, entry.run,
+                      entry.text)
+        self.add(c, cluster)
+        return c
+
+    def put(self, cluster: int, ev: Evidence) -> Evidence:
+        """File `ev` as the evidence of `cluster`."""
+        if cluster >= len(self.lessons):
+            self.lessons.extend([None] * (cluster + 1 - len(self.lessons)))
+        self.lessons[cluster] = ev
+        return ev
+
+    def due(self) -> list[Evidence]:
+        """Lessons whose rule holds, in cluster order."""
+        return [ev for ev in self.lessons if ev is not None and ev.due()]
+
+
+def identity_lessons(text: str) -> Iterable[str]:
+    """The lesson text of each line of an identity file, provenance and kind stripped."""
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        line = _PROVENANCE.sub("", line.removeprefix("- ").removeprefix("* "))
+        yield _KIND_PREFIX.sub("", line)
+
+
+class IdentityIndex:
+    """What each role's identity file already says, to refuse a lesson in other words."""
+
+    def __init__(self, similarity: float) -> None:
+        self._index = LessonIndex(similarity)
+        self._n = 0
+
+    def add_text(self, role: str, text: str) -> None:
+        """Index every line of `role`'s identity file."""
+        for lesson in identity_lessons(text):
+            self.add(role, lesson)
+
+    def add(self, role: str, lesson: str) -> None:
+        self._index.add(role, normalize(lesson), self._n)
+        self._n += 1
+
+    def knows(self, role: str, lesson: str) -> bool:
+        """Whether `role`'s identity already holds this lesson, in any words."""
+        return self._index.find(role, normalize(lesson)) is not None
+
+
+@dataclass
+class Promotion:
+    """A lesson to append to identity/<role>.md."""
+
+    role: str
+    kind: str
+    text: str
+    line: str
+    evidence: Evidence | None = None
+
+
+def plan_promotions(due: Iterable[Evidence], identity: IdentityIndex,
+                    promoted_on: str) -> list[Promotion]:
+    """The due lessons that identity does not hold yet.
+
+    Due lessons are distinct clusters already, so they are checked against the
+    identity files only, not against each other.
+    """
+    return [Promotion(ev.role, ev.kind, ev.text, ev.line(promoted_on), ev)
+            for ev in due if not identity.knows(ev.role, ev.text)]
+
+
+def backing_problems(kind: str, role: str, text: str, backing: Sequence[Candidate],
+                     similarity: float) -> list[str]:
+    """Why `backing` does not justify promoting `text`; empty when it does."""
+    if kind not in PROMOTABLE:
+        return [f"kind {kind} is never promoted"]
+    if not backing:
+        return ["no backing entries"]
+    problems = []
+    if any(c.role != role or c.kind != kind for c in backing):
+        problems.append(f"backing entries are not all {role} {kind}")
+    first = backing[0].text
+    if any(not same_lesson(first, c.text, similarity) for c in backing[1:]):
+        problems.append("backing entries are not all the same lesson")
+    if not any(same_lesson(text, c.text, similarity) for c in backing):
+        problems.append("the promoted text matches none of its backing entries")
+    ev = Evidence(role, kind, text)
+    for c in backing:
+        ev.add(c)
+    if not ev.due():
+        problems.append(f"backing does not meet the {kind} rule")
+    return problems
+

@@ -1,0 +1,517 @@
+"""The curator's pure rules: matching, L3/L2 compaction, promotion and the model check."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import matching
+from harness.curator import (
+    Bounds,
+    MemoryBook,
+    ModelResult,
+    ProposedPromotion,
+    check_model_result,
+    topic_of,
+)
+from harness.matching import LessonIndex, normalize, same_lesson, stem
+from harness.memory import Entry, estimate_tokens, parse_sections
+from harness.memory_items import clip, memory_ids, parse_item, summary_refs
+from harness.promotion import (
+    Candidate,
+    Evidence,
+    IdentityIndex,
+    PromotionTracker,
+    identity_lessons,
+    parse_candidate,
+    plan_promotions,
+)
+
+T = 75.0  # the default similarity threshold
+PSQL = "psql -f drizzle/*.sql applies migrations in filename order"
+PSQL_OTHER_WORDS = "running `psql -f` on drizzle/*.sql applies the migrations sorted by file name"
+
+
+def entry(kind: str, text: str, *, role: str = "worker", feature: str = "F-001",
+          run: str | None = "r1", ts: str = "2026-04-24T10:00:00Z") -> Entry:
+    return Entry(ts, role, feature, kind, text, run)
+
+
+def cand(text: str, *, kind: str = "TRICK", mission: str = "shop", role: str = "worker",
+         feature: str = "F-001", run: str | None = "r1",
+         ts: str = "2026-04-24T10:00:00Z") -> Candidate:
+    return Candidate(ts, mission, role, kind, feature, run, text)
+
+
+def book(memory: str = "", **bounds: int) -> MemoryBook:
+    return MemoryBook(memory, Bounds(**bounds), similarity=T, topic_similarity=70.0)
+
+
+# --- matching ---------------------------------------------------------------
+
+
+def test_the_issue_paraphrase_is_one_lesson() -> None:
+    assert same_lesson(PSQL, PSQL_OTHER_WORDS, T)
+    assert same_lesson(PSQL_OTHER_WORDS, PSQL, T)
+
+
+@pytest.mark.parametrize("other", [
+    "psql -f seeds/*.sql loads the seed files in filename order",  # same command, other files
+    "psql -v ON_ERROR_STOP=1 -f drizzle/0001_init.sql stops at the first failing statement",
+    "docker compose up failed: port 6379 is already allocated",
+    "pnpm test --coverage needs @vitest/coverage-v8 installed first",
+])
+def test_near_misses_of_the_psql_trick_are_other_lessons(other: str) -> None:
+    assert not same_lesson(PSQL, other, T)
+
+
+@pytest.mark.parametrize("a, b", [
+    ("forgot to run pnpm lint before committing", "forgot to run pnpm typecheck before committing"),
+    ("docker compose up failed: port 5432 is already allocated",
+     "docker compose up failed: port 6379 is already allocated"),
+    ("git log --oneline lists the commits on the current branch",
+     "git log --oneline --all lists the commits on every branch, remotes included"),
+    ("curl -s localhost:3000/api/health | jq . is the quickest way to check the API is up",
+     "curl -s localhost:3000/api/health returns 503 until the migrations have run"),
+    ("forgot to export the new component from components/index.ts",
+     "forgot to export the new hook from hooks/index.ts"),
+])
+def test_different_subcommand_flag_number_or_path_means_different_lesson(a: str, b: str) -> None:
+    assert not same_lesson(a, b, T)
+
+
+@pytest.mark.parametrize("a, b", [
+    ("uv run pytest uses the project venv without activating it",
+     "no need to activate the venv: uv run pytest picks it up automatically"),
+    ("next build failed: useSearchParams() should be wrapped in a suspense boundary",
+     "next build fails because useSearchParams() is not wrapped in a Suspense boundary"),
+    ("forgot to run pnpm db:generate after changing schema.ts",
+     "changed schema.ts but forgot pnpm db:generate, so the types were stale"),
+])
+def test_paraphrases_match(a: str, b: str) -> None:
+    assert same_lesson(a, b, T)
+
+
+def test_the_threshold_decides() -> None:
+    a, b = ("e2e tests failed because the dev server was not running on port 3000",
+            "playwright e2e suite failed: nothing listening on port 3000, the dev server was "
+            "never started")
+    assert same_lesson(a, b, 70)
+    assert not same_lesson(a, b, 95)
+
+
+def test_normalize_drops_noise_and_keeps_technical_words() -> None:
+    n = normalize(PSQL_OTHER_WORDS)
+    assert n.key == "psql f drizzl sql apply migration sort fil nam"
+    assert set(n.anchors.split()) == {"psql", "f", "drizzl", "sql"}
+    assert n.strict == "f"  # a flag must be on both sides
+    assert normalize("forgot to run pnpm lint").strict == "lint"  # a subcommand too
+    assert normalize("the git folder is big").strict == ""  # "git" used as a noun
+
+
+@pytest.mark.parametrize("word, root", [
+    ("migrations", "migration"), ("sorted", "sort"), ("running", "run"), ("applies", "apply"),
+    ("stashes", "stash"), ("files", "fil"), ("file", "fil"), ("pass", "pass"), ("3000", "3000"),
+    ("stopped", "stop"), ("tool11", "tool11"), ("opt11", "opt11"), ("install", "install"),
+])
+def test_stem(word: str, root: str) -> None:
+    assert stem(word) == root
+
+
+def test_index_clusters_paraphrases_and_keeps_near_misses_apart() -> None:
+    idx = LessonIndex(T)
+    texts = [PSQL, "psql -f seeds/*.sql loads the seed files in filename order",
+             PSQL_OTHER_WORDS, "git stash -u also stashes untracked files",
+             "plain `git stash` leaves untracked files in place; add -u to stash them too"]
+    ids = [idx.assign("b", normalize(t), n) for n, t in enumerate(texts)]
+    assert ids == [0, 1, 0, 3, 3]
+    assert idx.find("other bucket", normalize(PSQL)) is None
+
+
+def test_index_scores_a_bounded_shortlist_not_every_lesson(monkeypatch) -> None:
+    idx = LessonIndex(T)
+    for n in range(3000):  # lessons sharing most words, each with its own file
+        idx.assign("b", normalize(f"pnpm test src/mod{n}/case.ts needs the fixtures first"), n)
+    calls = []
+    real = matching.fuzz.token_set_ratio
+
+    class Counting:
+        token_sort_ratio = staticmethod(matching.fuzz.token_sort_ratio)
+
+        @staticmethod
+        def token_set_ratio(a, b, **kw):
+            calls.append(b)
+            return real(a, b, **kw)
+
+    monkeypatch.setattr(matching, "fuzz", Counting)
+    assert idx.find("b", normalize("pnpm test src/mod17/case.ts wants its fixtures first")) == 17
+    assert idx.find("b", normalize("pnpm test src/new/case.ts needs the fixtures first")) is None
+    assert 0 < len(calls) <= 2 * matching.SHORTLIST
+
+
+# --- L3: MEMORY.md ------------------------------------------------------------
+
+
+def test_recurring_lesson_is_one_line_with_exact_count_and_capped_ids() -> None:
+    b = book()
+    for n in range(6):
+        text = PSQL if n % 2 else PSQL_OTHER_WORDS
+        b.add(entry("TRICK", text, feature=f"F-00{n}", run=f"run{n}",
+                    ts=f"2026-04-2{n}T10:00:00Z"))
+    lessons = parse_sections(b.compact().memory)["Lessons"]
+    assert len(lessons) == 1
+    assert lessons[0] == (f"- [L1] TRICK x6 2026-04-25 worker: {PSQL_OTHER_WORDS} "
+                          "(from: run5, run4, run3, ...)")
+
+
+def test_lessons_rank_by_recurrence_and_recency() -> None:
+    b = book()
+    b.add(entry("TRICK", "old single: make -n prints the commands", ts="2026-01-01T00:00:00Z"))
+    for n in range(4):  # recurring, a month old
+        b.add(entry("TRICK", "jq -r .id prints the raw id", run=f"r{n}",
+                    ts="2026-03-01T00:00:00Z"))
+    b.add(entry("TRICK", "fresh single: rg --hidden finds dotfiles", ts="2026-03-20T00:00:00Z"))
+    lessons = parse_sections(b.compact().memory)["Lessons"]
+    assert [line.split(": ", 1)[1][:10] for line in lessons] == [
+        "jq -r .id ", "fresh sing", "old single"]  # x4 weighs 28 days; 19 days newer loses
+
+
+def test_memory_stays_in_bounds_and_overflow_goes_to_history_then_archive() -> None:
+    memory, archived_all = "", []
+    for batch in range(6):
+        b = book(memory, memory_max_lines=40)
+        for n in range(30):
+            k = batch * 30 + n
+            b.add(entry("GOTCHA", f"service{k} needs port {4000 + k} free", run=f"r{k}",
+                        ts=f"2026-04-{1 + batch:02d}T00:{n:02d}:00Z"))
+            b.add(entry("-", f"note {k}", ts=f"2026-04-{1 + batch:02d}T00:{n:02d}:00Z"))
+            b.add(entry("DECISION", f"topic{k}: choose option {k}",
+                        ts=f"2026-04-{1 + batch:02d}T00:{n:02d}:00Z"))
+        out = b.compact()
+        assert len(out.memory.splitlines()) <= 40
+        sections = parse_sections(out.memory)
+        assert sections["History"]
+        archived_all += out.archived
+        # every line that left MEMORY.md is returned for the archive, verbatim
+        old = {line for line in memory.splitlines() if line.startswith("- ")}
+        assert old - set(out.memory.splitlines()) <= set(out.archived) | _same_items(old, out)
+        memory = out.memory
+    assert archived_all
+
+
+def _same_items(old: set[str], out) -> set[str]:
+    """Old lines whose item is still in the new MEMORY.md (updated or compressed)."""
+    ids = memory_ids(out.memory)
+    return {line for line in old if parse_item(line).letter and parse_item(line).ref() in ids}
+
+
+def test_compaction_is_a_fixed_point() -> None:
+    b = book(memory_max_lines=30)
+    for n in range(40):
+        day = f"2026-04-{1 + n % 20:02d}"
+        b.add(entry("TRICK" if n % 3 else "FAIL", f"tool{n % 13} --flag{n % 13} does {n % 13}",
+                    run=f"r{n}", ts=f"{day}T00:00:00Z"))
+        b.add(entry("DECISION", f"area{n % 7}: option {n}", ts=f"{day}T01:00:00Z"))
+        b.add(entry("-", f"note {n}", ts=f"{day}T02:00:00Z"))
+    first = b.compact()
+    again = book(first.memory, memory_max_lines=30)
+    second = again.compact()
+    assert second.memory == first.memory
+    assert second.summary == first.summary
+    assert second.archived == []
+
+
+def test_history_lesson_recurring_comes_back_with_its_count() -> None:
+    memory = ("# Memory\n\n## Decisions\n\n## Context\n\n## History\n"
+              "- [L3] TRICK x2 2026-03-01 worker: make -n prints the commands it would run\n\n"
+              "## Lessons\n")
+    b = book(memory)
+    b.add(entry("TRICK", "make -n prints the commands it would run without running them",
+                run="r9", ts="2026-04-24T00:00:00Z"))
+    sections = parse_sections(b.compact().memory)
+    assert sections["History"] == [""] or not any(s.strip() for s in sections["History"])
+    assert sections["Lessons"][0].startswith("- [L3] TRICK x3 2026-04-24 worker: make -n")
+
+
+def test_foreign_lines_are_kept_in_history() -> None:
+    memory = "# Memory\n\nWritten by hand: the staging box is shared.\n\n## Lessons\n- a note\n"
+    out = book(memory).compact()
+    history = parse_sections(out.memory)["History"]
+    assert "Written by hand: the staging box is shared." in history
+    assert "- a note" in history
+    assert out.archived == []
+
+
+def test_item_lines_round_trip() -> None:
+    for line in [
+        "- [L12] TRICK x3 2026-04-24 worker: psql -f x.sql applies them (from: r3, r2, ...)",
+        "- [L2] FAIL x1 2026-04-24 validator: next build failed (turbopack)",
+        "- [D4] 2026-04-24 planner -: db: move to postgres 17 (run R1)",
+        "- [D1] 2026-04-20 planner -: db: use postgres 16 (superseded by D4)",
+        "- [C9] 2026-04-24 validator F-023: F-023 verified via curl",
+    ]:
+        item = parse_item(line)
+        assert item.letter and item.line(compressed=line.startswith("- [D1]")) == line
+    assert parse_item("- [L2] FAIL x1 2026-04-24 validator: build (turbopack)").text == (
+        "build (turbopack)")
+    assert not parse_item("free text").letter
+
+
+def test_clip() -> None:
+    assert clip("abc", 5) == "abc"
+    assert clip("abcdefgh", 5) == "abcd…"
+    assert clip(clip("abcdefgh", 5), 5) == "abcd…"
+
+
+# --- decisions ----------------------------------------------------------------
+
+
+def test_topic_prefix() -> None:
+    assert topic_of("db: use postgres 16") == (True, "db")
+    assert topic_of("package manager: pnpm 9") == (True, "package manager")
+    assert topic_of("F-023 verified via curl on staging: ok")[0] is False
+    assert topic_of("use pnpm 9") == (False, "use pnpm 9")
+
+
+def test_a_later_decision_on_the_same_topic_supersedes() -> None:
+    b = book()
+    for day, text in enumerate(["db: use postgres 16", "auth: sessions in an http-only cookie",
+                                "use pnpm 8 for every package", "db: move to postgres 17",
+                                "use pnpm 9 for every package"], 1):
+        b.add(entry("DECISION", text, run=None, ts=f"2026-04-0{day}T00:00:00Z"))
+    out = b.compact()
+    sections = parse_sections(out.memory)
+    current = [line.split(": ", 1)[1] for line in sections["Decisions"] if line]
+    assert current == ["use pnpm 9 for every package", "db: move to postgres 17",
+                       "auth: sessions in an http-only cookie"]
+    assert any("db: use postgres 16 (superseded by D" in line for line in sections["History"])
+    summary = parse_sections(out.summary)["Decisions (current)"]
+    assert not any("postgres 16" in line or "pnpm 8" in line for line in summary)
+    assert any("postgres 17" in line for line in summary)
+
+
+def test_supersession_across_runs() -> None:
+    b = book()
+    b.add(entry("DECISION", "db: use postgres 16", ts="2026-04-01T00:00:00Z"))
+    first = b.compact().memory
+    b2 = book(first)
+    b2.add(entry("DECISION", "db: move to postgres 17", ts="2026-04-04T00:00:00Z"))
+    sections = parse_sections(b2.compact().memory)
+    assert [line for line in sections["Decisions"] if line] == [
+        "- [D2] 2026-04-04 worker F-001: db: move to postgres 17 (run r1)"]
+    assert sections["History"][0] == (
+        "- [D1] 2026-04-01 worker F-001: db: use postgres 16 (superseded by D2)")
+
+
+# --- L2: summary.md -----------------------------------------------------------
+
+
+def test_estimate_tokens_is_a_quarter_of_the_characters_rounded_up() -> None:
+    assert estimate_tokens("") == 0
+    assert estimate_tokens("abcd") == 1
+    assert estimate_tokens("abcde") == 2
+    assert estimate_tokens("x" * 3200) == 800
+
+
+def test_summary_bounds_sections_and_pointers() -> None:
+    b = book()
+    for n in range(120):
+        kind = ("TRICK", "FAIL", "GOTCHA", "FORGOT")[n % 4]
+        b.add(entry(kind, f"tool{n} --opt{n} " + "has a long explanation " * 8, run=f"r{n}",
+                    ts=f"2026-04-{1 + n % 28:02d}T00:00:00Z"))
+        b.add(entry("DECISION", f"area{n}: pick option {n} " + "for reasons " * 6,
+                    ts=f"2026-04-{1 + n % 28:02d}T00:00:00Z"))
+    out = b.compact()
+    assert len(out.summary.splitlines()) <= 40
+    assert estimate_tokens(out.summary) <= 800
+    sections = parse_sections(out.summary)
+    assert [name for name in sections if name] == ["Lessons", "Decisions (current)", "Avoid"]
+    assert all(sections[name] != [""] for name in ("Lessons", "Decisions (current)", "Avoid"))
+    ids = memory_ids(out.memory)
+    refs = list(summary_refs(out.summary))
+    assert refs and all(ref in ids for _, ref in refs)
+    assert all(line.startswith("- FAIL: ") or line.startswith("- GOTCHA: ")
+               for line in sections["Avoid"] if line)
+
+
+def test_summary_smaller_bounds_hold() -> None:
+    b = book(summary_max_lines=12, summary_max_tokens=200)
+    for n in range(30):
+        b.add(entry("TRICK", f"tool{n} --opt{n} does the thing number {n}", run=f"r{n}"))
+    summary = b.compact().summary
+    assert len(summary.splitlines()) <= 12 and estimate_tokens(summary) <= 200
+
+
+# --- promotion ------------------------------------------------------------------
+
+
+def due(*cands: Candidate) -> list[Evidence]:
+    tracker = PromotionTracker(T)
+    for c in cands:
+        tracker.add(c)
+    return tracker.due()
+
+
+def test_trick_from_two_workers_is_promoted_but_one_worker_twice_is_not() -> None:
+    assert due(cand(PSQL, feature="F-003", run="r1"), cand(PSQL_OTHER_WORDS, feature="F-007",
+                                                           run="r2"))
+    assert not due(cand(PSQL, feature="F-003", run="r1"), cand(PSQL_OTHER_WORDS, feature="F-003",
+                                                               run="r1"))
+    # the same feature worked by two runs is two workers; no run id: features decide
+    assert due(cand(PSQL, feature="F-003", run="r1"), cand(PSQL, feature="F-003", run="r2"))
+    assert due(cand(PSQL, feature="F-003", run=None), cand(PSQL, feature="F-004", run=None))
+    assert not due(cand(PSQL, feature="F-003", run=None), cand(PSQL, feature="F-003", run=None,
+                                                               ts="2026-04-25T00:00:00Z"))
+
+
+def test_roles_are_separate() -> None:
+    assert not due(cand(PSQL, role="worker", run="r1"), cand(PSQL, role="validator", run="r2"))
+
+
+def test_fail_is_promoted_across_missions_only() -> None:
+    fail = "pnpm dev failed with EADDRINUSE: port 3000 was held by an old dev server"
+    fail2 = "EADDRINUSE on :3000 when starting pnpm dev, a stale dev server still had the port"
+    assert not due(cand(fail, kind="FAIL", mission="shop", run="r1"),
+                   cand(fail2, kind="FAIL", mission="shop", run="r2", feature="F-009"))
+    assert due(cand(fail, kind="FAIL", mission="shop", run="r1"),
+               cand(fail2, kind="FAIL", mission="blog", run="r2"))
+
+
+def test_forgot_is_promoted_when_it_recurs() -> None:
+    forgot = "forgot to run pnpm db:generate after changing schema.ts"
+    again = "changed schema.ts but forgot pnpm db:generate, so the types were stale"
+    assert not due(cand(forgot, kind="FORGOT"))
+    assert not due(cand(forgot, kind="FORGOT", run="r1"), cand(again, kind="FORGOT", run="r1"))
+    assert due(cand(forgot, kind="FORGOT", run="r1"), cand(again, kind="FORGOT", run="r2"))
+    assert due(cand(forgot, kind="FORGOT", run=None), cand(forgot, kind="FORGOT", run=None,
+                                                           ts="2026-04-25T00:00:00Z"))
+
+
+def test_other_kinds_are_never_due() -> None:
+    tracker = PromotionTracker(T)
+    for n in range(3):
+        tracker.add(cand("the staging db resets nightly", kind="GOTCHA", run=f"r{n}",
+                         mission=f"m{n}"))
+    assert tracker.due() == []
+
+
+def test_promoted_line_carries_provenance_with_capped_lists_and_exact_count() -> None:
+    cands = [cand(PSQL if n % 2 else PSQL_OTHER_WORDS, mission=f"m{n % 2}", feature=f"F-00{n}",
+                  run=f"run{n}", ts=f"2026-04-2{n}T10:00:00Z") for n in range(6)]
+    (ev,) = due(*cands)
+    assert ev.line("2026-05-01") == (
+        f"- TRICK: {PSQL_OTHER_WORDS} [promoted 2026-05-01; seen 6x 2026-04-20..2026-04-25; "
+        "missions: m0, m1; features: F-000, F-001, F-002, ...; runs: run0, run1, run2, ...]")
+
+
+def test_no_promotion_of_what_identity_holds_in_other_words() -> None:
+    identity = IdentityIndex(T)
+    identity.add_text("worker", "# worker\n\nHand-written: always read AGENTS.md first.\n"
+                      f"- TRICK: {PSQL} [promoted 2026-04-01; seen 2x 2026-03-01; "
+                      "missions: shop; features: F-001, F-002]\n")
+    evs = due(cand(PSQL_OTHER_WORDS, run="r1"), cand(PSQL_OTHER_WORDS, run="r2", feature="F-9"),
+              cand("git stash -u also stashes untracked files", run="r1"),
+              cand("git stash -u also stashes untracked files", run="r3", feature="F-8"))
+    planned = plan_promotions(evs, identity, "2026-05-01")
+    assert [p.text for p in planned] == ["git stash -u also stashes untracked files"]
+
+
+def test_identity_lessons_strip_bullets_kinds_and_provenance() -> None:
+    text = ("# worker\n\n- TRICK: a b c [promoted 2026-04-01; seen 2x 2026-03-01; missions: x; "
+            "features: F-1]\nplain line\n* FAIL: d e\n")
+    assert list(identity_lessons(text)) == ["a b c", "plain line", "d e"]
+
+
+def test_candidate_record_round_trips_and_rejects_malformed_lines() -> None:
+    c = cand(PSQL, run=None)
+    batch, seq, parsed = parse_candidate(c.line("ab12:7") + "\n")
+    assert (batch, seq, parsed) == ("ab12", 7, c)
+    for bad in ["", "x\ty", c.line("nocolon"), c.line("ab:x"),
+                c.line("ab:1").replace("\tTRICK\t", "\tGOTCHA\t")]:
+        assert parse_candidate(bad) is None
+
+
+# --- the model check --------------------------------------------------------------
+
+
+@pytest.fixture
+def rules() -> tuple[str, str, list[Candidate]]:
+    b = book()
+    for n in range(3):
+        b.add(entry("TRICK", PSQL, run=f"r{n}", feature=f"F-00{n}"))
+    b.add(entry("DECISION", "db: use postgres 16"))
+    b.add(entry("-", "F-001 verified via curl"))
+    out = b.compact()
+    cands = [cand(PSQL, run="r1", feature="F-001"), cand(PSQL_OTHER_WORDS, run="r2",
+                                                          feature="F-002"),
+             cand("git stash -u stashes untracked files", run="r3")]
+    return out.memory, out.summary, cands
+
+
+def check(result: ModelResult, rules, identity: dict[str, str] | None = None) -> list[str]:
+    memory, _, cands = rules
+    return check_model_result(result, rules_memory=memory, candidates=cands,
+                              identity=identity or {}, bounds=Bounds(), similarity=T)
+
+
+def test_model_check_accepts_the_rules_result_and_a_backed_promotion(rules) -> None:
+    memory, summary, _ = rules
+    ok = ProposedPromotion("worker", "TRICK", "psql -f on drizzle/*.sql runs migrations in "
+                           "filename order", [0, 1])
+    assert check(ModelResult(summary, memory, [ok]), rules) == []
+
+
+def test_model_check_rejects_broken_bounds_and_sections(rules) -> None:
+    memory, summary, _ = rules
+    long_summary = summary + "".join(f"- x{n} (see MEMORY.md L1)\n" for n in range(40))
+    problems = check(ModelResult(long_summary, memory), rules)
+    assert any("over 40 lines" in p for p in problems)
+    wordy = summary.replace("## Avoid", "- " + "word " * 900 + "(see MEMORY.md L1)\n## Avoid")
+    assert any("tokens" in p for p in check(ModelResult(wordy, memory), rules))
+    assert any("sections" in p for p in
+               check(ModelResult(summary.replace("## Avoid", "## Later"), memory), rules))
+    assert any("MEMORY.md sections" in p for p in
+               check(ModelResult(summary, memory.replace("## History\n", "")), rules))
+
+
+def test_model_check_rejects_loss_invention_and_dangling_pointers(rules) -> None:
+    memory, summary, _ = rules
+    lost = "\n".join(line for line in memory.splitlines() if not line.startswith("- [D1]"))
+    assert "MEMORY.md lost D1" in check(ModelResult(summary, lost), rules)
+    recount = memory.replace(" x3 ", " x4 ")
+    assert any("changed the count of L1" in p for p in check(ModelResult(summary, recount), rules))
+    invented = memory.replace("## Context\n", "## Context\n- [C77] 2026-04-24 worker -: made up\n")
+    assert "MEMORY.md invents C77" in check(ModelResult(summary, invented), rules)
+    hand = memory.replace("## History\n", "## History\nkept by hand\n")
+    assert "MEMORY.md lost the line 'kept by hand'" in check_model_result(
+        ModelResult(summary, memory), rules_memory=hand, candidates=[], identity={},
+        bounds=Bounds(), similarity=T)
+    dangling = summary.replace("see MEMORY.md L1", "see MEMORY.md L9")
+    assert any("points to L9" in p for p in check(ModelResult(dangling, memory), rules))
+    unpointed = summary.replace(" (x3, see MEMORY.md L1)", "")
+    assert any("does not point" in p for p in check(ModelResult(unpointed, memory), rules))
+
+
+@pytest.mark.parametrize("promotion, why", [
+    (ProposedPromotion("worker", "TRICK", PSQL, [0]), "does not meet the TRICK rule"),
+    (ProposedPromotion("worker", "TRICK", PSQL, [0, 2]), "not all the same lesson"),
+    (ProposedPromotion("worker", "TRICK", "always write tests first", [0, 1]), "matches none"),
+    (ProposedPromotion("worker", "GOTCHA", PSQL, [0, 1]), "never promoted"),
+    (ProposedPromotion("worker", "TRICK", PSQL, [0, 9]), "unknown candidates"),
+    (ProposedPromotion("../x", "TRICK", PSQL, [0, 1]), "bad role"),
+    (ProposedPromotion("validator", "TRICK", PSQL, [0, 1]), "not all validator TRICK"),
+])
+def test_model_check_rejects_unbacked_promotions(rules, promotion, why) -> None:
+    memory, summary, _ = rules
+    problems = check(ModelResult(summary, memory, [promotion]), rules)
+    assert any(why in p for p in problems), problems
+
+
+def test_model_check_rejects_promotions_identity_already_holds(rules) -> None:
+    memory, summary, _ = rules
+    p = ProposedPromotion("worker", "TRICK", PSQL, [0, 1])
+    identity = {"worker": f"- TRICK: {PSQL_OTHER_WORDS}\n"}
+    assert any("already holds" in x for x in check(ModelResult(summary, memory, [p]), rules,
+                                                    identity))
+    twice = ModelResult(summary, memory, [p, ProposedPromotion("worker", "TRICK",
+                                                               PSQL_OTHER_WORDS, [0, 1])])
+    assert any("already holds" in x for x in check(twice, rules))
