@@ -48,24 +48,34 @@ def make_mission(folder: Path, entries: int) -> Path:
     return project
 
 
+def bench_env() -> dict[str, str]:
+    """The caller's environment without harness variables, so runs use the missions given."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
+
+
+def spine_commands(small: Path, large: Path) -> dict[str, tuple[list[str], Path]]:
+    """What the spine benchmark times: bare interpreters, `note`, dry runs at 1k and 100k."""
+    venv_python = str(ROOT / ".venv/bin/python")
+    return {
+        "python3 -c pass": (["python3", "-c", "pass"], small),
+        ".venv/bin/python -c pass": ([venv_python, "-c", "pass"], small),
+        "run.sh note": ([str(RUN_SH), "note", "TRICK", "benchmark note"], small),
+        "run.sh worker F-004 --dry-run (1k raw)": (
+            [str(RUN_SH), "worker", "F-004", "--dry-run"], small),
+        "run.sh worker F-004 --dry-run (100k raw)": (
+            [str(RUN_SH), "worker", "F-004", "--dry-run"], large),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=21)
     args = parser.parse_args()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
+    env = bench_env()
     subprocess.run([str(RUN_SH), "--help"], check=True, stdout=subprocess.DEVNULL)  # bootstrap
     with tempfile.TemporaryDirectory() as tmp:
         small, large = make_mission(Path(tmp), 1_000), make_mission(Path(tmp), 100_000)
-        venv_python = str(ROOT / ".venv/bin/python")
-        base = medians({
-            "python3 -c pass": (["python3", "-c", "pass"], small),
-            ".venv/bin/python -c pass": ([venv_python, "-c", "pass"], small),
-            "run.sh note": ([str(RUN_SH), "note", "TRICK", "benchmark note"], small),
-            "run.sh worker F-004 --dry-run (1k raw)": (
-                [str(RUN_SH), "worker", "F-004", "--dry-run"], small),
-            "run.sh worker F-004 --dry-run (100k raw)": (
-                [str(RUN_SH), "worker", "F-004", "--dry-run"], large),
-        }, args.repeat, env)
+        base = medians(spine_commands(small, large), args.repeat, env)
     print(f"spine benchmark, median of {args.repeat} runs, {sys.platform}, {os.cpu_count()} cores")
     print(f"{'what':<42} {'median ms':>10}")
     for name, seconds in base.items():

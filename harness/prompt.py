@@ -88,12 +88,13 @@ def read_sources(role: str, feature_id: str | None, state: Path, workdir: Path,
 # ---- the context: pure ----
 
 
-DONE_SHOWN = 5  # done features shown around the current one; the rest are only counted
+DONE_SHOWN = 5  # settled (done or failed) features shown near the current one; others counted
 
 
 def plan_view(plan: list[Feature], current: str | None, limit: int) -> dict[str, Any]:
-    """The plan within `limit` characters: the current feature, then the unfinished ones
-    nearest it, then a few done ones; every status counted, so a long plan stays small.
+    """The plan within `limit` characters: the current feature, then the open ones nearest
+    it, then a few settled (done, failed) ones; every status counted, so a long plan stays
+    small.
     """
     rows = [
         {"id": f.id, "title": f.title, "status": f.status, "attempts": f.attempts,
@@ -101,11 +102,12 @@ def plan_view(plan: list[Feature], current: str | None, limit: int) -> dict[str,
         for f in plan
     ]
     centre = next((i for i, r in enumerate(rows) if r["current"]), 0)
+    settled = ("done", "failed")
     by_priority = sorted(range(len(rows)), key=lambda i: (
-        not rows[i]["current"], rows[i]["status"] == "done", abs(i - centre), i))
+        not rows[i]["current"], rows[i]["status"] in settled, abs(i - centre), i))
     kept, used, done = set(), 0, 0
     for i in by_priority:
-        if rows[i]["status"] == "done" and not rows[i]["current"]:
+        if rows[i]["status"] in settled and not rows[i]["current"]:
             if done == DONE_SHOWN:
                 continue
             done += 1

@@ -1,0 +1,284 @@
+"""The benchmark suite: one table of the project's figures, every one measured in this run.
+
+    bench/run                 # everything; the curator at 1M entries alone takes minutes
+    bench/run --quick         # the same without the curator at 1M entries
+    bench/run --markdown      # the table as Markdown, for the README
+
+Progress goes to stderr, the table to stdout. Timings of subprocesses are medians of
+interleaved rounds (a noisy machine slows every command alike); the curator runs once per
+size (bench/curator.py); the prompt sizes come from bench/history.py's simulation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import multiprocessing
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(ROOT))
+
+import history  # noqa: E402 - bench/ is not a package
+import spine  # noqa: E402
+
+from harness.memory import append_entry, make_entry, parse_entry  # noqa: E402
+
+WRITERS = 16
+CURATOR_SIZES = (10_000, 100_000, 1_000_000)
+PROMPT_RUNS = (10, 1_000, 10_000)
+
+
+@dataclass
+class Row:
+    """One line of the table."""
+
+    figure: str
+    measured: str
+    goal: str = ""
+    met: bool | None = None
+
+
+def say(text: str) -> None:
+    print(f"bench: {text}", file=sys.stderr, flush=True)
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms"
+
+
+# ---- the machine ----
+
+
+def path_python() -> str:
+    """What `python3` on PATH is: its path, whether it is a shell shim, its version."""
+    found = shutil.which("python3")
+    if not found:
+        return "none"
+    with open(found, "rb") as f:
+        shim = f.read(2) == b"#!"
+    version = subprocess.run(["python3", "-c", "import platform; print(platform.python_version())"],
+                             capture_output=True, text=True).stdout.strip()
+    return f"{found}{' (a shell shim)' if shim else ''}, Python {version}"
+
+
+def cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def header() -> str:
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    return (f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} · "
+            f"{platform.system()} {platform.release()} {platform.machine()} · {cpu_model()} · "
+            f"{os.cpu_count()} cores · load {load} at start · .venv Python "
+            f"{platform.python_version()} · python3 on PATH: {path_python()}")
+
+
+# ---- (1) and (2): note and dry-run against the bare interpreter ----
+
+
+def spine_rows(repeat: int) -> list[Row]:
+    """Medians of `note`, dry-runs at 1k and 100k raw entries, and both bare interpreters."""
+    with tempfile.TemporaryDirectory(prefix="suite-spine-") as tmp:
+        small, large = spine.make_mission(Path(tmp), 1_000), spine.make_mission(Path(tmp), 100_000)
+        t = spine.medians(spine.spine_commands(small, large), repeat, spine.bench_env())
+    py3, venv = t["python3 -c pass"], t[".venv/bin/python -c pass"]
+    note = t["run.sh note"]
+    dry1, dry100 = (t["run.sh worker F-004 --dry-run (1k raw)"],
+                    t["run.sh worker F-004 --dry-run (100k raw)"])
+    each = f"median of {repeat}"
+    return [
+        Row(f"`python3 -c pass` (python3 on PATH), {each}", ms(py3)),
+        Row(f"`.venv/bin/python -c pass`, {each}", ms(venv)),
+        Row(f"`run.sh note`, {each}", ms(note)),
+        Row("  note / `python3 -c pass` (PATH)", f"{note / py3:.2f}x", "≤ 3x", note <= 3 * py3),
+        Row("  note / `.venv/bin/python -c pass`", f"{note / venv:.2f}x", "≤ 3x",
+            note <= 3 * venv),
+        Row(f"`run.sh worker F-004 --dry-run`, 1k raw entries, {each}", ms(dry1)),
+        Row("  dry-run / `python3 -c pass` (PATH)", f"{dry1 / py3:.2f}x"),
+        Row("  dry-run / `.venv/bin/python -c pass`", f"{dry1 / venv:.2f}x"),
+        Row(f"`run.sh worker F-004 --dry-run`, 100k raw entries, {each}", ms(dry100)),
+        Row("  dry-run 100k / 1k raw entries", f"{dry100 / dry1:.2f}x", "≤ 1.2x",
+            dry100 <= 1.2 * dry1),
+    ]
+
+
+# ---- (3): the curator, through bench/curator.py ----
+
+
+def curator_rows(sizes: list[int]) -> list[Row]:
+    """One curator run per size, each in its own process, read from bench/curator.py's table."""
+    # bench/curator.py prints one row per size: entries, seconds, peak MiB, then more columns
+    argv = [sys.executable, str(BENCH / "curator.py"), "--sizes", ",".join(map(str, sizes))]
+    found: dict[int, tuple[float, float]] = {}
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, text=True) as proc:
+        for line in proc.stdout:
+            say(f"curator.py: {line.rstrip()}")
+            fields = line.split()
+            if len(fields) >= 3 and fields[0].isdigit():
+                found[int(fields[0])] = (float(fields[1]), float(fields[2]))
+    if proc.returncode != 0 or set(found) != set(sizes):
+        raise SystemExit(f"bench: {' '.join(argv)} exited {proc.returncode} with rows for "
+                         f"{sorted(found)}; expected `entries seconds peak-MiB ...` per size")
+    goals = {100_000: (3.0, None), 1_000_000: (30.0, 300.0)}  # issue 3
+    rows = []
+    for n in sizes:
+        seconds, peak = found[n]
+        max_s, max_mib = goals.get(n, (None, None))
+        goal = " and ".join(g for g in (max_s and f"< {max_s:.0f} s",
+                                        max_mib and f"< {max_mib:.0f} MiB") if g)
+        met = None if not goal else ((max_s is None or seconds < max_s)
+                                     and (max_mib is None or peak < max_mib))
+        rows.append(Row(f"curator, {n:,} raw entries (one run)",
+                        f"{seconds:.2f} s, {peak:.0f} MiB peak", goal, met))
+    return rows
+
+
+# ---- (4): concurrent writers ----
+
+
+def _writer(state: Path, tag: str, count: int, ready) -> None:
+    """Once all are ready, append `count` notes as `note` does: check, redact, locked append."""
+    ready.wait()
+    for i in range(count):
+        append_entry(state, make_entry("worker", "F-004", "TRICK", f"{tag} note {i}", run=tag))
+
+
+def writer_round(state: Path, tag: str, writers: int, count: int) -> tuple[float, bool]:
+    """Seconds for `writers` processes to append `count` notes each; whether each landed once."""
+    raw = state / "raw.md"
+    before = raw.read_bytes().count(b"\n")
+    ctx = multiprocessing.get_context("fork")
+    ready = ctx.Barrier(writers + 1)
+    procs = [ctx.Process(target=_writer, args=(state, f"{tag}-w{w:02d}", count, ready))
+             for w in range(writers)]
+    for p in procs:
+        p.start()
+    ready.wait()  # the clock starts when every writer is up and waiting
+    started = time.perf_counter()
+    for p in procs:
+        p.join()
+    seconds = time.perf_counter() - started
+    lines = raw.read_text(encoding="utf-8").splitlines()
+    texts = collections.Counter(e.text for e in map(parse_entry, lines)
+                                if e and e.run and e.run.startswith(f"{tag}-"))
+    expected = {f"{tag}-w{w:02d} note {i}" for w in range(writers) for i in range(count)}
+    exact = (len(lines) == before + writers * count and set(texts) == expected
+             and all(n == 1 for n in texts.values()) and all(p.exitcode == 0 for p in procs))
+    return seconds, exact
+
+
+def writer_rows(count: int, rounds: int) -> list[Row]:
+    """Notes per second from WRITERS processes at once, and from one writing as many alone."""
+    notes = WRITERS * count
+    times: dict[int, list[float]] = {WRITERS: [], 1: []}
+    exact = True
+    with tempfile.TemporaryDirectory(prefix="suite-writers-") as tmp:
+        state = Path(tmp) / ".harness"
+        shutil.copytree(ROOT / ".harness.example", state)
+        for r in range(rounds):
+            for writers in times:  # interleaved, so load changes hit both alike
+                seconds, ok = writer_round(state, f"r{r}n{writers}", writers, notes // writers)
+                times[writers].append(seconds)
+                exact = exact and ok
+    many, alone = statistics.median(times[WRITERS]), statistics.median(times[1])
+    return [
+        Row(f"notes/s, {WRITERS} writer processes × {count} notes at once, median of {rounds}",
+            f"{notes / many:,.0f} notes/s", "each note once", exact),
+        Row(f"  for reference: 1 process writing {notes:,} notes",
+            f"{notes / alone:,.0f} notes/s"),
+    ]
+
+
+# ---- (5): prompt size after a simulated history ----
+
+
+def prompt_rows(checkpoints: tuple[int, ...]) -> tuple[list[Row], str]:
+    snapshots, mission, seconds = history.simulate(list(checkpoints))
+    tokens = {s.runs: s.tokens for s in snapshots}
+    first, last = checkpoints[0], checkpoints[-1]
+    rows = [Row(f"worker prompt after {n:,} simulated runs", f"{tokens[n]:,} tokens")
+            for n in checkpoints]
+    ratio = tokens[last] / tokens[first]
+    rows.append(Row(f"  prompt at {last:,} / at {first:,} runs", f"{ratio:.2f}x", "≤ 1.1x",
+                    ratio <= 1.1))
+    if len(checkpoints) > 2:
+        mid = checkpoints[-2]
+        rows.append(Row(f"  prompt at {last:,} / at {mid:,} runs",
+                        f"{tokens[last] / tokens[mid]:.2f}x"))
+    curator = (f"{mission.curator_passes} curator passes took {mission.curator_seconds:.0f} s"
+               if history.curate else "harness.curate not found, so no curator passes")
+    note = (f"history: {mission.runs:,} runs simulated in {seconds:.0f} s ({len(mission.plan):,} "
+            f"features, {mission.notes:,} notes, {mission.long_notes} long notes; {curator})")
+    return rows, note
+
+
+# ---- output ----
+
+
+def met_text(met: bool | None) -> str:
+    return "" if met is None else ("yes" if met else "NO")
+
+
+def plain_table(rows: list[Row]) -> str:
+    fw, mw, gw = (max(len(getattr(r, a)) for r in rows + [Row("figure", "measured", "goal")])
+                  for a in ("figure", "measured", "goal"))
+    return "\n".join(f"{f:<{fw}}  {m:>{mw}}  {g:<{gw}}  {met}".rstrip() for f, m, g, met in
+                     [("figure", "measured", "goal", "met")]
+                     + [(r.figure, r.measured, r.goal, met_text(r.met)) for r in rows])
+
+
+def markdown_table(rows: list[Row]) -> str:
+    out = ["| figure | measured | goal | met |", "|---|---:|---|---|"]
+    out += [f"| {r.figure.strip()} | {r.measured} | {r.goal} | {met_text(r.met)} |"
+            for r in rows]
+    return "\n".join(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="skip the curator at 1M entries")
+    parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    parser.add_argument("--repeat", type=int, default=15, help="rounds per subprocess timing")
+    parser.add_argument("--notes", type=int, default=200, help="notes per concurrent writer")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of concurrent writers")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    head = header()
+    say(f"note and dry-run against the bare interpreter, {args.repeat} interleaved rounds")
+    rows = spine_rows(args.repeat)
+    say(f"{WRITERS} concurrent writers, {args.rounds} rounds of {args.notes} notes each")
+    rows += writer_rows(args.notes, args.rounds)
+    sizes = [n for n in CURATOR_SIZES if not (args.quick and n >= 1_000_000)]
+    say(f"curator at {', '.join(f'{n:,}' for n in sizes)} raw entries")
+    rows += curator_rows(sizes)
+    say(f"simulating {PROMPT_RUNS[-1]:,} runs for the worker prompt's size")
+    prompt, history_note = prompt_rows(PROMPT_RUNS)
+    rows += prompt
+    took = time.perf_counter() - started
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    footer = f"{history_note}; whole suite {took:.0f} s; load {load} at end"
+    if args.markdown:
+        print(f"Measured {head}.\n\n{markdown_table(rows)}\n\n{footer[0].upper()}{footer[1:]}.")
+    else:
+        print(f"{head}\n\n{plain_table(rows)}\n\n{footer}")
+
+
+if __name__ == "__main__":
+    main()
