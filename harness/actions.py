@@ -91,6 +91,23 @@ def unblock_feature(state: Path, feature_id: str) -> features.Feature:
     return features.update_feature(state, feature_id, change)
 
 
+def record_curation(state: Path, run_id: str, summary: str, memory: str) -> None:
+    """A curator model's rewrite of summary.md and MEMORY.md, checked when its run ends."""
+    if not summary.strip() or not memory.strip():
+        raise UsageError("a curation needs both summary and memory texts")
+    record = {"summary": summary, "memory": memory}
+    write_record(_run_dir(state, run_id) / "curation.json", json.dumps(record, ensure_ascii=False))
+
+
+def read_curation(state: Path, run_id: str) -> tuple[str, str] | None:
+    """The rewrite a curator run answered with, if any."""
+    try:
+        record = json.loads((state / "runs" / run_id / "curation.json").read_text())
+    except FileNotFoundError:
+        return None
+    return record["summary"], record["memory"]
+
+
 def submit_plan(state: Path, proposal: object, source: str = "proposal") -> list[features.Feature]:
     """Validate a proposed plan and merge it into features.json under the plan lock.
 

@@ -51,7 +51,7 @@ import re
 import secrets
 import sys
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,7 +70,7 @@ from harness.curate_commit import (
     write_journal,
 )
 from harness.curate_diffs import DIFF_PREVIEW, append_diff, drop_head_diff, rewrite_diff
-from harness.curator import LESSON_KINDS, Bounds, MemoryBook
+from harness.curator import LESSON_KINDS, Bounds, MemoryBook, ModelResult, check_model_result
 from harness.errors import UsageError
 from harness.promotion import (
     IdentityIndex,
@@ -124,6 +124,7 @@ class CuratorReport:
     changes: list[str] = field(default_factory=list)
     dry_run: bool = False
     resumed: bool = False  # an interrupted run was finished first
+    model: str = ""  # with a model: "accepted", or why its answer was rejected
 
     def describe(self) -> str:
         """A few human lines on what changed."""
@@ -133,14 +134,25 @@ class CuratorReport:
                  f"MEMORY.md lines; {verb}promote {len(self.promoted)}"]
         if self.resumed:
             lines.append("finished an interrupted curator run first")
+        if self.model:
+            lines.append(f"model's rewrite: {self.model}")
         lines += self.changes
         lines += [f"promote to identity/{p.role}.md: {p.kind}: {p.text}" for p in self.promoted]
         return "\n".join(lines)
 
 
+Refine = Callable[[str, str, list[Promotion]], tuple[str, str] | None]
+
+
 def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSettings, *,
-           dry_run: bool = False, now: str | None = None) -> CuratorReport:
-    """Run the curator over one state directory (see the module docstring)."""
+           dry_run: bool = False, now: str | None = None,
+           refine: Refine | None = None) -> CuratorReport:
+    """Run the curator over one state directory (see the module docstring).
+
+    `refine`, when given, is shown the rules' summary.md, MEMORY.md and promotions and may
+    answer with a rewritten summary.md and MEMORY.md; the answer stands only if it passes
+    `curator.check_model_result`, else the rules' texts are written (report.model says why).
+    """
     paths = CuratorPaths(Path(state), Path(identity_dir))
     today = (now or memory.utc_now())[:10]
     with hold_lock(lock_path(paths.state, "curator"), wait=False, what="the curator"), \
@@ -151,7 +163,7 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
                 raise UsageError("an interrupted curator run is pending; run the curator "
                                  "without --dry-run to finish it first")
             apply_journal(paths, read_json(paths.journal), settings.similarity)
-        planner = _Planner(paths, mission, settings, today, dry_run)
+        planner = _Planner(paths, mission, settings, today, dry_run, refine)
         journal = planner.plan()
         report = planner.report
         report.resumed = resumed
@@ -193,8 +205,8 @@ class _Planner:
     """Phase one: read everything and decide everything; stage, but change nothing."""
 
     def __init__(self, paths: CuratorPaths, mission: str, settings: CuratorSettings,
-                 today: str, dry_run: bool) -> None:
-        self.paths, self.settings = paths, settings
+                 today: str, dry_run: bool, refine: Refine | None = None) -> None:
+        self.paths, self.settings, self.refine = paths, settings, refine
         self.mission = mission_name(mission)
         self.today, self.dry_run = today, dry_run
         self.batch = secrets.token_hex(6)
@@ -220,6 +232,8 @@ class _Planner:
         self.report.promoted = promotions
         self.report.memory_archived = len(compacted.archived)
         files = {"summary.md": compacted.summary, "MEMORY.md": compacted.memory}
+        if self.refine is not None and not self.dry_run:
+            files = self._refined(files, promotions)
         changed = {name: text for name, text in files.items() if text != old[name]}
         months = _months_before(scan.months, scan.cut)
         self._diffs(scan, months, changed, old, compacted.archived, promotions)
@@ -242,6 +256,23 @@ class _Planner:
             "cursor": {"version": FORMAT_VERSION, "last_month": last_month,
                        "next_ids": compacted.next_ids},
         }
+
+    def _refined(self, files: dict[str, str], promotions: list[Promotion]) -> dict[str, str]:
+        """The model's summary.md and MEMORY.md if they pass every check, else the rules'."""
+        assert self.refine is not None
+        answer = self.refine(files["summary.md"], files["MEMORY.md"], promotions)
+        if answer is None:
+            self.report.model = "rejected: the model gave no answer"
+            return files
+        problems = check_model_result(
+            ModelResult(summary=answer[0], memory=answer[1]), rules_memory=files["MEMORY.md"],
+            candidates=[], identity={}, bounds=self.settings.bounds(),
+            similarity=self.settings.similarity)
+        if problems:
+            self.report.model = "rejected: " + "; ".join(problems[:5])
+            return files
+        self.report.model = "accepted"
+        return {"summary.md": answer[0], "MEMORY.md": answer[1]}
 
     def _checked_start(self, cursor: dict) -> int:
         """The cursor's offset if raw.md still starts with what it hashed, else 0."""

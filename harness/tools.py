@@ -91,6 +91,17 @@ TOOL_SPECS: dict[str, dict[str, Any]] = {
             "required": ["features"],
         },
     },
+    "curation": {
+        "name": "curation",
+        "description": "Answer with your rewrite of summary.md and MEMORY.md (curator only). "
+                       "Keep every MEMORY.md item id and count, the sections and the bounds; "
+                       "every summary line must point into MEMORY.md as the rules' lines do.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"summary": {"type": "string"}, "memory": {"type": "string"}},
+            "required": ["summary", "memory"],
+        },
+    },
     "finish": {
         "name": "finish",
         "description": "End the run with a summary of what was done (or why you gave up).",
@@ -387,6 +398,11 @@ class ToolBox:
         plan = actions.submit_plan(self.session.state, args.get("features"), "plan tool")
         lines = [f"{f.id} [{f.status}] {f.title}" for f in plan]
         return ToolResult(f"plan saved, {len(plan)} features:\n" + "\n".join(lines))
+
+    def _curation(self, args: dict[str, Any]) -> ToolResult:
+        actions.record_curation(self.session.state, self.session.run_id,
+                                str(args.get("summary", "")), str(args.get("memory", "")))
+        return ToolResult("curation recorded; the harness checks it when the run ends")
 
     def _finish(self, args: dict[str, Any]) -> ToolResult:
         status = args.get("status", "done")

@@ -50,3 +50,73 @@ def test_curator_similarity_comes_from_config(invoke, state: Path) -> None:
     assert result.exit_code == 2 and "curator.similarity" in result.output
     status = json.loads(invoke("status", "--json").output)
     assert status["memory"]["raw"]["entries"] == 36  # nothing was touched
+
+
+def rules_only(state: Path, identity: Path, tmp_path: Path) -> dict[str, str]:
+    """summary.md and MEMORY.md as the rules alone make them, from a copy of the state."""
+    import shutil
+
+    from harness.curate import CuratorSettings, curate
+
+    copy = tmp_path / "rules-copy"
+    shutil.copytree(state, copy)
+    ident = tmp_path / "rules-identity"
+    shutil.copytree(identity, ident)
+    curate(copy, ident, "project", CuratorSettings())
+    return {n: (copy / n).read_text() for n in ("summary.md", "MEMORY.md")}
+
+
+def test_a_model_rewrite_that_passes_the_checks_stands(state: Path, isolated_env: Path,
+                                                       tmp_path: Path) -> None:
+    from harness.curate import CuratorSettings, curate
+
+    expected = rules_only(state, isolated_env, tmp_path)
+    seen = {}
+
+    def refine(summary: str, memory: str, promotions: list) -> tuple[str, str]:
+        seen.update(summary=summary, memory=memory)
+        return summary.replace("\n- ", "\n- Lesson: ", 1), memory
+
+    report = curate(state, isolated_env, "project", CuratorSettings(), refine=refine)
+    assert seen["summary"] == expected["summary.md"]  # the model is shown the rules' result
+    assert report.model == "accepted"
+    assert "\n- Lesson: " in (state / "summary.md").read_text()
+    assert (state / "summary.md").read_text() == expected["summary.md"].replace(
+        "\n- ", "\n- Lesson: ", 1)
+
+
+def test_a_model_rewrite_that_breaks_a_bound_is_replaced_by_the_rules(
+        state: Path, isolated_env: Path, tmp_path: Path) -> None:
+    from harness.curate import CuratorSettings, curate
+
+    expected = rules_only(state, isolated_env, tmp_path)
+
+    def refine(summary: str, memory: str, promotions: list) -> tuple[str, str]:
+        return summary + "".join(f"- padding {i}\n" for i in range(60)), memory
+
+    report = curate(state, isolated_env, "project", CuratorSettings(), refine=refine)
+    assert report.model.startswith("rejected: ") and "40 lines" in report.model
+    assert (state / "summary.md").read_text() == expected["summary.md"]
+
+
+def test_model_mode_end_to_end_records_the_run_and_why_its_answer_fell(
+        invoke, state: Path, isolated_env: Path, tmp_path: Path) -> None:
+    expected = rules_only(state, isolated_env, tmp_path)
+    script = tmp_path / "curator.yaml"
+    script.write_text("- tools:\n    - {name: curation, input: {summary: 'no sections at all',"
+                      " memory: 'nor here'}}\n    - {name: finish, input: {summary: done}}\n")
+    (state / "config.yaml").write_text("curator: {mode: model}\n")
+    (state / "roles").mkdir()
+    (state / "roles" / "curator.yaml").write_text(
+        f"template: curator.md.j2\nbackend: scripted\ntools: [curation, finish]\n"
+        f"options: {{script: {script}}}\n")
+    result = invoke("curator")
+    assert result.exit_code == 0, result.output
+    assert "model's rewrite: rejected" in result.output
+    assert (state / "summary.md").read_text() == expected["summary.md"]
+    run = next(state.glob("runs/*-curator-mission"))
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["status"] == "finished" and manifest["curation"].startswith("rejected")
+    assert "### summary.md (rules)" in (run / "prompt.md").read_text()
+    assert invoke("reconstruct", run.name, "--check").exit_code == 0
+    assert (state / "progress.log").read_text().splitlines()[-1].split()[3] == run.name
