@@ -124,15 +124,20 @@ def spine_rows(repeat: int) -> list[Row]:
 
 def curator_rows(sizes: list[int]) -> list[Row]:
     """One curator run per size, each in its own process, read from bench/curator.py's table."""
-    # bench/curator.py prints one row per size: entries, seconds, peak MiB, then more columns
+    # bench/curator.py prints a header (entries, seconds, ..., peak MiB, ...), then a row per
+    # size; columns are found by their header so that a new column cannot shift them
     argv = [sys.executable, str(BENCH / "curator.py"), "--sizes", ",".join(map(str, sizes))]
     found: dict[int, tuple[float, float]] = {}
+    columns: list[str] = []
     with subprocess.Popen(argv, stdout=subprocess.PIPE, text=True) as proc:
         for line in proc.stdout:
             say(f"curator.py: {line.rstrip()}")
+            if line.split()[:1] == ["entries"]:
+                columns = line.replace("peak MiB", "peak-MiB").replace("cpu s", "cpu-s").split()
             fields = line.split()
-            if len(fields) >= 3 and fields[0].isdigit():
-                found[int(fields[0])] = (float(fields[1]), float(fields[2]))
+            if columns and len(fields) == len(columns) and fields[0].isdigit():
+                row = dict(zip(columns, fields, strict=True))
+                found[int(fields[0])] = (float(row["seconds"]), float(row["peak-MiB"]))
     if proc.returncode != 0 or set(found) != set(sizes):
         raise SystemExit(f"bench: {' '.join(argv)} exited {proc.returncode} with rows for "
                          f"{sorted(found)}; expected `entries seconds peak-MiB ...` per size")
