@@ -12,7 +12,8 @@ from fake_api import make_session
 from harness.backends import Caps
 from harness.errors import UsageError
 from harness.features import load_plan
-from harness.tools import ToolBox, truncate
+from harness.tools import ToolBox
+from harness.workspace import truncate
 
 
 @pytest.fixture
