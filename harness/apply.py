@@ -101,6 +101,8 @@ def _judge(paths: Paths, role: str, prepared: Prepared, outcome: Outcome | None,
         # Backend trouble and a spent budget are not the agent's attempt: status stays.
         result = {BACKEND: "backend-error", BUDGET: "budget"}.get(error.exit_code, "error")
         return error.exit_code, result, str(error)
+    if error is not None:  # unexpected: not the agent's attempt either
+        return TASK_FAILED, "error", f"{type(error).__name__}: {error}"
     assert outcome is not None
     if role == "worker" and feature is not None:
         _set_status(paths, feature.id, "in_progress")

@@ -101,15 +101,16 @@ def run_cycle(paths: Paths, role: str, feature: Feature | None, plan: list[Featu
                                      for k in ("command", "exit_code", "timed_out")}
     outcome: Outcome | None = None
     error: BaseException | None = None
-    old_handlers = {s: signal.signal(s, _raise_interrupted) for s in (signal.SIGTERM,)}
+    previous = signal.signal(signal.SIGTERM, _raise_interrupted)
     try:
         session = make_session(paths, prepared)
         outcome = load_backend(prepared.role_config.backend).run(prepared.rendered.text, session)
     except (HarnessError, Interrupted, KeyboardInterrupt) as e:
         error = e
         outcome = getattr(e, "outcome", None)  # what was spent before it failed still counts
+    except Exception as e:  # a bug: the record is finished all the same, then it surfaces
+        apply_outcome(paths, role, prepared, getattr(e, "outcome", None), e, mission)
+        raise
     finally:
-        for sig, handler in old_handlers.items():
-            signal.signal(sig, handler)
-        result = apply_outcome(paths, role, prepared, outcome, error, mission)
-    return result
+        signal.signal(signal.SIGTERM, previous)
+    return apply_outcome(paths, role, prepared, outcome, error, mission)

@@ -267,3 +267,21 @@ def test_an_agents_shell_can_call_run_sh_for_its_own_run(project: Path, tmp_path
     assert result.exit_code == 0
     last = (state / "raw.md").read_text().splitlines()[-1]
     assert last.endswith(f"worker F-004 TRICK: from the shell (run {result.run_id})")
+
+
+def test_an_unexpected_backend_exception_surfaces_and_the_record_is_finished(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.cycle
+
+    class Broken:
+        def run(self, prompt, session):
+            raise RuntimeError("boom in the backend")
+
+    monkeypatch.setattr(harness.cycle, "load_backend", lambda name: Broken())
+    state = project / ".harness"
+    with pytest.raises(RuntimeError, match="boom in the backend"):
+        run(project, "worker", "F-004", "unused.yaml")
+    manifest = json.loads(next(state.glob("runs/*/manifest.json")).read_text())
+    assert manifest["status"] == "finished" and manifest["exit_code"] == 1
+    assert "RuntimeError: boom in the backend" in manifest["error"]
+    assert status_of(state, "F-004").status == "pending"  # not the agent's attempt
