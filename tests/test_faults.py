@@ -80,23 +80,25 @@ def check_every_file(state: Path) -> None:
 def kill_lane(project: Path, scripts: Path, kills: int, seed: int, killed: list[str]) -> None:
     rng = random.Random(seed)
     state = project / ".harness"
-    # One whole run first, timed on this machine: most kill points fall between its record
-    # appearing and its end, the rest in start-up.
+    # One whole run first, timed on this machine, so kill points spread over a run's length.
     started = time.monotonic()
-    warmup = subprocess.Popen([str(RUN_SH), *role_args(0, scripts)], cwd=project,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    while not any(state.glob("runs/*/manifest.json")) and warmup.poll() is None:
-        time.sleep(0.005)
-    recorded = time.monotonic() - started
-    warmup.wait()
+    subprocess.run([str(RUN_SH), *role_args(0, scripts)], cwd=project, capture_output=True)
     span = time.monotonic() - started
     for n in range(kills):
         before = set(p.name for p in state.glob("runs/*"))
         proc = subprocess.Popen([str(RUN_SH), *role_args(n, scripts)], cwd=project,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
-        time.sleep(rng.uniform(0.0, recorded) if rng.random() < 0.2 else
-                   rng.uniform(recorded, span))
+        if rng.random() < 0.2:
+            time.sleep(rng.uniform(0.0, span))  # anywhere, start-up included
+        else:
+            # inside the run: wait for its record, then a random point in the rest of it
+            # (waiting on the record, not on a clock, holds on a loaded machine too)
+            while proc.poll() is None and not any(
+                    (state / "runs" / name / "manifest.json").exists()
+                    for name in {p.name for p in state.glob("runs/*")} - before):
+                time.sleep(0.005)
+            time.sleep(rng.uniform(0.0, span / 2))
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
