@@ -124,7 +124,7 @@ def spine_rows(repeat: int) -> list[Row]:
 
 def curator_rows(sizes: list[int]) -> list[Row]:
     """One curator run per size, each in its own process, read from bench/curator.py's table."""
-    # bench/curator.py prints a header (entries, seconds, ..., peak MiB, ...), then a row per
+    # bench/curator.py prints a header (entries, seconds, ..., peak-MiB, ...), then a row per
     # size; columns are found by their header so that a new column cannot shift them
     argv = [sys.executable, str(BENCH / "curator.py"), "--sizes", ",".join(map(str, sizes))]
     found: dict[int, tuple[float, float]] = {}
@@ -133,7 +133,7 @@ def curator_rows(sizes: list[int]) -> list[Row]:
         for line in proc.stdout:
             say(f"curator.py: {line.rstrip()}")
             if line.split()[:1] == ["entries"]:
-                columns = line.replace("peak MiB", "peak-MiB").replace("cpu s", "cpu-s").split()
+                columns = line.split()
             fields = line.split()
             if columns and len(fields) == len(columns) and fields[0].isdigit():
                 row = dict(zip(columns, fields, strict=True))

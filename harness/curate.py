@@ -47,15 +47,12 @@ from __future__ import annotations
 import gc
 import json
 import os
-import re
 import secrets
 import sys
-from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
 
 from harness import candidates, memory
 from harness.curate_commit import (
@@ -69,22 +66,20 @@ from harness.curate_commit import (
     read_text,
     write_journal,
 )
-from harness.curate_diffs import DIFF_PREVIEW, append_diff, drop_head_diff, rewrite_diff
+from harness.curate_diffs import append_diff, drop_head_diff, rewrite_diff
 from harness.curator import LESSON_KINDS, Bounds, MemoryBook, ModelResult, check_model_result
 from harness.errors import UsageError
+from harness.matching import Norm
 from harness.promotion import (
+    PROMOTABLE,
     IdentityIndex,
     Promotion,
     PromotionTracker,
     mission_name,
     plan_promotions,
 )
+from harness.rawscan import RawReader, Record, Scan, ScanJob, use_process
 from harness.store import hold_lock, lock_path, sha256
-
-_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
-_KIND_COLON = {f"{kind}:": kind for kind in memory.KINDS}
-_RUN_ID = re.compile(r"[A-Za-z0-9_.-]+")
-_PROMOTABLE = ("TRICK", "FAIL", "FORGOT")
 
 
 @dataclass
@@ -101,6 +96,7 @@ class CuratorSettings:
     summary_max_tokens: int = 800
     memory_max_lines: int = 200
     topic_similarity: float = 70.0
+    reader: str = "auto"  # raw.md's pass: "inline", "process", or "auto" (rawscan.use_process)
 
     def bounds(self) -> Bounds:
         return Bounds(self.summary_max_lines, self.summary_max_tokens, self.memory_max_lines)
@@ -189,18 +185,6 @@ def _no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
-@dataclass
-class _Scan:
-    end: int = 0
-    cut: int = 0
-    cut_line: int = 0
-    inode: int = 0
-    head: bytearray = field(default_factory=bytearray)
-    # where the archive month changes: (offset, line number, month)
-    months: list[tuple[int, int, str]] = field(default_factory=list)
-    preview: list[str] = field(default_factory=list)  # the first DIFF_PREVIEW lines
-
-
 class _Planner:
     """Phase one: read everything and decide everything; stage, but change nothing."""
 
@@ -218,15 +202,12 @@ class _Planner:
 
     def plan(self) -> dict | None:
         """The journal of what to change, or None when nothing would (or in a dry run)."""
-        paths, settings = self.paths, self.settings
+        paths = self.paths
         cursor = read_json(paths.cursor) if paths.cursor.exists() else {}
         start = self._checked_start(cursor)
         old = {name: read_text(paths.state / name) for name in ("summary.md", "MEMORY.md")}
-        self.tracker, self.record = candidates.load(paths.identity, settings.similarity)
-        book = MemoryBook(old["MEMORY.md"], settings.bounds(), similarity=settings.similarity,
-                          topic_similarity=settings.topic_similarity,
-                          next_ids=cursor.get("next_ids"), clusters=self.tracker.clusters)
-        scan = self._scan(start, cursor.get("last_month", "unparsed"), book)
+        scan, book = self._read(start, cursor.get("last_month", "unparsed"), old["MEMORY.md"],
+                                cursor.get("next_ids"))
         compacted = book.compact()
         promotions = self._promotions()
         self.report.promoted = promotions
@@ -286,71 +267,44 @@ class _Planner:
                                    "reading it from the start")
         return 0
 
-    def _scan(self, start: int, month: str, book: MemoryBook) -> _Scan:
-        """Stream raw.md once: learn the new lines, find the cut and the month of each line."""
-        scan = _Scan(months=[(0, 0, month)])
-        keep: deque[tuple[int, int]] = deque(maxlen=max(self.settings.raw_keep, 0))
-        offset = lineno = 0
-        try:
-            f = open(self.paths.raw, "rb")
-        except FileNotFoundError:
-            return scan
-        with f, self._open_staged() as staged:
-            scan.inode = os.fstat(f.fileno()).st_ino
-            for raw_line in f:
-                if not raw_line.endswith(b"\n"):
-                    break  # an append in progress: the next run takes it
-                if offset < HEAD_BYTES:
-                    scan.head.extend(raw_line[: HEAD_BYTES - offset])
-                line = raw_line.decode("utf-8", "replace")
-                if lineno < DIFF_PREVIEW:
-                    scan.preview.append(line)
-                entry = parse_line(line)
-                if entry:
-                    if entry.ts[:7] != month:
-                        month = entry.ts[:7]
-                        scan.months.append((offset, lineno, month))
-                    keep.append((offset, lineno))
-                    if offset >= start:
-                        self._learn(entry, book, staged)
-                elif offset >= start:
-                    self.report.unparsed += 1
-                if offset >= start:
-                    self.report.processed += 1
-                offset += len(raw_line)
-                lineno += 1
-            if not self.dry_run:
-                staged.flush()
-                os.fsync(staged.fileno())
-        scan.end = offset
-        if self.settings.raw_keep <= 0 or not keep:
-            scan.cut, scan.cut_line = offset, lineno
-        else:
-            scan.cut, scan.cut_line = keep[0]
+    def _read(self, start: int, month: str, old_memory: str, next_ids: dict | None
+              ) -> tuple[Scan, MemoryBook]:
+        """Stream raw.md (see `rawscan`) into a MemoryBook and the promotion tracker."""
+        paths, settings = self.paths, self.settings
+        if not self.dry_run:
+            paths.own.mkdir(parents=True, exist_ok=True)
+        job = ScanJob(str(paths.raw), start, settings.raw_keep, month,
+                      None if self.dry_run else str(paths.staged_candidates), self.batch,
+                      self.mission)
+        process = settings.reader == "process" or (
+            settings.reader == "auto" and use_process(job))
+        with RawReader(job, process=process) as reader:
+            # a reader process is already at work while the record loads
+            self.tracker, self.record = candidates.load(paths.identity, settings.similarity)
+            book = MemoryBook(old_memory, settings.bounds(), similarity=settings.similarity,
+                              topic_similarity=settings.topic_similarity,
+                              next_ids=next_ids, clusters=self.tracker.clusters)
+            for batch in reader:
+                self._learn(batch, book)
+            scan = reader.scan
+        assert scan is not None
+        self.report.processed, self.report.unparsed = scan.processed, scan.unparsed
         self.report.archived = scan.cut_line
-        return scan
+        self.n_staged, self.preview = scan.staged, scan.staged_preview
+        return scan, book
 
-    def _open_staged(self) -> TextIO:
-        if self.dry_run:
-            return open(os.devnull, "w", encoding="utf-8")
-        self.paths.own.mkdir(parents=True, exist_ok=True)
-        return open(self.paths.staged_candidates, "w", encoding="utf-8")
-
-    def _learn(self, entry: memory.Entry, book: MemoryBook, staged: TextIO) -> None:
-        if entry.kind not in LESSON_KINDS:
-            book.add(entry)
-            return
-        tracker = self.tracker
-        cid = tracker.clusters.assign_text((entry.role, entry.kind), entry.text)
-        book.add(entry, cid)
-        if entry.kind not in _PROMOTABLE:
-            return
-        cand = tracker.add_entry(entry, self.mission, cid)
-        line = cand.line(f"{self.batch}:{self.n_staged}") + "\n"
-        self.n_staged += 1
-        staged.write(line)
-        if len(self.preview) < DIFF_PREVIEW:
-            self.preview.append(line)
+    def _learn(self, batch: list[Record], book: MemoryBook) -> None:
+        tracker, mission, intern = self.tracker, self.mission, sys.intern
+        assign = tracker.clusters.assign_text
+        for ts, role, feature, kind, text, run, norm in batch:
+            entry = memory.Entry(ts, intern(role), intern(feature), intern(kind), text, run)
+            if kind not in LESSON_KINDS:
+                book.add(entry)
+                continue
+            cid = assign((entry.role, entry.kind), text, Norm(*norm) if norm else None)
+            book.add(entry, cid)
+            if kind in PROMOTABLE:
+                tracker.add_entry(entry, mission, cid)
 
     def _discard_staged(self) -> None:
         if not self.dry_run:
@@ -376,7 +330,7 @@ class _Planner:
             out.flush()
             os.fsync(out.fileno())
 
-    def _diffs(self, scan: _Scan, months: list[tuple[int, int, str]], changed: dict[str, str],
+    def _diffs(self, scan: Scan, months: list[tuple[int, int, str]], changed: dict[str, str],
                old: dict[str, str], memory_archived: list[str],
                promotions: list[Promotion]) -> None:
         report, paths = self.report, self.paths
@@ -409,30 +363,6 @@ class _Planner:
         for role, lines in by_role.items():
             path = paths.role_file(role)
             report.diffs[str(path)] = append_diff(path, lines, len(lines))
-
-
-def parse_line(line: str) -> memory.Entry | None:
-    """`memory.parse_entry` without its regex's backtracking: the same entries, faster.
-
-    Role and feature strings are interned, since millions of entries share a few.
-    """
-    line = line.rstrip("\n")
-    if line[:1] != "[" or line[21:23] != "] " or not _TS.fullmatch(line, 1, 21):
-        return None
-    parts = line[23:].split(" ", 3)
-    if len(parts) != 4:
-        return None
-    role, feature, kind, text = parts
-    kind = _KIND_COLON.get(kind)
-    # str.split() breaks on exactly the characters the regex's \S refuses
-    if kind is None or role.split() != [role] or feature.split() != [feature]:
-        return None
-    run = None
-    if text.endswith(")"):
-        i = text.rfind(" (run ")
-        if i >= 0 and _RUN_ID.fullmatch(text, i + 6, len(text) - 1):
-            text, run = text[:i], text[i + 6:-1]
-    return memory.Entry(line[1:21], sys.intern(role), sys.intern(feature), kind, text, run)
 
 
 def _months_before(months: list[tuple[int, int, str]], cut: int) -> list[tuple[int, int, str]]:

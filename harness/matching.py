@@ -28,11 +28,9 @@ first match. A text seen before word for word skips all that (`Clusters`).
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from operator import itemgetter
 from typing import Any
 
 from rapidfuzz import fuzz
@@ -187,28 +185,36 @@ def _pack(norm: Norm) -> str:
     return " ".join("!" + w if w in strict else w for w in norm.anchors.split())
 
 
-def _shortlist(b: _Bucket, key: str) -> list[int]:
-    """Recent variants filed under `key`'s BLOCK_WORDS rarest words, best first.
+def _shortlist(b: _Bucket, words: set[str]) -> list[int]:
+    """Recent variants filed under the BLOCK_WORDS rarest of `words`, best first.
 
     A variant counts 4 for the rarest of those words it is filed under, 2 for
-    the next and 1 for the third, so the rarest shared word decides first.
+    the next and 1 for the third, so the rarest shared word decides first; ties
+    keep posting order. (Every variant under the rarest word outranks the rest,
+    which is what lets this skip counting.)
     """
     df = b.df
-    rare = sorted((w for w in set(key.split()) if w in df), key=df.__getitem__)[:BLOCK_WORDS]
+    rare = sorted([w for w in words if w in df], key=df.__getitem__)[:BLOCK_WORDS]
     if not rare:
         return []
-    postings = [b.postings[w][-POSTING_CAP:] for w in rare]
-    # counted in C: a variant appears once per unit of weight
-    weighted = postings[0] * 4
-    if len(postings) > 1:
-        weighted += postings[1] * 2
-    if len(postings) > 2:
-        weighted += postings[2]
-    score = Counter(weighted)
-    if len(score) <= SHORTLIST:
-        return sorted(score, key=score.__getitem__, reverse=True)
-    ranked = sorted(score.items(), key=itemgetter(1), reverse=True)
-    return [vid for vid, _ in ranked[:SHORTLIST]]
+    postings = b.postings
+    first = postings[rare[0]][-POSTING_CAP:]
+    if len(rare) == 1:
+        return first[:SHORTLIST]
+    second = postings[rare[1]][-POSTING_CAP:]
+    third = postings[rare[2]][-POSTING_CAP:] if len(rare) > 2 else []
+    in_second, in_third = set(second), set(third)
+
+    def weight(vid: int) -> int:
+        return (vid in in_second) * 2 + (vid in in_third)
+
+    ranked = sorted(first, key=weight, reverse=True)
+    if len(ranked) < SHORTLIST:
+        in_first = set(first)
+        rest = [v for v in second if v not in in_first]
+        rest += [v for v in third if v not in in_first and v not in in_second]
+        ranked += sorted(rest, key=weight, reverse=True)
+    return ranked[:SHORTLIST]
 
 
 class _Bucket:
@@ -246,17 +252,18 @@ class LessonIndex:
         hit = b.exact.get(norm.key)
         if hit is not None:
             return hit
-        shortlist = _shortlist(b, norm.key)
+        key, ratio = norm.key, fuzz.token_set_ratio
+        a_words = set(key.split())
+        shortlist = _shortlist(b, a_words)
         if not shortlist:
             return None
-        key, ratio = norm.key, fuzz.token_set_ratio
         if not self.anchored:
             for vid in shortlist:
                 if ratio(key, b.keys[vid], score_cutoff=self.threshold):
                     return b.owner[vid]
             return None
         # anchors first: a near miss is turned away before it costs a fuzzy score
-        a_words, a_strict, a_anchors = set(key.split()), norm.strict.split(), norm.anchors.split()
+        a_strict, a_anchors = norm.strict.split(), norm.anchors.split()
         cutoff = self.threshold - (AGREE_BONUS if a_anchors else 0)
         for vid in shortlist:
             other_key, packed = b.keys[vid], b.anchors[vid]
@@ -323,30 +330,55 @@ class LessonIndex:
         return cluster
 
 
+class RecentTexts:
+    """Exact texts seen lately, each with a value: a bounded memo.
+
+    Keyed by a 64-bit hash to stay small (the odds of a collision among a million
+    distinct texts are below one in ten million). Two generations of `cap` bound
+    the memory and keep what recurs: a hit in the old one moves to the new. So it
+    holds at least the last `cap` distinct keys touched, and at most the last 2 * `cap`.
+    """
+
+    __slots__ = ("_new", "_old", "_cap")
+
+    def __init__(self, cap: int = SEEN_CAP) -> None:
+        self._new: dict[int, Any] = {}
+        self._old: dict[int, Any] = {}
+        self._cap = cap
+
+    def get(self, key: int) -> Any:
+        """The value remembered under `key` (a hash), or None."""
+        value = self._new.get(key)
+        if value is None:
+            value = self._old.get(key)
+            if value is not None:
+                self.put(key, value)
+        return value
+
+    def put(self, key: int, value: Any) -> None:
+        if len(self._new) >= self._cap:
+            self._old, self._new = self._new, {}
+        self._new[key] = value
+
+
 class Clusters:
     """Cluster ids handed out over one LessonIndex, so L3 and promotion share one clustering."""
 
     def __init__(self, threshold: float) -> None:
         self.index = LessonIndex(threshold)
         self.count = 0
-        # (bucket, exact text) -> cluster, keyed by a 64-bit hash to stay small: a note
-        # repeated word for word skips normalising and matching (the odds of a collision
-        # among a million distinct texts are below one in ten million). Two generations
-        # bound the memory and keep what recurs: a hit in the old one moves to the new.
-        self._seen: dict[int, int] = {}
-        self._seen_before: dict[int, int] = {}
+        # (bucket, exact text) -> cluster: a note repeated word for word skips
+        # normalising and matching
+        self._seen = RecentTexts()
 
-    def assign_text(self, bucket: Any, text: str) -> int:
-        """The cluster `text` belongs to, a new one when none matches."""
+    def assign_text(self, bucket: Any, text: str, norm: Norm | None = None) -> int:
+        """The cluster `text` belongs to, a new one when none matches; `norm` is
+        `normalize(text)` when the caller has it already."""
         h = hash((bucket, text))
         cid = self._seen.get(h)
         if cid is None:
-            cid = self._seen_before.get(h)
-            if cid is None:
-                cid = self.assign(bucket, normalize(text))
-            if len(self._seen) >= SEEN_CAP:
-                self._seen_before, self._seen = self._seen, {}
-            self._seen[h] = cid
+            cid = self.assign(bucket, norm or normalize(text))
+            self._seen.put(h, cid)
         return cid
 
     def assign(self, bucket: Any, norm: Norm) -> int:

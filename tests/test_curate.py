@@ -15,10 +15,11 @@ import pytest
 
 from harness import candidates, curate_commit, memory
 from harness import curate as curate_mod
-from harness.curate import CuratorSettings, curate, parse_line
+from harness.curate import CuratorSettings, curate
 from harness.errors import BusyError, UsageError
 from harness.memory import append_entry, estimate_tokens, make_entry, parse_entry, parse_sections
 from harness.promotion import Candidate, parse_candidate
+from harness.rawscan import parse_line
 from harness.store import hold_lock, lock_path
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,0 +1,293 @@
+"""The curator's one pass over raw.md, inline or in a second process.
+
+The pass streams raw.md from its start to its last complete line and
+
+- finds what the curator archives: the cut (the offset of the `raw_keep`-th
+  last entry), where the month of the entries changes, raw.md's first bytes
+  (the journal hashes them) and first lines (for `--dry-run`'s diffs);
+- parses each line from the cursor's `start` on and hands the entries over in
+  order, in batches, each lesson with its normalised text (`matching.normalize`)
+  unless the same text went by lately;
+- writes the promotable entries, as candidate record lines, to the staged file.
+
+None of that depends on clustering, which is the part of a curator run that
+cannot be split. So for a big log on a machine with two cores or more
+(`use_process`), the pass runs in `python -m harness.rawscan JOB` and sends its
+batches down a pipe while the curator clusters the ones before: framed
+`marshal` data, one tag byte (B batch, D done, E error) and a 4-byte length.
+Inline or not, the curator gets the same entries in the same order. A reader
+process that fails or dies is a BackendError (exit 6) before the curator has
+changed anything.
+"""
+
+from __future__ import annotations
+
+import json
+import marshal
+import os
+import re
+import struct
+import subprocess
+import sys
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from harness import memory
+from harness.curate_commit import HEAD_BYTES
+from harness.curate_diffs import DIFF_PREVIEW
+from harness.curator import LESSON_KINDS
+from harness.errors import BackendError
+from harness.matching import SEEN_CAP, RecentTexts, normalize
+from harness.procs import die_with_parent
+from harness.promotion import PROMOTABLE, Candidate
+
+BATCH = 2000  # entries per batch
+PROCESS_MIN_BYTES = 4 << 20  # new bytes below this are read inline: a process costs ~0.1 s
+_FRAME = struct.Struct("<cI")
+
+_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+_KIND_COLON = {f"{kind}:": kind for kind in memory.KINDS}
+_RUN_ID = re.compile(r"[A-Za-z0-9_.-]+")
+
+# One entry as handed over: (ts, role, feature, kind, text, run, norm), where norm is
+# (key, anchors, strict) of `matching.Norm`, or None when not computed.
+Record = tuple
+
+
+@dataclass
+class ScanJob:
+    """What the pass needs; JSON-ready, since it crosses into the reader process."""
+
+    raw: str
+    start: int  # lines before this offset were learned by an earlier run
+    raw_keep: int
+    month: str  # the archive month carried over from the last run
+    staged: str | None  # where to write candidate lines; None in a dry run
+    batch: str  # candidate lines are tagged batch:seq
+    mission: str
+
+
+@dataclass
+class Scan:
+    """What the pass found besides the entries."""
+
+    end: int = 0  # offset after the last complete line
+    cut: int = 0  # raw.md's bytes before this go to the archive
+    cut_line: int = 0
+    inode: int = 0
+    head: bytes = b""
+    # where the archive month changes: (offset, line number, month)
+    months: list[tuple[int, int, str]] = field(default_factory=list)
+    preview: list[str] = field(default_factory=list)  # raw.md's first DIFF_PREVIEW lines
+    processed: int = 0  # lines from `start` on
+    unparsed: int = 0  # of those, lines that did not parse
+    staged: int = 0  # candidate lines written
+    staged_preview: list[str] = field(default_factory=list)
+
+
+def parse_line(line: str) -> memory.Entry | None:
+    """`memory.parse_entry` without its regex's backtracking: the same entries, faster.
+
+    Role and feature strings are interned, since millions of entries share a few.
+    """
+    line = line.rstrip("\n")
+    if line[:1] != "[" or line[21:23] != "] " or not _TS.fullmatch(line, 1, 21):
+        return None
+    parts = line[23:].split(" ", 3)
+    if len(parts) != 4:
+        return None
+    role, feature, kind, text = parts
+    kind = _KIND_COLON.get(kind)
+    # str.split() breaks on exactly the characters the regex's \S refuses
+    if kind is None or role.split() != [role] or feature.split() != [feature]:
+        return None
+    run = None
+    if text.endswith(")"):
+        i = text.rfind(" (run ")
+        if i >= 0 and _RUN_ID.fullmatch(text, i + 6, len(text) - 1):
+            text, run = text[:i], text[i + 6:-1]
+    return memory.Entry(line[1:21], sys.intern(role), sys.intern(feature), kind, text, run)
+
+
+class RawPass:
+    """The pass itself: iterate `batches()`, then read `scan`."""
+
+    def __init__(self, job: ScanJob) -> None:
+        self.job = job
+        self.scan = Scan(months=[(0, 0, job.month)])
+        # Half the curator's cache: what this one still holds, the curator's holds too
+        # (see RecentTexts), so the curator never has to normalise a text itself.
+        self._recent = RecentTexts(SEEN_CAP // 2)
+
+    def batches(self) -> Iterator[list[Record]]:
+        job, scan = self.job, self.scan
+        keep: deque[tuple[int, int]] = deque(maxlen=max(job.raw_keep, 0))
+        head = bytearray()
+        month, start = job.month, job.start
+        offset = lineno = 0
+        batch: list[Record] = []
+        try:
+            f = open(job.raw, "rb")
+        except FileNotFoundError:
+            return
+        staged = open(job.staged if job.staged else os.devnull, "w", encoding="utf-8")
+        with f, staged:
+            scan.inode = os.fstat(f.fileno()).st_ino
+            for raw_line in f:
+                if not raw_line.endswith(b"\n"):
+                    break  # an append in progress: the next run takes it
+                if offset < HEAD_BYTES:
+                    head += raw_line[: HEAD_BYTES - offset]
+                line = raw_line.decode("utf-8", "replace")
+                if lineno < DIFF_PREVIEW:
+                    scan.preview.append(line)
+                entry = parse_line(line)
+                if entry:
+                    if entry.ts[:7] != month:
+                        month = entry.ts[:7]
+                        scan.months.append((offset, lineno, month))
+                    keep.append((offset, lineno))
+                    if offset >= start:
+                        batch.append(self._record(entry, staged))
+                        if len(batch) >= BATCH:
+                            yield batch
+                            batch = []
+                elif offset >= start:
+                    scan.unparsed += 1
+                if offset >= start:
+                    scan.processed += 1
+                offset += len(raw_line)
+                lineno += 1
+            if batch:
+                yield batch
+            if job.staged:
+                staged.flush()
+                os.fsync(staged.fileno())
+        scan.end, scan.head = offset, bytes(head)
+        if job.raw_keep <= 0 or not keep:
+            scan.cut, scan.cut_line = offset, lineno
+        else:
+            scan.cut, scan.cut_line = keep[0]
+
+    def _record(self, entry: memory.Entry, staged) -> Record:
+        ts, role, feature, kind, text, run = entry
+        if kind not in LESSON_KINDS:
+            return (ts, role, feature, kind, text, run, None)
+        norm = None
+        h = hash(((role, kind), text))
+        if self._recent.get(h) is None:
+            self._recent.put(h, True)
+            n = normalize(text)
+            norm = (n.key, n.anchors, n.strict)
+        if kind in PROMOTABLE:
+            line = Candidate(ts, self.job.mission, role, kind, feature, run, text).line(
+                f"{self.job.batch}:{self.scan.staged}") + "\n"
+            staged.write(line)
+            if len(self.scan.staged_preview) < DIFF_PREVIEW:
+                self.scan.staged_preview.append(line)
+            self.scan.staged += 1
+        return (ts, role, feature, kind, text, run, norm)
+
+
+def use_process(job: ScanJob) -> bool:
+    """Whether the pass is worth a second process: enough new bytes and a second core."""
+    if (os.cpu_count() or 1) < 2:
+        return False
+    try:
+        return os.path.getsize(job.raw) - job.start >= PROCESS_MIN_BYTES
+    except OSError:
+        return False
+
+
+class RawReader:
+    """The pass's batches and its `scan`, from this process or a reader process.
+
+    Use as a context manager: leaving it early stops the reader process.
+    """
+
+    def __init__(self, job: ScanJob, *, process: bool) -> None:
+        self.job = job
+        self.scan: Scan | None = None
+        self._pass = None if process else RawPass(job)
+        self._proc: subprocess.Popen | None = None
+        if process:
+            package_root = str(Path(__file__).resolve().parent.parent)
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+                [package_root, *filter(None, [os.environ.get("PYTHONPATH")])])}
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "harness.rawscan", json.dumps(asdict(job))],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=env,
+                preexec_fn=die_with_parent)
+
+    def __enter__(self) -> RawReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._proc is not None:
+            if self._proc.poll() is None:
+                self._proc.kill()
+            self._proc.wait()
+            self._proc.stdout.close()
+
+    def __iter__(self) -> Iterator[list[Record]]:
+        if self._pass is not None:
+            yield from self._pass.batches()
+            self.scan = self._pass.scan
+            return
+        assert self._proc is not None and self._proc.stdout is not None
+        stdout = self._proc.stdout
+        while True:
+            tag, payload = _read_frame(stdout, self._proc)
+            if tag == b"B":
+                yield marshal.loads(payload)
+            elif tag == b"D":
+                fields = marshal.loads(payload)
+                self.scan = Scan(**fields)
+                self.scan.months = [tuple(m) for m in self.scan.months]
+                return
+            else:
+                raise BackendError("the raw.md reader process failed: "
+                                   + payload.decode("utf-8", "replace"))
+
+
+def _read_frame(stdout: BinaryIO, proc: subprocess.Popen) -> tuple[bytes, bytes]:
+    header = stdout.read(_FRAME.size)
+    if len(header) == _FRAME.size:
+        tag, size = _FRAME.unpack(header)
+        payload = stdout.read(size)
+        if len(payload) == size:
+            return tag, payload
+    raise BackendError(f"the raw.md reader process ended early (exit {proc.wait()})")
+
+
+def _write_frame(out: BinaryIO, tag: bytes, payload: bytes) -> None:
+    out.write(_FRAME.pack(tag, len(payload)))
+    out.write(payload)
+
+
+def main(argv: list[str]) -> int:
+    """The reader process: run the pass for the JSON job in argv, frames to stdout."""
+    out = sys.stdout.buffer
+    job = ScanJob(**json.loads(argv[0]))
+    raw_pass = RawPass(job)
+    try:
+        try:
+            for batch in raw_pass.batches():
+                _write_frame(out, b"B", marshal.dumps(batch))
+            _write_frame(out, b"D", marshal.dumps(asdict(raw_pass.scan)))
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            _write_frame(out, b"E", str(e).encode())
+            return 1
+        out.flush()
+    except BrokenPipeError:
+        return 1  # the curator stopped reading: it has failed or been stopped
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,167 @@
+"""The curator's pass over raw.md: what it finds, and the reader process that runs it."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness import rawscan
+from harness.curate import CuratorSettings, curate
+from harness.errors import BackendError
+from harness.matching import normalize
+from harness.memory import append_entry, make_entry
+from harness.rawscan import RawPass, RawReader, ScanJob
+
+ROOT = Path(__file__).resolve().parent.parent
+NOW = "2026-07-01T00:00:00Z"
+
+
+def bench_data(folder: Path, n: int) -> tuple[Path, Path]:
+    """The curator benchmark's raw.md of `n` lines and its candidate record."""
+    spec = importlib.util.spec_from_file_location("bench_curator", ROOT / "bench" / "curator.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    bench.generate(folder / "state", n)
+    bench.seed_candidates(folder / "identity", n)
+    return folder / "state", folder / "identity"
+
+
+def outcome(state: Path, identity: Path) -> dict[str, bytes]:
+    """Every file a run leaves, with the random batch tags of the candidate record cut off."""
+    out = {}
+    for folder in (state, identity):
+        for path in sorted(folder.rglob("*")):
+            if not path.is_file() or path.name.endswith(".lock") or "locks" in path.parts:
+                continue
+            data = path.read_bytes()
+            if path.name == ".candidates.log":
+                data = b"\n".join(line.partition(b"\t")[2] for line in data.split(b"\n"))
+            if path.name == ".candidates.digest":
+                continue  # names the batch tags too; checked by the run after
+            out[str(path.relative_to(folder.parent))] = data
+    return out
+
+
+def test_a_reader_process_gives_what_the_inline_pass_gives(tmp_path) -> None:
+    state, identity = bench_data(tmp_path / "a", 4000)
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    results = {}
+    for name, reader in (("a", "inline"), ("b", "process")):
+        folder = tmp_path / name
+        report = curate(folder / "state", folder / "identity", "bench",
+                        CuratorSettings(reader=reader), now=NOW)
+        results[name] = outcome(folder / "state", folder / "identity")
+        assert report.processed == 4000 and report.archived == 3990 and report.promoted
+        assert report.unparsed > 0
+    assert results["a"] == results["b"]
+    # and the digests each run wrote agree: a second run of each changes nothing the same way
+    for name, reader in (("a", "inline"), ("b", "process")):
+        folder = tmp_path / name
+        report = curate(folder / "state", folder / "identity", "bench",
+                        CuratorSettings(reader=reader), now=NOW)
+        assert report.promoted == [] and report.archived == 0 and report.diffs == {}
+
+
+def write_notes(state: Path) -> list[str]:
+    lines = []
+    for n, (kind, text, ts) in enumerate([
+            ("-", "started", "2026-03-30T10:00:00Z"),
+            ("TRICK", "uv run pytest -x stops at the first failure", "2026-03-31T10:00:00Z"),
+            ("TRICK", "uv run pytest -x stops at the first failure", "2026-04-01T10:00:00Z"),
+            ("GOTCHA", "the CI cache expires after 7 days", "2026-04-02T10:00:00Z"),
+            ("DECISION", "db: use postgres 16", "2026-04-03T10:00:00Z")]):
+        entry = make_entry("worker", f"F-00{n}", kind, text, f"run{n}", ts)
+        append_entry(state, entry)
+        lines.append(entry.line())
+    return lines
+
+
+def test_the_pass_finds_the_cut_the_months_and_the_new_entries(tmp_path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    lines = write_notes(state)
+    raw = state / "raw.md"
+    with open(raw, "a") as f:
+        f.write("stray output\n")
+    first = len(lines[0]) + 1
+    staged = tmp_path / "staged"
+    job = ScanJob(str(raw), first, 2, "unparsed", str(staged), "b1", "shop")
+    raw_pass = RawPass(job)
+    records = [r for batch in raw_pass.batches() for r in batch]
+    scan = raw_pass.scan
+    assert [r[:6] for r in records] == [
+        ("2026-03-31T10:00:00Z", "worker", "F-001", "TRICK",
+         "uv run pytest -x stops at the first failure", "run1"),
+        ("2026-04-01T10:00:00Z", "worker", "F-002", "TRICK",
+         "uv run pytest -x stops at the first failure", "run2"),
+        ("2026-04-02T10:00:00Z", "worker", "F-003", "GOTCHA", "the CI cache expires after 7 days",
+         "run3"),
+        ("2026-04-03T10:00:00Z", "worker", "F-004", "DECISION", "db: use postgres 16", "run4")]
+    norm = normalize("uv run pytest -x stops at the first failure")
+    # a lesson's normalised text comes with its first sighting only; decisions have none
+    assert [r[6] for r in records] == [(norm.key, norm.anchors, norm.strict), None,
+                                       records[2][6], None]
+    assert records[2][6] is not None
+    assert (scan.processed, scan.unparsed, scan.staged) == (5, 1, 2)
+    # the cut keeps the last two entries (and the stray line after them)
+    assert scan.cut == sum(len(line) + 1 for line in lines[:3]) and scan.cut_line == 3
+    april = first + len(lines[1]) + 1
+    assert scan.months == [(0, 0, "unparsed"), (0, 0, "2026-03"), (april, 2, "2026-04")]
+    assert scan.end == raw.stat().st_size and scan.head == raw.read_bytes()
+    assert staged.read_text().splitlines() == [
+        "b1:0\t2026-03-31T10:00:00Z\tshop\tworker\tTRICK\tF-001\trun1\t"
+        "uv run pytest -x stops at the first failure",
+        "b1:1\t2026-04-01T10:00:00Z\tshop\tworker\tTRICK\tF-002\trun2\t"
+        "uv run pytest -x stops at the first failure"]
+
+
+def test_the_reader_process_sends_what_the_pass_finds(tmp_path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    write_notes(state)
+    job = ScanJob(str(state / "raw.md"), 0, 2, "unparsed", None, "b1", "shop")
+    with RawReader(job, process=False) as inline:
+        expected = [list(batch) for batch in inline]
+    with RawReader(job, process=True) as reader:
+        got = [list(batch) for batch in reader]
+    assert got == expected and reader.scan == inline.scan
+
+
+def test_a_failing_reader_process_is_a_backend_error_and_changes_nothing(tmp_path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    write_notes(state)
+    identity = tmp_path / "identity"
+    # the staged candidate file cannot be written: the reader process fails
+    (state / "curator" / "candidates.pending").mkdir(parents=True)
+    before = (state / "raw.md").read_bytes()
+    with pytest.raises(BackendError, match="reader process failed: .*candidates.pending"):
+        curate(state, identity, "shop", CuratorSettings(reader="process"), now=NOW)
+    assert (state / "raw.md").read_bytes() == before
+    assert not (state / "summary.md").exists() and not (state / "archive").exists()
+    assert not (state / "curator" / "journal.json").exists()
+
+
+def test_a_reader_process_that_dies_is_a_backend_error(tmp_path) -> None:
+    state, _ = bench_data(tmp_path, 20000)
+    job = ScanJob(str(state / "raw.md"), 0, 10, "unparsed", None, "b1", "shop")
+    with pytest.raises(BackendError, match="ended early"), RawReader(job, process=True) as reader:
+        for n, _batch in enumerate(reader):
+            if n == 0:
+                reader._proc.kill()
+
+
+def test_a_second_process_only_for_a_big_log_on_two_cores(tmp_path, monkeypatch) -> None:
+    raw = tmp_path / "raw.md"
+    raw.write_bytes(b"x" * 1000 + b"\n")
+    job = ScanJob(str(raw), 0, 10, "unparsed", None, "b1", "shop")
+    monkeypatch.setattr(rawscan, "PROCESS_MIN_BYTES", 1000)
+    monkeypatch.setattr(rawscan.os, "cpu_count", lambda: 2)
+    assert rawscan.use_process(job)
+    assert not rawscan.use_process(ScanJob(**{**vars(job), "start": 500}))
+    monkeypatch.setattr(rawscan.os, "cpu_count", lambda: 1)
+    assert not rawscan.use_process(job)
+    assert not rawscan.use_process(ScanJob(**{**vars(job), "raw": str(tmp_path / "none")}))
