@@ -91,21 +91,26 @@ def unblock_feature(state: Path, feature_id: str) -> features.Feature:
     return features.update_feature(state, feature_id, change)
 
 
-def record_curation(state: Path, run_id: str, summary: str, memory: str) -> None:
-    """A curator model's rewrite of summary.md and MEMORY.md, checked when its run ends."""
+def record_curation(state: Path, run_id: str, summary: str, memory: str,
+                    promotions: object = None) -> None:
+    """A curator model's rewrite of summary.md and MEMORY.md, and its words for the
+    promotions ([{number, text}], or None to keep the rules'), checked when its run ends."""
     if not summary.strip() or not memory.strip():
         raise UsageError("a curation needs both summary and memory texts")
-    record = {"summary": summary, "memory": memory}
+    if promotions is not None and not (isinstance(promotions, list) and all(
+            isinstance(p, dict) and isinstance(p.get("number"), int)
+            and isinstance(p.get("text"), str) for p in promotions)):
+        raise UsageError("curation promotions must be a list of {number: int, text: str}")
+    record = {"summary": summary, "memory": memory, "promotions": promotions}
     write_record(_run_dir(state, run_id) / "curation.json", json.dumps(record, ensure_ascii=False))
 
 
-def read_curation(state: Path, run_id: str) -> tuple[str, str] | None:
-    """The rewrite a curator run answered with, if any."""
+def read_curation(state: Path, run_id: str) -> dict | None:
+    """The rewrite a curator run answered with, if any: summary, memory and promotions."""
     try:
-        record = json.loads((state / "runs" / run_id / "curation.json").read_text())
+        return json.loads((state / "runs" / run_id / "curation.json").read_text())
     except FileNotFoundError:
         return None
-    return record["summary"], record["memory"]
 
 
 def submit_plan(state: Path, proposal: object, source: str = "proposal") -> list[features.Feature]:

@@ -51,7 +51,7 @@ import secrets
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness import candidates, memory
@@ -137,7 +137,7 @@ class CuratorReport:
         return "\n".join(lines)
 
 
-Refine = Callable[[str, str, list[Promotion]], tuple[str, str] | None]
+Refine = Callable[[str, str, list[Promotion]], ModelResult | None]
 
 
 def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSettings, *,
@@ -146,8 +146,9 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
     """Run the curator over one state directory (see the module docstring).
 
     `refine`, when given, is shown the rules' summary.md, MEMORY.md and promotions and may
-    answer with a rewritten summary.md and MEMORY.md; the answer stands only if it passes
-    `curator.check_model_result`, else the rules' texts are written (report.model says why).
+    answer with a rewritten summary.md and MEMORY.md and new words for the promotions; the
+    answer stands only if it passes `curator.check_model_result`, else the rules' texts are
+    written (report.model says why).
     """
     paths = CuratorPaths(Path(state), Path(identity_dir))
     today = (now or memory.utc_now())[:10]
@@ -214,7 +215,8 @@ class _Planner:
         self.report.memory_archived = len(compacted.archived)
         files = {"summary.md": compacted.summary, "MEMORY.md": compacted.memory}
         if self.refine is not None and not self.dry_run:
-            files = self._refined(files, promotions)
+            files, promotions = self._refined(files, promotions)
+            self.report.promoted = promotions
         changed = {name: text for name, text in files.items() if text != old[name]}
         months = _months_before(scan.months, scan.cut)
         self._diffs(scan, months, changed, old, compacted.archived, promotions)
@@ -238,22 +240,28 @@ class _Planner:
                        "next_ids": compacted.next_ids},
         }
 
-    def _refined(self, files: dict[str, str], promotions: list[Promotion]) -> dict[str, str]:
-        """The model's summary.md and MEMORY.md if they pass every check, else the rules'."""
+    def _refined(self, files: dict[str, str], promotions: list[Promotion]
+                 ) -> tuple[dict[str, str], list[Promotion]]:
+        """The model's files and promotion words if they pass every check, else the rules'."""
         assert self.refine is not None
         answer = self.refine(files["summary.md"], files["MEMORY.md"], promotions)
         if answer is None:
             self.report.model = "rejected: the model gave no answer"
-            return files
+            return files, promotions
         problems = check_model_result(
-            ModelResult(summary=answer[0], memory=answer[1]), rules_memory=files["MEMORY.md"],
-            candidates=[], identity={}, bounds=self.settings.bounds(),
+            answer, rules_memory=files["MEMORY.md"], rules_promotions=promotions,
+            identity=self.identity_texts, bounds=self.settings.bounds(),
             similarity=self.settings.similarity)
         if problems:
             self.report.model = "rejected: " + "; ".join(problems[:5])
-            return files
+            return files, promotions
         self.report.model = "accepted"
-        return {"summary.md": answer[0], "MEMORY.md": answer[1]}
+        if answer.promotions is not None:
+            words = {p.number: " ".join(p.text.split()) for p in answer.promotions}
+            promotions = [replace(p, text=words[n], line=p.evidence.line(self.today, words[n]))
+                          if p.evidence is not None else p
+                          for n, p in enumerate(promotions, 1)]
+        return {"summary.md": answer.summary, "MEMORY.md": answer.memory}, promotions
 
     def _checked_start(self, cursor: dict) -> int:
         """The cursor's offset if raw.md still starts with what it hashed, else 0."""
@@ -314,8 +322,9 @@ class _Planner:
         due = [ev for ev in self.tracker.due() if memory.NAME.match(ev.role)]
         identity = IdentityIndex(self.settings.similarity)
         self.identity_sizes: dict[str, int] = {}  # role file sizes the plan was checked on
+        self.identity_texts: dict[str, str] = {}
         for role in sorted({ev.role for ev in due}):
-            text = read_text(self.paths.role_file(role))
+            text = self.identity_texts[role] = read_text(self.paths.role_file(role))
             self.identity_sizes[role] = len(text.encode())
             identity.add_text(role, text)
         return plan_promotions(due, identity, self.today)

@@ -12,6 +12,7 @@ from harness import actions, ledger
 from harness.backends import Outcome, load_backend
 from harness.config import MissionConfig, load_mission_config, mission_name
 from harness.curate import CuratorReport, CuratorSettings, curate
+from harness.curator import ModelResult, ProposedPromotion
 from harness.errors import HarnessError
 from harness.features import load_plan
 from harness.paths import Paths, check_state
@@ -37,14 +38,15 @@ class ModelRewrite:
         self.error = ""
 
     def __call__(self, summary: str, memory: str,
-                 promotions: list[Promotion]) -> tuple[str, str] | None:
+                 promotions: list[Promotion]) -> ModelResult | None:
         from harness.cycle import make_session
 
         rules = "\n".join([
             "### summary.md (rules)", "```", summary.rstrip(), "```", "",
             "### MEMORY.md (rules)", "```", memory.rstrip(), "```", "",
-            "### Promotions the rules make (they stand as they are)",
-            *[f"- identity/{p.role}.md: {p.line}" for p in promotions], ""])
+            "### Promotions the rules make (you may reword them, all or none, by number)",
+            *[f"{n}. identity/{p.role}.md: {p.line}" for n, p in enumerate(promotions, 1)],
+            ""])
         self.prepared = prepare(self.paths, "curator", None, load_plan(self.paths.state),
                                 self.config, extra={"curation": rules})
         try:
@@ -54,7 +56,12 @@ class ModelRewrite:
             self.error = f"{type(e).__name__}: {e}"
             self.outcome = getattr(e, "outcome", None)
             return None
-        return actions.read_curation(self.paths.state, self.prepared.record.run_id)
+        answer = actions.read_curation(self.paths.state, self.prepared.record.run_id)
+        if answer is None:
+            return None
+        words = answer.get("promotions")
+        return ModelResult(answer["summary"], answer["memory"], None if words is None else [
+            ProposedPromotion(p["number"], p["text"]) for p in words])
 
     def finish(self, report: CuratorReport) -> None:
         """Close the curator run's record with what became of its answer."""

@@ -25,12 +25,11 @@ import re
 import sys
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from harness.matching import Clusters, LessonIndex, normalize
+from harness.matching import Clusters, LessonIndex, normalize, same_lesson
 from harness.memory import (
     MEMORY_SECTIONS,
-    NAME,
     SUMMARY_SECTIONS,
     Entry,
     estimate_tokens,
@@ -46,7 +45,7 @@ from harness.memory_items import (
     parse_item,
     summary_refs,
 )
-from harness.promotion import Candidate, IdentityIndex, backing_problems
+from harness.promotion import IdentityIndex, Promotion
 
 LESSON_KINDS = ("TRICK", "GOTCHA", "FAIL", "FORGOT")
 AVOID_KINDS = ("FAIL", "GOTCHA")
@@ -275,31 +274,31 @@ def _summary_line(item: Item) -> str:
 
 @dataclass
 class ProposedPromotion:
-    """A promotion a model proposes: `backing` indexes the candidates it was shown."""
+    """A model's words for the rules' promotion `number` (1-based, as the prompt lists them)."""
 
-    role: str
-    kind: str
+    number: int
     text: str
-    backing: list[int]
 
 
 @dataclass
 class ModelResult:
-    """What the curator model answers with."""
+    """What the curator model answers with; `promotions` None leaves the rules' words."""
 
     summary: str
     memory: str
-    promotions: list[ProposedPromotion] = field(default_factory=list)
+    promotions: list[ProposedPromotion] | None = None
 
 
 def check_model_result(result: ModelResult, *, rules_memory: str,
-                       candidates: Sequence[Candidate], identity: Mapping[str, str],
+                       rules_promotions: Sequence[Promotion], identity: Mapping[str, str],
                        bounds: Bounds, similarity: float) -> list[str]:
     """Why a model's summary, MEMORY.md and promotions cannot stand; empty when they can.
 
     `rules_memory` is the rules-only MEMORY.md for the same input: every item in
     it must survive (same id, same count) and no item may be invented.
-    `identity` maps role -> current identity file text.
+    The model may reword the rules' promotions, never add or drop one: each is
+    backed by the notes that met its rule, and the new words must still be that
+    lesson and one `identity` (role -> identity file text) does not hold yet.
     """
     problems = _shape_problems("summary.md", result.summary, SUMMARY_SECTIONS,
                                bounds.summary_max_lines)
@@ -323,7 +322,9 @@ def check_model_result(result: ModelResult, *, rules_memory: str,
             problems.append(f"summary line does not point into MEMORY.md: {line!r}")
         elif ref not in proposed:
             problems.append(f"summary line points to {ref}, which MEMORY.md lacks")
-    problems += _promotion_problems(result.promotions, candidates, identity, similarity)
+    if result.promotions is not None:
+        problems += _promotion_problems(result.promotions, rules_promotions, identity,
+                                        similarity)
     return problems
 
 
@@ -337,24 +338,29 @@ def _shape_problems(name: str, text: str, sections: tuple[str, ...], max_lines: 
     return problems
 
 
-def _promotion_problems(promotions: list[ProposedPromotion], candidates: Sequence[Candidate],
+def _promotion_problems(proposed: list[ProposedPromotion], rules: Sequence[Promotion],
                         identity: Mapping[str, str], similarity: float) -> list[str]:
     problems = []
+    numbers = [p.number for p in proposed]
+    problems += [f"promotion {n} is missing (a lesson that met its rule is promoted)"
+                 for n in range(1, len(rules) + 1) if n not in numbers]
+    problems += [f"promotion {n} is given twice" for n in sorted(set(numbers))
+                 if numbers.count(n) > 1]
     known = IdentityIndex(similarity)
     for role, text in identity.items():
         known.add_text(role, text)
-    for n, p in enumerate(promotions, 1):
-        where = f"promotion {n} ({p.text[:40]!r})"
-        if not NAME.match(p.role):
-            problems.append(f"{where}: bad role {p.role!r}")
+    for p in proposed:
+        if not 1 <= p.number <= len(rules):
+            problems.append(f"promotion {p.number} is not one of the rules' promotions")
             continue
-        if any(not 0 <= i < len(candidates) for i in p.backing):
-            problems.append(f"{where}: backing refers to unknown candidates")
-            continue
-        backing = [candidates[i] for i in p.backing]
-        problems += [f"{where}: {why}" for why in
-                     backing_problems(p.kind, p.role, p.text, backing, similarity)]
-        if known.knows(p.role, p.text):
-            problems.append(f"{where}: identity/{p.role}.md already holds this lesson")
-        known.add(p.role, p.text)
+        rule = rules[p.number - 1]
+        text = " ".join(p.text.split())
+        where = f"promotion {p.number} ({text[:40]!r})"
+        if not text or len(text) > TEXT_MAX:
+            problems.append(f"{where}: the text must be 1 to {TEXT_MAX} characters")
+        elif not same_lesson(text, rule.text, similarity):
+            problems.append(f"{where}: not the same lesson as {rule.text[:60]!r}")
+        elif text != rule.text and known.knows(rule.role, text):
+            problems.append(f"{where}: identity/{rule.role}.md already holds this lesson")
+        known.add(rule.role, text)
     return problems

@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from harness.matching import Clusters, LessonIndex, normalize, same_lesson
+from harness.matching import Clusters, LessonIndex, normalize
 from harness.memory import Entry
 
 PROMOTABLE = ("TRICK", "FAIL", "FORGOT")
@@ -161,14 +161,14 @@ class Evidence:
         bit = {"missions": 1, "features": 2, "runs": 4}[name]
         return ", ".join(getattr(self, name)) + (", ..." if self.more & bit else "")
 
-    def line(self, promoted_on: str) -> str:
-        """The identity line: the lesson, then its provenance in brackets."""
+    def line(self, promoted_on: str, text: str | None = None) -> str:
+        """The identity line: the lesson (in other words if `text`), then its provenance."""
         seen = self.first if self.first == self.last else f"{self.first}..{self.last}"
         parts = [f"promoted {promoted_on}", f"seen {self.count}x {seen}",
                  f"missions: {self.show('missions')}", f"features: {self.show('features')}"]
         if self.runs:
             parts.append(f"runs: {self.show('runs')}")
-        return f"- {self.kind}: {self.text} [{'; '.join(parts)}]"
+        return f"- {self.kind}: {text or self.text} [{'; '.join(parts)}]"
 
 
 class PromotionTracker:
@@ -260,27 +260,3 @@ def plan_promotions(due: Iterable[Evidence], identity: IdentityIndex,
     """
     return [Promotion(ev.role, ev.kind, ev.text, ev.line(promoted_on), ev)
             for ev in due if not identity.knows(ev.role, ev.text)]
-
-
-def backing_problems(kind: str, role: str, text: str, backing: Sequence[Candidate],
-                     similarity: float) -> list[str]:
-    """Why `backing` does not justify promoting `text`; empty when it does."""
-    if kind not in PROMOTABLE:
-        return [f"kind {kind} is never promoted"]
-    if not backing:
-        return ["no backing entries"]
-    problems = []
-    if any(c.role != role or c.kind != kind for c in backing):
-        problems.append(f"backing entries are not all {role} {kind}")
-    first = backing[0].text
-    if any(not same_lesson(first, c.text, similarity) for c in backing[1:]):
-        problems.append("backing entries are not all the same lesson")
-    if not any(same_lesson(text, c.text, similarity) for c in backing):
-        problems.append("the promoted text matches none of its backing entries")
-    ev = Evidence(role, kind, text)
-    for c in backing:
-        ev.add(c)
-    if not ev.due():
-        problems.append(f"backing does not meet the {kind} rule")
-    return problems
-

@@ -70,10 +70,22 @@ TOOL_SPECS: dict[str, dict[str, Any]] = {
         "name": "curation",
         "description": "Answer with your rewrite of summary.md and MEMORY.md (curator only). "
                        "Keep every MEMORY.md item id and count, the sections and the bounds; "
-                       "every summary line must point into MEMORY.md as the rules' lines do.",
+                       "every summary line must point into MEMORY.md as the rules' lines do. "
+                       "Optionally give better words for the rules' promotions: all of them, "
+                       "by number, each still the same lesson.",
         "input_schema": {
             "type": "object",
-            "properties": {"summary": {"type": "string"}, "memory": {"type": "string"}},
+            "properties": {
+                "summary": {"type": "string"},
+                "memory": {"type": "string"},
+                "promotions": {
+                    "type": "array",
+                    "items": {"type": "object",
+                              "properties": {"number": {"type": "integer"},
+                                             "text": {"type": "string"}},
+                              "required": ["number", "text"]},
+                },
+            },
             "required": ["summary", "memory"],
         },
     },
@@ -160,7 +172,8 @@ class ToolBox:
 
     def _curation(self, args: dict[str, Any]) -> ToolResult:
         actions.record_curation(self.session.state, self.session.run_id,
-                                str(args.get("summary", "")), str(args.get("memory", "")))
+                                str(args.get("summary", "")), str(args.get("memory", "")),
+                                args.get("promotions"))
         return ToolResult("curation recorded; the harness checks it when the run ends")
 
     def _finish(self, args: dict[str, Any]) -> ToolResult:

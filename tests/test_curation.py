@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+from harness.curator import ModelResult, ProposedPromotion
 from harness.memory import parse_entry
 from harness.store import hold_lock, lock_path
 
@@ -73,9 +74,9 @@ def test_a_model_rewrite_that_passes_the_checks_stands(state: Path, isolated_env
     expected = rules_only(state, isolated_env, tmp_path)
     seen = {}
 
-    def refine(summary: str, memory: str, promotions: list) -> tuple[str, str]:
+    def refine(summary: str, memory: str, promotions: list) -> ModelResult:
         seen.update(summary=summary, memory=memory)
-        return summary.replace("\n- ", "\n- Lesson: ", 1), memory
+        return ModelResult(summary.replace("\n- ", "\n- Lesson: ", 1), memory)
 
     report = curate(state, isolated_env, "project", CuratorSettings(), refine=refine)
     assert seen["summary"] == expected["summary.md"]  # the model is shown the rules' result
@@ -91,12 +92,52 @@ def test_a_model_rewrite_that_breaks_a_bound_is_replaced_by_the_rules(
 
     expected = rules_only(state, isolated_env, tmp_path)
 
-    def refine(summary: str, memory: str, promotions: list) -> tuple[str, str]:
-        return summary + "".join(f"- padding {i}\n" for i in range(60)), memory
+    def refine(summary: str, memory: str, promotions: list) -> ModelResult:
+        return ModelResult(summary + "".join(f"- padding {i}\n" for i in range(60)), memory)
 
     report = curate(state, isolated_env, "project", CuratorSettings(), refine=refine)
     assert report.model.startswith("rejected: ") and "40 lines" in report.model
     assert (state / "summary.md").read_text() == expected["summary.md"]
+
+
+UNITTEST = "python3 -m unittest from the project root imports the package without installing it"
+REWORDED = "run `python3 -m unittest` from the project root: it imports the package uninstalled"
+
+
+def test_the_models_words_for_a_promotion_reach_identity_with_the_rules_provenance(
+        state: Path, isolated_env: Path, tmp_path: Path) -> None:
+    from harness.curate import CuratorSettings, curate
+
+    rules_copy = tmp_path / "rules-identity"
+    rules_only(state, isolated_env, tmp_path)  # the rules alone promote UNITTEST
+    rules_line = next(line for line in (rules_copy / "worker.md").read_text().splitlines()
+                      if UNITTEST in line)
+
+    def refine(summary: str, memory: str, promotions: list) -> ModelResult:
+        assert [p.text for p in promotions] == [UNITTEST]
+        return ModelResult(summary, memory, [ProposedPromotion(1, REWORDED)])
+
+    report = curate(state, isolated_env, "project", CuratorSettings(), refine=refine)
+    assert report.model == "accepted" and [p.text for p in report.promoted] == [REWORDED]
+    lines = (isolated_env / "worker.md").read_text().splitlines()
+    assert UNITTEST not in "\n".join(lines)
+    assert f"- TRICK: {REWORDED} [" + rules_line.split(" [", 1)[1] in lines
+
+
+def test_a_model_that_drops_a_promotion_gets_the_rules_result(
+        state: Path, isolated_env: Path, tmp_path: Path) -> None:
+    from harness.curate import CuratorSettings, curate
+
+    expected = rules_only(state, isolated_env, tmp_path)
+
+    def refine(summary: str, memory: str, promotions: list) -> ModelResult:
+        return ModelResult(summary.replace("\n- ", "\n- Lesson: ", 1), memory, [])
+
+    report = curate(state, isolated_env, "project", CuratorSettings(), refine=refine)
+    assert report.model == "rejected: promotion 1 is missing (a lesson that met its rule is " \
+                           "promoted)"
+    assert (state / "summary.md").read_text() == expected["summary.md"]
+    assert UNITTEST in (isolated_env / "worker.md").read_text()
 
 
 def test_model_mode_end_to_end_records_the_run_and_why_its_answer_fell(
@@ -120,3 +161,25 @@ def test_model_mode_end_to_end_records_the_run_and_why_its_answer_fell(
     assert "### summary.md (rules)" in (run / "prompt.md").read_text()
     assert invoke("reconstruct", run.name, "--check").exit_code == 0
     assert (state / "progress.log").read_text().splitlines()[-1].split()[3] == run.name
+
+
+def test_model_mode_end_to_end_with_new_words_for_the_promotions(
+        invoke, state: Path, isolated_env: Path, tmp_path: Path) -> None:
+    expected = rules_only(state, isolated_env, tmp_path)
+    answer = {"summary": expected["summary.md"], "memory": expected["MEMORY.md"],
+              "promotions": [{"number": 1, "text": REWORDED}]}
+    script = tmp_path / "curator.yaml"
+    script.write_text(json.dumps([{"tools": [{"name": "curation", "input": answer},
+                                             {"name": "finish", "input": {"summary": "ok"}}]}]))
+    (state / "config.yaml").write_text("curator: {mode: model}\n")
+    (state / "roles").mkdir()
+    (state / "roles" / "curator.yaml").write_text(
+        f"template: curator.md.j2\nbackend: scripted\ntools: [curation, finish]\n"
+        f"options: {{script: {script}}}\n")
+    result = invoke("curator")
+    assert result.exit_code == 0, result.output
+    assert "model's rewrite: accepted" in result.output
+    run = next(state.glob("runs/*-curator-mission"))
+    assert "1. identity/worker.md: - TRICK: " + UNITTEST in (run / "prompt.md").read_text()
+    assert json.loads((run / "manifest.json").read_text())["curation"] == "accepted"
+    assert f"- TRICK: {REWORDED} [promoted " in (isolated_env / "worker.md").read_text()

@@ -20,6 +20,7 @@ from harness.promotion import (
     Candidate,
     Evidence,
     IdentityIndex,
+    Promotion,
     PromotionTracker,
     identity_lessons,
     parse_candidate,
@@ -434,30 +435,38 @@ def test_candidate_record_round_trips_and_rejects_malformed_lines() -> None:
 
 
 @pytest.fixture
-def rules() -> tuple[str, str, list[Candidate]]:
+def rules() -> tuple[str, str, list[Promotion]]:
+    """The rules' MEMORY.md, summary.md and promotions for a small input."""
     b = book()
+    tracker = PromotionTracker(T)
     for n in range(3):
         b.add(entry("TRICK", PSQL, run=f"r{n}", feature=f"F-00{n}"))
+        tracker.add(cand(PSQL_OTHER_WORDS if n else PSQL, run=f"r{n}", feature=f"F-00{n}"))
+    tracker.add(cand(GIT_STASH, run="r7"))
+    tracker.add(cand(GIT_STASH, run="r8"))
     b.add(entry("DECISION", "db: use postgres 16"))
     b.add(entry("-", "F-001 verified via curl"))
     out = b.compact()
-    cands = [cand(PSQL, run="r1", feature="F-001"), cand(PSQL_OTHER_WORDS, run="r2",
-                                                          feature="F-002"),
-             cand("git stash -u stashes untracked files", run="r3")]
-    return out.memory, out.summary, cands
+    promotions = plan_promotions(tracker.due(), IdentityIndex(T), "2026-05-01")
+    assert [p.text for p in promotions] == [PSQL, GIT_STASH]
+    return out.memory, out.summary, promotions
+
+
+GIT_STASH = "git stash -u stashes untracked files"
+REWORDED = [ProposedPromotion(1, "psql -f on drizzle/*.sql runs migrations in filename order"),
+            ProposedPromotion(2, "`git stash -u` stashes the untracked files as well")]
 
 
 def check(result: ModelResult, rules, identity: dict[str, str] | None = None) -> list[str]:
-    memory, _, cands = rules
-    return check_model_result(result, rules_memory=memory, candidates=cands,
+    memory, _, promotions = rules
+    return check_model_result(result, rules_memory=memory, rules_promotions=promotions,
                               identity=identity or {}, bounds=Bounds(), similarity=T)
 
 
-def test_model_check_accepts_the_rules_result_and_a_backed_promotion(rules) -> None:
+def test_model_check_accepts_the_rules_result_and_reworded_promotions(rules) -> None:
     memory, summary, _ = rules
-    ok = ProposedPromotion("worker", "TRICK", "psql -f on drizzle/*.sql runs migrations in "
-                           "filename order", [0, 1])
-    assert check(ModelResult(summary, memory, [ok]), rules) == []
+    assert check(ModelResult(summary, memory), rules) == []
+    assert check(ModelResult(summary, memory, REWORDED), rules) == []
 
 
 def test_model_check_rejects_broken_bounds_and_sections(rules) -> None:
@@ -483,7 +492,7 @@ def test_model_check_rejects_loss_invention_and_dangling_pointers(rules) -> None
     assert "MEMORY.md invents C77" in check(ModelResult(summary, invented), rules)
     hand = memory.replace("## History\n", "## History\nkept by hand\n")
     assert "MEMORY.md lost the line 'kept by hand'" in check_model_result(
-        ModelResult(summary, memory), rules_memory=hand, candidates=[], identity={},
+        ModelResult(summary, memory), rules_memory=hand, rules_promotions=[], identity={},
         bounds=Bounds(), similarity=T)
     dangling = summary.replace("see MEMORY.md L1", "see MEMORY.md L9")
     assert any("points to L9" in p for p in check(ModelResult(dangling, memory), rules))
@@ -491,27 +500,30 @@ def test_model_check_rejects_loss_invention_and_dangling_pointers(rules) -> None
     assert any("does not point" in p for p in check(ModelResult(unpointed, memory), rules))
 
 
-@pytest.mark.parametrize("promotion, why", [
-    (ProposedPromotion("worker", "TRICK", PSQL, [0]), "does not meet the TRICK rule"),
-    (ProposedPromotion("worker", "TRICK", PSQL, [0, 2]), "not all the same lesson"),
-    (ProposedPromotion("worker", "TRICK", "always write tests first", [0, 1]), "matches none"),
-    (ProposedPromotion("worker", "GOTCHA", PSQL, [0, 1]), "never promoted"),
-    (ProposedPromotion("worker", "TRICK", PSQL, [0, 9]), "unknown candidates"),
-    (ProposedPromotion("../x", "TRICK", PSQL, [0, 1]), "bad role"),
-    (ProposedPromotion("validator", "TRICK", PSQL, [0, 1]), "not all validator TRICK"),
+@pytest.mark.parametrize("promotions, why", [
+    ([REWORDED[0]], "promotion 2 is missing"),
+    ([], "promotion 1 is missing"),
+    ([*REWORDED, ProposedPromotion(3, "pnpm lint --fix fixes imports")], "not one of the rules'"),
+    ([*REWORDED, REWORDED[1]], "promotion 2 is given twice"),
+    ([REWORDED[0], ProposedPromotion(2, "always write the tests first")], "not the same lesson"),
+    ([REWORDED[0], ProposedPromotion(2, "git stash -u  \n ")], None),
+    ([REWORDED[0], ProposedPromotion(2, " ")], "1 to 300 characters"),
+    ([REWORDED[0], ProposedPromotion(2, GIT_STASH + " x" * 200)], "1 to 300 characters"),
 ])
-def test_model_check_rejects_unbacked_promotions(rules, promotion, why) -> None:
+def test_model_check_rejects_promotions_the_rules_do_not_back(rules, promotions, why) -> None:
     memory, summary, _ = rules
-    problems = check(ModelResult(summary, memory, [promotion]), rules)
-    assert any(why in p for p in problems), problems
+    problems = check(ModelResult(summary, memory, promotions), rules)
+    if why is None:
+        assert problems == []  # whitespace is folded; the words are still the lesson
+    else:
+        assert any(why in p for p in problems), problems
 
 
-def test_model_check_rejects_promotions_identity_already_holds(rules) -> None:
+def test_model_check_rejects_new_words_identity_already_holds(rules) -> None:
     memory, summary, _ = rules
-    p = ProposedPromotion("worker", "TRICK", PSQL, [0, 1])
-    identity = {"worker": f"- TRICK: {PSQL_OTHER_WORDS}\n"}
-    assert any("already holds" in x for x in check(ModelResult(summary, memory, [p]), rules,
+    identity = {"worker": "- TRICK: `git stash -u` stashes the untracked files as well\n"}
+    assert any("already holds" in x for x in check(ModelResult(summary, memory, REWORDED), rules,
                                                     identity))
-    twice = ModelResult(summary, memory, [p, ProposedPromotion("worker", "TRICK",
-                                                               PSQL_OTHER_WORDS, [0, 1])])
-    assert any("already holds" in x for x in check(twice, rules))
+    # the rules' own words were checked against identity when the rules made the promotion
+    same = [REWORDED[0], ProposedPromotion(2, GIT_STASH)]
+    assert check(ModelResult(summary, memory, same), rules, identity) == []
