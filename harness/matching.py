@@ -313,6 +313,10 @@ class LessonIndex:
             if len(plist) > 2 * POSTING_CAP:
                 del plist[:-POSTING_CAP]
 
+    def has(self, bucket: Any) -> bool:
+        """Whether anything is indexed in `bucket`."""
+        return bucket in self._buckets
+
     def buckets(self) -> list[Any]:
         """The buckets in use."""
         return list(self._buckets)

@@ -237,6 +237,8 @@ class IdentityIndex:
 
     def knows(self, role: str, lesson: str) -> bool:
         """Whether `role`'s identity already holds this lesson, in any words."""
+        if not self._index.has(role):
+            return False  # an empty identity file: spare normalising every due lesson
         return self._index.find(role, normalize(lesson)) is not None
 
 
