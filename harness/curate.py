@@ -4,13 +4,14 @@ A run takes `<state>/locks/curator.lock` without waiting (a second curator gets
 BusyError, exit 3) and works in two phases.
 
 Plan: no raw lock, no visible write. Load the candidate record (`candidates`),
-then stream raw.md once up to its last complete line (`end`): lines before the
-cursor's `processed` offset were learned by an earlier run and are only
-counted; newer lines feed MEMORY.md and the candidate record. The cut is the
-offset of the `raw_keep`-th last entry; everything before it goes to the
-archive. The long work happens here, while workers keep appending: their
-lines land after `end` and wait for the next run. The new candidate lines and
-the promotions are staged in `<state>/curator/*.pending`.
+then stream raw.md once up to its last complete line (`end`; `rawscan` reads
+it, in a second process for a big backlog): lines before the cursor's
+`processed` offset were learned by an earlier run and are only counted; newer
+lines feed MEMORY.md and the candidate record. The cut is the offset of the
+`raw_keep`-th last entry; everything before it goes to the archive. The long
+work happens here, while workers keep appending: their lines land after `end`
+and wait for the next run. The new candidate lines and the promotions are
+staged in `<state>/curator/*.pending`.
 
 Commit: the plan is written as `<state>/curator/journal.json` (atomically);
 that write is the commit point. Before it nothing visible has changed (a run

@@ -247,6 +247,7 @@ class RawReader:
                 fields = marshal.loads(payload)
                 self.scan = Scan(**fields)
                 self.scan.months = [tuple(m) for m in self.scan.months]
+                self._proc.wait()  # it has nothing left to do but exit
                 return
             else:
                 raise BackendError("the raw.md reader process failed: "
