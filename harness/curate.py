@@ -67,7 +67,7 @@ from harness.curate_commit import (
     read_text,
     write_journal,
 )
-from harness.curate_diffs import append_diff, drop_head_diff, rewrite_diff
+from harness.curate_diffs import DIFF_PREVIEW, append_diff, drop_head_diff, rewrite_diff
 from harness.curator import LESSON_KINDS, Bounds, MemoryBook, ModelResult, check_model_result
 from harness.errors import UsageError
 from harness.matching import Norm
@@ -259,9 +259,7 @@ class _Planner:
         self.report.model = "accepted"
         if answer.promotions is not None:
             words = {p.number: " ".join(p.text.split()) for p in answer.promotions}
-            promotions = [replace(p, text=words[n], line=p.evidence.line(self.today, words[n]))
-                          if p.evidence is not None else p
-                          for n, p in enumerate(promotions, 1)]
+            promotions = [replace(p, text=words[n]) for n, p in enumerate(promotions, 1)]
         return {"summary.md": answer.summary, "MEMORY.md": answer.memory}, promotions
 
     def _checked_start(self, cursor: dict) -> int:
@@ -367,12 +365,16 @@ class _Planner:
         if self.n_staged:
             report.diffs[str(paths.record)] = append_diff(paths.record, self.preview,
                                                            self.n_staged)
-        by_role: dict[str, list[str]] = {}
+        shown_lines: dict[str, list[str]] = {}  # only what the diff shows: there may be many
+        per_role: dict[str, int] = {}
         for p in promotions:
-            by_role.setdefault(p.role, []).append(p.line + "\n")
-        for role, lines in by_role.items():
+            shown = shown_lines.setdefault(p.role, [])
+            if len(shown) < DIFF_PREVIEW:
+                shown.append(p.line + "\n")
+            per_role[p.role] = per_role.get(p.role, 0) + 1
+        for role, lines in shown_lines.items():
             path = paths.role_file(role)
-            report.diffs[str(path)] = append_diff(path, lines, len(lines))
+            report.diffs[str(path)] = append_diff(path, lines, per_role[role])
 
 
 def _months_before(months: list[tuple[int, int, str]], cut: int) -> list[tuple[int, int, str]]:

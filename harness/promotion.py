@@ -244,13 +244,18 @@ class IdentityIndex:
 
 @dataclass
 class Promotion:
-    """A lesson to append to identity/<role>.md."""
+    """A lesson to append to identity/<role>.md: its words and the evidence that earned it."""
 
     role: str
     kind: str
     text: str
-    line: str
-    evidence: Evidence | None = None
+    evidence: Evidence
+    promoted_on: str
+
+    @property
+    def line(self) -> str:
+        """The identity line (made when asked: a big first run may promote many)."""
+        return self.evidence.line(self.promoted_on, self.text)
 
 
 def plan_promotions(due: Iterable[Evidence], identity: IdentityIndex,
@@ -260,5 +265,5 @@ def plan_promotions(due: Iterable[Evidence], identity: IdentityIndex,
     Due lessons are distinct clusters already, so they are checked against the
     identity files only, not against each other.
     """
-    return [Promotion(ev.role, ev.kind, ev.text, ev.line(promoted_on), ev)
+    return [Promotion(ev.role, ev.kind, ev.text, ev, promoted_on)
             for ev in due if not identity.knows(ev.role, ev.text)]
