@@ -61,27 +61,29 @@ def fake(name: str, *args: str) -> list[str]:
 # --- argv and environment ------------------------------------------------------------
 
 
-def test_claude_preset_argv_adds_model_and_turn_cap():
+def test_claude_preset_argv_adds_model_turn_cap_and_what_it_may_do_unasked():
     argv, preset = build_argv({"preset": "claude"}, "claude-sonnet-4-5", 12)
     assert argv == [
         "claude", "-p", "--output-format", "json",
         "--model", "claude-sonnet-4-5", "--max-turns", "12",
+        "--permission-mode", "acceptEdits", "--allowedTools", "Bash",
     ]  # fmt: skip
     assert preset.parser == "claude"
-    assert build_argv({"preset": "claude"}, "", None)[0] == [
-        "claude",
-        "-p",
-        "--output-format",
-        "json",
-    ]
+    options = {"preset": "claude", "permission_mode": "bypassPermissions", "allowed_tools": []}
+    assert build_argv(options, "", None)[0] == [
+        "claude", "-p", "--output-format", "json", "--permission-mode", "bypassPermissions",
+    ]  # fmt: skip
+    options = {"preset": "claude", "allowed_tools": ["Bash(pytest:*)", "Read"]}
+    assert build_argv(options, "", None)[0][-2:] == ["--allowedTools", "Bash(pytest:*),Read"]
 
 
-def test_codex_preset_reads_prompt_from_stdin_after_extra_args():
-    argv, preset = build_argv(
-        {"preset": "codex", "args": ["--sandbox", "workspace-write"]}, "o3", 5
-    )
-    assert argv == ["codex", "exec", "--json", "-m", "o3", "--sandbox", "workspace-write", "-"]
+def test_codex_preset_may_write_the_workspace_and_reads_prompt_from_stdin_last():
+    argv, preset = build_argv({"preset": "codex", "args": ["--skip-git-repo-check"]}, "o3", 5)
+    assert argv == ["codex", "exec", "--json", "-m", "o3", "--sandbox", "workspace-write",
+                    "--skip-git-repo-check", "-"]
     assert preset.parser == "codex"
+    argv, _ = build_argv({"preset": "codex", "sandbox": "read-only"}, "", None)
+    assert argv == ["codex", "exec", "--json", "--sandbox", "read-only", "-"]
 
 
 def test_explicit_command_overrides_argv_but_keeps_parser():
@@ -343,6 +345,7 @@ def test_claude_preset_argv_reaches_the_cli_via_path(tmp_path):
     seen = json.loads(out.summary)
     assert seen["argv"] == [
         "argv", "-p", "--output-format", "json", "--model", "claude-opus-4-1", "--max-turns", "9",
+        "--permission-mode", "acceptEdits", "--allowedTools", "Bash",
     ]  # fmt: skip
     assert seen["stdin"] == "Grüße"
 

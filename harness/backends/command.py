@@ -72,7 +72,8 @@ class UsageLimitReached(BackendError):
 
 
 def build_argv(options: dict[str, Any], model: str, turns: int | None) -> tuple[list[str], Preset]:
-    """The argv to run and its preset, from the options `preset`, `command` and `args`."""
+    """The argv to run and its preset, from the options `preset`, `command` and `args`, and
+    for the claude preset `permission_mode` and `allowed_tools`, for codex `sandbox`."""
     name = options.get("preset", "generic")
     if name not in PRESETS:
         raise UsageError(f"unknown command preset {name!r}; use one of: {', '.join(PRESETS)}")
@@ -87,8 +88,16 @@ def build_argv(options: dict[str, Any], model: str, turns: int | None) -> tuple[
     if name == "claude":
         argv += ["--model", model] if model else []
         argv += ["--max-turns", str(turns)] if turns else []
+        # In -p mode nobody can answer a permission prompt, so what is not allowed up front
+        # is refused: by default edits and shell commands go ahead, like the anthropic
+        # backend's own tools; web fetches and MCP tools do not.
+        argv += ["--permission-mode", str(options.get("permission_mode", "acceptEdits"))]
+        tools = [str(t) for t in options.get("allowed_tools", ["Bash"])]
+        argv += ["--allowedTools", ",".join(tools)] if tools else []
         return argv + extra, preset
     argv += ["-m", model] if model else []
+    # codex exec's default sandbox is read-only: a worker could change nothing
+    argv += ["--sandbox", str(options.get("sandbox", "workspace-write"))]
     return argv + extra + ["-"], preset  # `-`: codex exec reads the prompt from stdin
 
 
