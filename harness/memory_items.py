@@ -67,11 +67,13 @@ class Item:
         self.count += 1
         self.day = max(self.day, day)
         if ref and ref != "-":
-            ids = (ref, *(i for i in self.ids if i != ref))
-            if len(ids) > IDS_LISTED:
-                ids = ids[:IDS_LISTED]
+            ids = self.ids
+            if ref in ids:
+                ids = tuple(i for i in ids if i != ref)
+            elif len(ids) >= IDS_LISTED:
+                ids = ids[: IDS_LISTED - 1]
                 self.more = True
-            self.ids = ids
+            self.ids = (ref, *ids)
 
     def rank(self) -> tuple[float, int]:
         """Sort key, best first: recency plus recurrence, then newest arrival."""

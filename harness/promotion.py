@@ -75,15 +75,6 @@ def parse_candidate(line: str) -> tuple[str, int, Candidate] | None:
                                       sys.intern(parts[4]), sys.intern(parts[5]), run, parts[7])
 
 
-def _listed(values: tuple[str, ...], value: str) -> tuple[tuple[str, ...], bool]:
-    """`values` with `value` added if new and room is left; True when it had to be dropped."""
-    if value in values:
-        return values, False
-    if len(values) < LISTED:
-        return (*values, value), False
-    return values, True
-
-
 @dataclass(eq=False, slots=True)
 class Evidence:
     """Everything known about one lesson across missions.
@@ -116,12 +107,22 @@ class Evidence:
         self.last = max(self.last, day)
         first = self.count == 0
         self.count += 1
-        self.missions, m = _listed(self.missions, c.mission)
-        self.features, f = _listed(self.features, c.feature)
-        r = False
-        if c.run:
-            self.runs, r = _listed(self.runs, c.run)
-        self.more |= m | f << 1 | r << 2
+        # each list keeps its first LISTED values (this runs once per note of a big log)
+        if c.mission not in self.missions:
+            if len(self.missions) < LISTED:
+                self.missions = (*self.missions, c.mission)
+            else:
+                self.more |= 1
+        if c.feature not in self.features:
+            if len(self.features) < LISTED:
+                self.features = (*self.features, c.feature)
+            else:
+                self.more |= 2
+        if c.run and c.run not in self.runs:
+            if len(self.runs) < LISTED:
+                self.runs = (*self.runs, c.run)
+            else:
+                self.more |= 4
         worker = c.run or c.feature
         occasion = c.run or f"{c.feature}@{c.ts}"
         if first:
