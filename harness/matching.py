@@ -194,7 +194,9 @@ def _shortlist(b: _Bucket, words: set[str]) -> list[int]:
     which is what lets this skip counting.)
     """
     df = b.df
-    rare = sorted([w for w in words if w in df], key=df.__getitem__)[:BLOCK_WORDS]
+    # rarest first, ties by the word itself: a set's order changes with the hash seed
+    counted = sorted([(df[w], w) for w in words if w in df])[:BLOCK_WORDS]
+    rare = [w for _, w in counted]
     if not rare:
         return []
     postings = b.postings

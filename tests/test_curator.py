@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from harness import matching
@@ -27,6 +32,7 @@ from harness.promotion import (
     plan_promotions,
 )
 
+ROOT = Path(__file__).resolve().parent.parent
 T = 75.0  # the default similarity threshold
 PSQL = "psql -f drizzle/*.sql applies migrations in filename order"
 PSQL_OTHER_WORDS = "running `psql -f` on drizzle/*.sql applies the migrations sorted by file name"
@@ -527,3 +533,20 @@ def test_model_check_rejects_new_words_identity_already_holds(rules) -> None:
     # the rules' own words were checked against identity when the rules made the promotion
     same = [REWORDED[0], ProposedPromotion(2, GIT_STASH)]
     assert check(ModelResult(summary, memory, same), rules, identity) == []
+
+
+def test_matching_does_not_depend_on_the_string_hash_seed() -> None:
+    # Words of equal rarity used to be taken in set order, which differs from one process
+    # to the next (PYTHONHASHSEED): the same notes could cluster differently run to run.
+    script = (
+        "from harness.matching import LessonIndex, _shortlist, normalize\n"
+        "idx = LessonIndex(75)\n"
+        "for n, t in enumerate(['alpha one', 'bravo two', 'charlie three', 'delta four']):\n"
+        "    idx.add('b', normalize(t), n)\n"
+        "words = set(normalize('alpha bravo charlie delta').key.split())\n"
+        "print(_shortlist(idx._buckets['b'], words))\n")
+    seen = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           check=True, cwd=ROOT,
+                           env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout
+            for seed in range(6)}
+    assert len(seen) == 1, seen
