@@ -210,7 +210,10 @@ def _shortlist(b: _Bucket, words: set[str]) -> list[int]:
     def weight(vid: int) -> int:
         return (vid in in_second) * 2 + (vid in in_third)
 
-    ranked = sorted(first, key=weight, reverse=True)
+    # only variants under a second rare word move up; the rest keep their order
+    hits = (in_second | in_third).intersection(first)
+    ranked = first if not hits else (sorted([v for v in first if v in hits], key=weight,
+                                            reverse=True) + [v for v in first if v not in hits])
     if len(ranked) < SHORTLIST:
         in_first = set(first)
         rest = [v for v in second if v not in in_first]
