@@ -140,17 +140,22 @@ def test_a_model_that_drops_a_promotion_gets_the_rules_result(
     assert UNITTEST in (isolated_env / "worker.md").read_text()
 
 
-def test_model_mode_end_to_end_records_the_run_and_why_its_answer_fell(
-        invoke, state: Path, isolated_env: Path, tmp_path: Path) -> None:
-    expected = rules_only(state, isolated_env, tmp_path)
+def model_mode(state: Path, tmp_path: Path, answer: dict) -> None:
+    """`curator.mode: model`, with a scripted curator that answers `answer`, then finishes."""
     script = tmp_path / "curator.yaml"
-    script.write_text("- tools:\n    - {name: curation, input: {summary: 'no sections at all',"
-                      " memory: 'nor here'}}\n    - {name: finish, input: {summary: done}}\n")
+    script.write_text(json.dumps([{"tools": [{"name": "curation", "input": answer},
+                                             {"name": "finish", "input": {"summary": "ok"}}]}]))
     (state / "config.yaml").write_text("curator: {mode: model}\n")
     (state / "roles").mkdir()
     (state / "roles" / "curator.yaml").write_text(
         f"template: curator.md.j2\nbackend: scripted\ntools: [curation, finish]\n"
         f"options: {{script: {script}}}\n")
+
+
+def test_model_mode_end_to_end_records_the_run_and_why_its_answer_fell(
+        invoke, state: Path, isolated_env: Path, tmp_path: Path) -> None:
+    expected = rules_only(state, isolated_env, tmp_path)
+    model_mode(state, tmp_path, {"summary": "no sections at all", "memory": "nor here"})
     result = invoke("curator")
     assert result.exit_code == 0, result.output
     assert "model's rewrite: rejected" in result.output
@@ -168,14 +173,7 @@ def test_model_mode_end_to_end_with_new_words_for_the_promotions(
     expected = rules_only(state, isolated_env, tmp_path)
     answer = {"summary": expected["summary.md"], "memory": expected["MEMORY.md"],
               "promotions": [{"number": 1, "text": REWORDED}]}
-    script = tmp_path / "curator.yaml"
-    script.write_text(json.dumps([{"tools": [{"name": "curation", "input": answer},
-                                             {"name": "finish", "input": {"summary": "ok"}}]}]))
-    (state / "config.yaml").write_text("curator: {mode: model}\n")
-    (state / "roles").mkdir()
-    (state / "roles" / "curator.yaml").write_text(
-        f"template: curator.md.j2\nbackend: scripted\ntools: [curation, finish]\n"
-        f"options: {{script: {script}}}\n")
+    model_mode(state, tmp_path, answer)
     result = invoke("curator")
     assert result.exit_code == 0, result.output
     assert "model's rewrite: accepted" in result.output
