@@ -33,7 +33,7 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TextIO
 
 from harness import memory
 from harness.curate_commit import HEAD_BYTES
@@ -172,7 +172,7 @@ class RawPass:
         else:
             scan.cut, scan.cut_line = keep[0]
 
-    def _record(self, entry: memory.Entry, staged) -> Record:
+    def _record(self, entry: memory.Entry, staged: TextIO) -> Record:
         ts, role, feature, kind, text, run = entry
         if kind not in LESSON_KINDS:
             return (ts, role, feature, kind, text, run, None)
