@@ -134,8 +134,14 @@ class CuratorReport:
         if self.model:
             lines.append(f"model's rewrite: {self.model}")
         lines += self.changes
-        lines += [f"promote to identity/{p.role}.md: {p.kind}: {p.text}" for p in self.promoted]
+        shown = self.promoted[:PROMOTIONS_SHOWN]
+        lines += [f"{verb}promote to identity/{p.role}.md: {p.kind}: {p.text}" for p in shown]
+        if len(self.promoted) > len(shown):
+            lines.append(f"... and {len(self.promoted) - len(shown)} more promotions")
         return "\n".join(lines)
+
+
+PROMOTIONS_SHOWN = 50  # a first run over a long history may promote thousands
 
 
 Refine = Callable[[str, str, list[Promotion]], ModelResult | None]

@@ -659,3 +659,18 @@ def test_benchmark_data_goes_through_with_nothing_lost(tmp_path) -> None:
     assert report.processed == 3000 and report.promoted
     assert_no_loss(state, appended)
     assert_bounds(state)
+
+
+def test_a_report_lists_the_first_promotions_and_counts_the_rest(tmp_path, identity) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    for n in range(60):  # 60 tricks, each from two workers
+        for worker in (1, 2):
+            note(state, f"tool{n} --flag{n} does thing {n}", "TRICK", feature=f"F-{worker:03d}",
+                 run=f"r{n}-{worker}")
+    report = run(state, identity)
+    lines = report.describe().splitlines()
+    assert len(report.promoted) == 60
+    assert sum(line.startswith("promote to identity/worker.md: TRICK: ") for line in lines) == 50
+    assert lines[-1] == "... and 10 more promotions"
+    assert (identity / "worker.md").read_text().count("\n- TRICK: ") == 60
