@@ -31,8 +31,10 @@ def main() -> None:
 
         sys.exit(note_main(argv[:i] + argv[i + 1 :]))
     from harness.cli import cli
+    from harness.reaper import reaping
 
-    cli(prog_name="run.sh")
+    with reaping():  # nothing an agent detached outlives this process
+        cli(prog_name="run.sh")
 
 
 if __name__ == "__main__":

@@ -88,3 +88,27 @@ def test_demo_runs_the_whole_cycle_offline(tmp_path: Path) -> None:
     for run in state.glob("runs/*"):
         check = run_sh("--state", str(state), "reconstruct", run.name, "--check", cwd=tmp_path)
         assert check.returncode == 0, check.stderr
+
+
+def test_a_process_an_agent_detached_does_not_outlive_the_run(project: Path,
+                                                               tmp_path: Path) -> None:
+    # setsid leaves the shell's process group, which is what a run's end kills; a dev
+    # server started this way would hold its port into the next run
+    pidfile = tmp_path / "detached.pid"
+    script = tmp_path / "detach.yaml"
+    script.write_text(
+        "- tools: [{name: bash, input: {command: \"setsid sh -c 'echo $$ > " + str(pidfile)
+        + "; exec sleep 300' > /dev/null 2>&1 < /dev/null & sleep 0.5\"}}]\n"
+        "- tools: [{name: finish, input: {summary: done}}]\n")
+    result = run_sh("worker", "F-004", "--backend", "scripted", "--script", str(script),
+                    cwd=project)
+    assert result.returncode in (0, 1), result.stderr
+    pid = int(pidfile.read_text())
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            alive = f.read().split(") ")[1][0] not in "ZX"
+    except FileNotFoundError:
+        alive = False
+    if alive:
+        os.kill(pid, 9)
+    assert not alive, "the detached sleep outlived run.sh"
