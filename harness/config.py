@@ -28,7 +28,7 @@ class PromptCaps(Strict):
     project_docs_chars: int = 6000  # AGENTS.md and CLAUDE.md, each
     plan_chars: int = 6000
     summary_chars: int = 4000
-    note_titles: int = 15
+    note_titles: int = 10  # the newest; the list fills up early and then stays this long
     feature_chars: int = 4000
     ledger_entries: int = 5
     ledger_chars: int = 3000
