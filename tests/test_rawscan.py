@@ -165,3 +165,20 @@ def test_a_second_process_only_for_a_big_log_on_two_cores(tmp_path, monkeypatch)
     monkeypatch.setattr(rawscan.os, "cpu_count", lambda: 1)
     assert not rawscan.use_process(job)
     assert not rawscan.use_process(ScanJob(**{**vars(job), "raw": str(tmp_path / "none")}))
+
+
+def test_a_dry_run_with_a_reader_process_writes_nothing(tmp_path) -> None:
+    state, identity = bench_data(tmp_path, 2000)
+    before = outcome(state, identity)
+    report = curate(state, identity, "bench", CuratorSettings(reader="process"), now=NOW,
+                    dry_run=True)
+    assert report.processed == 2000 and report.archived == 1990 and report.diffs
+    assert outcome(state, identity) == before
+    assert not (state / "curator").exists() or not any((state / "curator").iterdir())
+
+
+def test_a_reader_process_over_a_missing_raw_md_finds_nothing(tmp_path) -> None:
+    job = ScanJob(str(tmp_path / "raw.md"), 0, 10, "2026-04", None, "b1", "shop")
+    with RawReader(job, process=True) as reader:
+        assert [batch for batch in reader] == []
+    assert reader.scan.end == 0 and reader.scan.months == [(0, 0, "2026-04")]
