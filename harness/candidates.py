@@ -33,6 +33,8 @@ LOCK = ".candidates.lock"
 DIGEST_VERSION = 1
 TAIL = 4096
 CHUNK = 1 << 20
+# json.dumps with options builds a new encoder per call; a digest row is written per lesson
+_encode = json.JSONEncoder(ensure_ascii=False).encode
 
 
 @dataclass
@@ -152,7 +154,7 @@ def _write_digest(identity: Path, tracker: PromotionTracker, read: RecordRead) -
             for cid, ev in enumerate(tracker.lessons):
                 if ev is not None:
                     local[cid] = len(local)
-                    out.write(json.dumps(["E", *ev.row()], ensure_ascii=False) + "\n")
+                    out.write(_encode(["E", *ev.row()]) + "\n")
             index = tracker.clusters.index
             for bucket in index.buckets():
                 for cid, key, packed in index.phrasings(bucket):

@@ -141,6 +141,7 @@ class CuratorReport:
         return "\n".join(lines)
 
 
+_encode = json.JSONEncoder(ensure_ascii=False).encode  # one encoder for every staged line
 PROMOTIONS_SHOWN = 50  # a first run over a long history may promote thousands
 
 
@@ -339,8 +340,7 @@ class _Planner:
             return
         with open(self.paths.staged_promotions, "w", encoding="utf-8") as out:
             for p in promotions:
-                out.write(json.dumps([p.role, p.kind, p.text, p.line], ensure_ascii=False)
-                          + "\n")
+                out.write(_encode([p.role, p.kind, p.text, p.line]) + "\n")
             out.flush()
             os.fsync(out.fileno())
 
