@@ -181,3 +181,20 @@ def test_model_mode_end_to_end_with_new_words_for_the_promotions(
     assert "1. identity/worker.md: - TRICK: " + UNITTEST in (run / "prompt.md").read_text()
     assert json.loads((run / "manifest.json").read_text())["curation"] == "accepted"
     assert f"- TRICK: {REWORDED} [promoted " in (isolated_env / "worker.md").read_text()
+
+
+def test_a_curation_with_malformed_promotions_is_refused_and_a_good_one_kept(state: Path) -> None:
+    import pytest
+
+    from harness import actions
+    from harness.errors import UsageError
+
+    (state / "runs" / "r1").mkdir(parents=True)
+    (state / "runs" / "r1" / "manifest.json").write_text("{}")
+    for bad in ({"number": 1}, [{"number": "1", "text": "x"}], [{"text": "x"}], ["x"]):
+        with pytest.raises(UsageError, match="list of {number: int, text: str}"):
+            actions.record_curation(state, "r1", "s", "m", bad)
+    assert actions.read_curation(state, "r1") is None
+    actions.record_curation(state, "r1", "s", "m", [{"number": 1, "text": "new words"}])
+    assert actions.read_curation(state, "r1") == {
+        "summary": "s", "memory": "m", "promotions": [{"number": 1, "text": "new words"}]}
