@@ -34,34 +34,50 @@ def _identity_args(workdir: Path) -> tuple[str, ...]:
     return () if has_name and has_email else DEFAULT_IDENTITY
 
 
-STALE_AFTER = 2.0  # seconds an index.lock must sit unchanged before it counts as stale
+STALE_AFTER = 2.0  # seconds a git lock file must sit unchanged before it counts as stale
 
 
-def _clear_stale_index_lock(workdir: Path) -> None:
-    """Remove an index.lock a git killed mid-commit left behind.
+def _clear_stale_locks(workdir: Path) -> None:
+    """Remove the lock files a git killed mid-commit left behind.
 
-    Our own git commands are serialised by the state's git lock, so an index.lock we find
-    while holding it is a dead git's, or a person's git at work right now: one that does
-    not change for STALE_AFTER seconds is taken to be dead.
+    `git commit` takes index.lock, then HEAD.lock and the branch's ref lock (and
+    packed-refs.lock); a SIGKILL in between leaves one, and every later commit fails
+    on it. Our own git commands are serialised by the state's git lock, so a lock we
+    find while holding it is a dead git's, or a person's git at work right now: one
+    that does not change for STALE_AFTER seconds is taken to be dead.
     """
-    lock = Path(_git(workdir, "rev-parse", "--absolute-git-dir").stdout.strip()) / "index.lock"
+    git_dir = Path(_git(workdir, "rev-parse", "--absolute-git-dir").stdout.strip())
+    common = Path(_git(workdir, "rev-parse", "--path-format=absolute", "--git-common-dir",
+                       check=False).stdout.strip() or git_dir)
+    candidates = [git_dir / "index.lock", git_dir / "HEAD.lock", common / "packed-refs.lock",
+                  *(common / "refs").rglob("*.lock")]
+    seen = {lock: _stamp(lock) for lock in candidates}
+    seen = {lock: stamp for lock, stamp in seen.items() if stamp is not None}
+    deadline = time.monotonic() + STALE_AFTER
+    while seen and time.monotonic() < deadline:
+        time.sleep(0.1)
+        for lock, stamp in list(seen.items()):
+            now = _stamp(lock)
+            if now is None:
+                del seen[lock]  # its git finished
+            elif now != stamp:
+                seen[lock], deadline = now, time.monotonic() + STALE_AFTER
+    for lock in seen:
+        lock.unlink(missing_ok=True)
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
     try:
-        seen = lock.stat()
-        deadline = time.monotonic() + STALE_AFTER
-        while time.monotonic() < deadline:
-            time.sleep(0.1)
-            now = lock.stat()
-            if (now.st_mtime_ns, now.st_size) != (seen.st_mtime_ns, seen.st_size):
-                seen, deadline = now, time.monotonic() + STALE_AFTER
-        lock.unlink()
+        st = path.stat()
     except FileNotFoundError:
-        pass  # none, or its git finished
+        return None
+    return st.st_mtime_ns, st.st_size
 
 
 def commit_all(workdir: Path, state: Path, message: str) -> str | None:
     """Commit every change in the work tree except the state directory; the new sha, or None."""
     with hold_lock(lock_path(state, "git")):
-        _clear_stale_index_lock(workdir)
+        _clear_stale_locks(workdir)
         return _commit(workdir, state, message)
 
 

@@ -13,6 +13,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from conftest import EXAMPLE, RUN_SH, git_init, run_sh
 
 from harness.features import load_plan
@@ -159,13 +160,22 @@ def test_an_agent_shell_dies_with_a_killed_harness(project: Path, tmp_path: Path
     ).split()[2]
 
 
-def test_next_commit_clears_the_index_lock_a_killed_git_left(project: Path,
-                                                             tmp_path: Path) -> None:
+@pytest.mark.parametrize("lock", ["index.lock", "HEAD.lock", "BRANCH.lock", "packed-refs.lock"])
+def test_next_commit_clears_the_lock_a_killed_git_commit_left(project: Path, tmp_path: Path,
+                                                              lock: str) -> None:
+    # git commit takes these in turn; a SIGKILL in between leaves one, and every later
+    # commit would fail on it (seen in the fault test: HEAD.lock)
     git_init(project)
-    (project / ".git" / "index.lock").write_text("")
+    if lock == "BRANCH.lock":
+        branch = subprocess.run(["git", "symbolic-ref", "--short", "HEAD"], cwd=project,
+                                capture_output=True, text=True, check=True).stdout.strip()
+        lock = f"refs/heads/{branch}.lock"
+    (project / ".git" / lock).write_text("")
     script = tmp_path / "edit.yaml"
     script.write_text("- tools: [{name: bash, input: {command: 'echo x > new.txt'}}]\n")
     result = run_sh("worker", "F-004", "--backend", "scripted", "--script", str(script),
                     cwd=project)
-    assert result.returncode == 0 and "committed" in result.stdout, result.stderr
-    assert not (project / ".git" / "index.lock").exists()
+    assert result.returncode == 0 and "committed" in result.stdout, result.stdout
+    assert not (project / ".git" / lock).exists()
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=project, capture_output=True,
+                          text=True).stdout == ""
