@@ -279,6 +279,11 @@ class ProposedPromotion:
     number: int
     text: str
 
+    @property
+    def words(self) -> str:
+        """The text on one line, runs of whitespace folded: what identity would get."""
+        return " ".join(self.text.split())
+
 
 @dataclass
 class ModelResult:
@@ -354,7 +359,7 @@ def _promotion_problems(proposed: list[ProposedPromotion], rules: Sequence[Promo
             problems.append(f"promotion {p.number} is not one of the rules' promotions")
             continue
         rule = rules[p.number - 1]
-        text = " ".join(p.text.split())
+        text = p.words
         where = f"promotion {p.number} ({text[:40]!r})"
         if not text or len(text) > TEXT_MAX:
             problems.append(f"{where}: the text must be 1 to {TEXT_MAX} characters")
