@@ -8,8 +8,6 @@ from __future__ import annotations
 import os
 import re
 import select
-import shlex
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -18,7 +16,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from harness.procs import die_with_parent
 from harness.store import atomic_write
@@ -56,19 +54,25 @@ class Shell:
         self.workdir, self.timeout, self.output_chars = workdir, timeout, output_chars
         self.environment = environment  # read at each (re)start, like a fresh login
         self.proc: subprocess.Popen[bytes] | None = None
-        self.scratch: Path | None = None
+        self.script: IO[bytes] | None = None  # the command file, unlinked
 
     def run(self, command: str) -> ToolResult:
         """Run one command; output is stdout and stderr merged, then the exit code."""
         if self.proc is None or self.proc.poll() is not None:
             self._start()
-        assert self.proc and self.proc.stdin and self.scratch
+        assert self.proc and self.proc.stdin and self.script is not None
         # The command goes through a file so that unbalanced quotes or a heredoc in it
         # cannot swallow the sentinel line; stdin is /dev/null so it cannot read ours either.
-        script = self.scratch / "command.sh"
-        script.write_text(command + "\n")
+        # The file is unlinked and reaches bash as an inherited descriptor: a harness
+        # killed with SIGKILL leaves nothing behind in the temp dir.
+        script = self.script
+        script.seek(0)
+        script.truncate()
+        script.write((command + "\n").encode())
+        script.flush()
+        script.seek(0)  # where /dev/fd/N shares our offset (macOS), bash reads from the start
         marker = f"__HARNESS_DONE_{uuid.uuid4().hex}__"
-        line = f"source {shlex.quote(str(script))} </dev/null; printf '%s:%s\\n' {marker} \"$?\"\n"
+        line = f"source /dev/fd/{script.fileno()} </dev/null; printf '%s:%s\\n' {marker} \"$?\"\n"
         try:
             self.proc.stdin.write(line.encode())
             self.proc.stdin.flush()
@@ -78,8 +82,8 @@ class Shell:
         return self._collect(re.compile(re.escape(marker.encode()) + rb":(\d+)\n"))
 
     def _start(self) -> None:
-        if self.scratch is None:
-            self.scratch = Path(tempfile.mkdtemp(prefix="harness-bash-"))
+        if self.script is None:
+            self.script = tempfile.TemporaryFile(prefix="harness-bash-")
         self.proc = subprocess.Popen(
             ["bash", "--noprofile", "--norc"],
             cwd=self.workdir,
@@ -89,6 +93,7 @@ class Shell:
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, so a timeout can kill it all
             preexec_fn=die_with_parent,
+            pass_fds=(self.script.fileno(),),
         )
 
     def _collect(self, sentinel: re.Pattern[bytes]) -> ToolResult:
@@ -140,11 +145,11 @@ class Shell:
         self.proc = None
 
     def close(self) -> None:
-        """Stop the shell and remove its scratch folder."""
+        """Stop the shell and close its command file."""
         self.stop()
-        if self.scratch is not None:
-            shutil.rmtree(self.scratch, ignore_errors=True)
-            self.scratch = None
+        if self.script is not None:
+            self.script.close()
+            self.script = None
 
 
 class Editor:

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -158,6 +162,29 @@ def test_close_kills_background_processes(tmp_path):
     pid = int(bash(box, "sleep 60 & echo $!").splitlines()[0])
     box.close()
     assert _gone(pid)
+
+
+def test_a_killed_run_leaves_no_files_behind(tmp_path):
+    """The shell's command goes through an unlinked file: a SIGKILLed harness cannot
+    leave a scratch folder in the temp dir, as it once did once per killed run."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    code = (
+        "import os, signal, sys; from pathlib import Path\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "from fake_api import make_session\n"
+        "from harness.tools import ToolBox\n"
+        "box = ToolBox(make_session(Path(sys.argv[2])))\n"
+        "assert box.execute('bash', {'command': 'echo hi'}).text.startswith('hi')\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    proc = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent), str(work)],
+                          env={**os.environ, "TMPDIR": str(temp)}, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert list(temp.iterdir()) == []
 
 
 # --- the editor
