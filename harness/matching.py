@@ -28,6 +28,7 @@ first match. A text seen before word for word skips all that (`Clusters`).
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -140,15 +141,18 @@ def anchors_conflict(a: Norm, b: Norm) -> bool:
     """True when the technical words say these are different tricks (see module docstring)."""
     if not (a.anchors or b.anchors):
         return False
-    return _conflict(set(a.key.split()), a.strict.split(), a.anchors.split(),
-                     set(b.key.split()), b.strict.split(), b.anchors.split())
+    return _conflict(set(a.key.split()), a.strict.split(), a.anchors.split(), b.key,
+                     b.strict.split(), b.anchors.split())
 
 
-def _conflict(a_words: set[str], a_strict: list[str], a_anchors: list[str],
-              b_words: set[str], b_strict: list[str], b_anchors: list[str]) -> bool:
-    if not (b_words.issuperset(a_strict) and a_words.issuperset(b_strict)):
+def _conflict(a_words: set[str], a_strict: list[str], a_anchors: list[str], b_key: str,
+              b_strict: list[str], b_anchors: list[str]) -> bool:
+    # (b has all of a's strict words, a all of b's) and (b has all of a's anchors, or a all
+    # of b's), tested so that b's words are split only when needed. Strict words are anchors.
+    if not a_words.issuperset(b_strict):
         return True  # a flag, subcommand or number on one side only
-    return not (b_words.issuperset(a_anchors) or a_words.issuperset(b_anchors))
+    needed = a_strict if a_words.issuperset(b_anchors) else a_anchors
+    return bool(needed) and not set(b_key.split()).issuperset(needed)
 
 
 def score(a: Norm, b: Norm) -> float:
@@ -179,10 +183,10 @@ def same_lesson(a: str, b: str, threshold: float) -> bool:
 
 
 def _pack(norm: Norm) -> str:
-    if not norm.anchors:
-        return ""
+    if not norm.strict:
+        return norm.anchors
     strict = set(norm.strict.split())
-    return " ".join("!" + w if w in strict else w for w in norm.anchors.split())
+    return " ".join(["!" + w if w in strict else w for w in norm.anchors.split()])
 
 
 def _shortlist(b: _Bucket, words: set[str]) -> list[int]:
@@ -193,33 +197,44 @@ def _shortlist(b: _Bucket, words: set[str]) -> list[int]:
     keep posting order. (Every variant under the rarest word outranks the rest,
     which is what lets this skip counting.)
     """
-    df = b.df
+    get = b.df.get
     # rarest first, ties by the word itself: a set's order changes with the hash seed
-    counted = sorted([(df[w], w) for w in words if w in df])[:BLOCK_WORDS]
-    rare = [w for _, w in counted]
-    if not rare:
+    counted = sorted([(n, w) for w in words if (n := get(w))])
+    if not counted:
         return []
     postings = b.postings
-    first = postings[rare[0]][-POSTING_CAP:]
-    if len(rare) == 1:
+    first = postings[counted[0][1]][-POSTING_CAP:]
+    if len(counted) == 1:
         return first[:SHORTLIST]
-    second = postings[rare[1]][-POSTING_CAP:]
-    third = postings[rare[2]][-POSTING_CAP:] if len(rare) > 2 else []
-    in_second, in_third = set(second), set(third)
-
-    def weight(vid: int) -> int:
-        return (vid in in_second) * 2 + (vid in in_third)
-
+    in_second = set(postings[counted[1][1]][-POSTING_CAP:])
+    in_third = set(postings[counted[2][1]][-POSTING_CAP:]) if len(counted) > 2 else set()
     # only variants under a second rare word move up; the rest keep their order
-    hits = (in_second | in_third).intersection(first)
-    ranked = first if not hits else (sorted([v for v in first if v in hits], key=weight,
-                                            reverse=True) + [v for v in first if v not in hits])
+    if in_second.isdisjoint(first) and in_third.isdisjoint(first):
+        ranked = first
+    else:
+        both, second, third, neither = [], [], [], []
+        for vid in first:
+            if vid in in_second:
+                (both if vid in in_third else second).append(vid)
+            elif vid in in_third:
+                third.append(vid)
+            else:
+                neither.append(vid)
+        ranked = both + second + third + neither
     if len(ranked) < SHORTLIST:
-        in_first = set(first)
-        rest = [v for v in second if v not in in_first]
-        rest += [v for v in third if v not in in_first and v not in in_second]
-        ranked += sorted(rest, key=weight, reverse=True)
+        ranked = ranked + _rest(first, postings[counted[1][1]][-POSTING_CAP:], in_second,
+                                postings[counted[2][1]][-POSTING_CAP:] if len(counted) > 2
+                                else [], in_third)
     return ranked[:SHORTLIST]
+
+
+def _rest(first: list[int], second: list[int], in_second: set[int], third: list[int],
+          in_third: set[int]) -> list[int]:
+    """Variants under the second or third rare word only, best first (see `_shortlist`)."""
+    in_first = set(first)
+    rest = [v for v in second if v not in in_first]
+    rest += [v for v in third if v not in in_first and v not in in_second]
+    return sorted(rest, key=lambda v: (v in in_second) * 2 + (v in in_third), reverse=True)
 
 
 class _Bucket:
@@ -230,7 +245,7 @@ class _Bucket:
         self.keys: list[str] = []  # variant -> normalised text
         self.anchors: list[str] = []  # variant -> anchors, strict ones marked "!" (packed)
         self.owner: list[int] = []  # variant -> cluster
-        self.postings: dict[str, list[int]] = {}  # word -> recent variants
+        self.postings: defaultdict[str, list[int]] = defaultdict(list)  # word -> recent variants
         self.df: dict[str, int] = {}  # word -> variants ever indexed under it
 
 
@@ -257,35 +272,38 @@ class LessonIndex:
         hit = b.exact.get(norm.key)
         if hit is not None:
             return hit
-        key, ratio = norm.key, fuzz.token_set_ratio
-        a_words = set(key.split())
+        return self._match(b, norm, set(norm.key.split()))
+
+    def _match(self, b: _Bucket, norm: Norm, a_words: set[str]) -> int | None:
+        key, ratio, threshold = norm.key, fuzz.token_set_ratio, self.threshold
         shortlist = _shortlist(b, a_words)
         if not shortlist:
             return None
         if not self.anchored:
             for vid in shortlist:
-                if ratio(key, b.keys[vid], score_cutoff=self.threshold):
+                if ratio(key, b.keys[vid], score_cutoff=threshold):
                     return b.owner[vid]
             return None
         # anchors first: a near miss is turned away before it costs a fuzzy score
         a_strict, a_anchors = norm.strict.split(), norm.anchors.split()
-        cutoff = self.threshold - (AGREE_BONUS if a_anchors else 0)
+        cutoff = threshold - (AGREE_BONUS if a_anchors else 0)
         for vid in shortlist:
             other_key, packed = b.keys[vid], b.anchors[vid]
-            b_anchors = packed.split()
-            if b_anchors or a_anchors:
-                b_strict = [w[1:] for w in b_anchors if w[0] == "!"]
-                b_anchors = [w.lstrip("!") for w in b_anchors]
-                if _conflict(a_words, a_strict, a_anchors, set(other_key.split()), b_strict,
-                             b_anchors):
-                    continue
+            if "!" in packed:
+                b_strict = [w[1:] for w in packed.split() if w[0] == "!"]
+                b_anchors = packed.replace("!", "").split()
+            else:
+                b_strict, b_anchors = [], packed.split()
+            if (b_anchors or a_anchors) and _conflict(a_words, a_strict, a_anchors, other_key,
+                                                      b_strict, b_anchors):
+                continue
             raw = ratio(key, other_key, score_cutoff=cutoff)
             if not raw:
                 continue
             similarity = _capped(key, other_key, raw)
-            if similarity >= self.threshold or (
+            if similarity >= threshold or (
                     a_anchors and b_anchors == a_anchors
-                    and similarity >= self.threshold - AGREE_BONUS):
+                    and similarity >= threshold - AGREE_BONUS):
                 return b.owner[vid]
         return None
 
@@ -298,8 +316,10 @@ class LessonIndex:
         b = self._buckets.get(bucket)
         if b is None:
             b = self._buckets[bucket] = _Bucket()
-        if key in b.exact:
-            return
+        if key not in b.exact:
+            self._add(b, key, packed, cluster, set(key.split()))
+
+    def _add(self, b: _Bucket, key: str, packed: str, cluster: int, words: set[str]) -> None:
         b.exact[key] = cluster
         variants = self._variants
         if cluster >= len(variants):
@@ -311,9 +331,10 @@ class LessonIndex:
         b.keys.append(key)
         b.anchors.append(packed)
         b.owner.append(cluster)
-        for w in set(key.split()):
-            b.df[w] = b.df.get(w, 0) + 1
-            plist = b.postings.setdefault(w, [])
+        df, postings = b.df, b.postings
+        for w in words:
+            df[w] = df.get(w, 0) + 1
+            plist = postings[w]
             plist.append(vid)
             if len(plist) > 2 * POSTING_CAP:
                 del plist[:-POSTING_CAP]
@@ -333,9 +354,17 @@ class LessonIndex:
 
     def assign(self, bucket: Any, norm: Norm, new_cluster: int) -> int:
         """The cluster `norm` belongs to; `new_cluster` (now indexed) when none matches."""
-        found = self.find(bucket, norm)
+        b = self._buckets.get(bucket)
+        if b is None:
+            b = self._buckets[bucket] = _Bucket()
+        key = norm.key
+        hit = b.exact.get(key)
+        if hit is not None:
+            return hit
+        words = set(key.split())
+        found = self._match(b, norm, words)
         cluster = new_cluster if found is None else found
-        self.add(bucket, norm, cluster)
+        self._add(b, key, _pack(norm), cluster, words)
         return cluster
 
 
