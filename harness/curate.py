@@ -308,17 +308,20 @@ class _Planner:
         return scan, book
 
     def _learn(self, batch: list[Record], book: MemoryBook) -> None:
+        # Runs once per note of a big log: no Entry or Candidate is built for a lesson, and
+        # role, feature and kind come interned (rawscan.parse_line; marshal keeps that).
         tracker, mission, intern = self.tracker, self.mission, sys.intern
-        assign = tracker.clusters.assign_text
+        assign, note_lesson, note_candidate = (tracker.clusters.assign_text, book.note_lesson,
+                                               tracker.note)
         for ts, role, feature, kind, text, run, norm in batch:
-            entry = memory.Entry(ts, intern(role), intern(feature), intern(kind), text, run)
             if kind not in LESSON_KINDS:
-                book.add(entry)
+                book.add(memory.Entry(ts, role, feature, kind, text, run))
                 continue
-            cid = assign((entry.role, entry.kind), text, Norm(*norm) if norm else None)
-            book.add(entry, cid)
+            cid = assign((role, kind), text, Norm(*norm) if norm else None)
+            day = intern(ts[:10])
+            note_lesson(cid, role, kind, text, day, run or feature)
             if kind in PROMOTABLE:
-                tracker.add_entry(entry, mission, cid)
+                note_candidate(cid, role, kind, text, day, ts, mission, feature, run)
 
     def _discard_staged(self) -> None:
         if not self.dry_run:

@@ -149,32 +149,36 @@ class MemoryBook:
 
     def add(self, entry: Entry, cluster: int | None = None) -> None:
         """Take one new L1 entry into memory; `cluster` if the caller already matched it."""
-        self._seq += 1
         if entry.kind in LESSON_KINDS:
-            day = sys.intern(entry.ts[:10])  # a few hundred distinct days, millions of notes
             if cluster is None:
                 cluster = self.clusters.assign_text((entry.role, entry.kind), entry.text)
-            self._add_lesson(entry, day, cluster)
-        elif entry.kind == "DECISION":
+            # a few hundred distinct days among millions of notes: interned
+            self.note_lesson(cluster, entry.role, entry.kind, entry.text,
+                             sys.intern(entry.ts[:10]), entry.run or entry.feature)
+            return
+        self._seq += 1
+        if entry.kind == "DECISION":
             item = Item("D", "DECISION", entry.role, clip(entry.text, TEXT_MAX), entry.ts[:10],
                         self._seq, feature=entry.feature, run=entry.run)
             self._add_topic(item)
         else:
             self._context.append((self._seq, entry))
 
-    def _add_lesson(self, entry: Entry, day: str, cid: int) -> None:
-        ref = entry.run or entry.feature
+    def note_lesson(self, cid: int, role: str, kind: str, text: str, day: str, ref: str
+                    ) -> None:
+        """`add` for a lesson note matched to cluster `cid` already, seen on `day` by run
+        (or feature) `ref`: what a big log's loop calls, with no Entry to build."""
+        self._seq += 1
         item = self._lessons[cid] if cid < len(self._lessons) else None
         if item is None:
             ids = (ref,) if ref != "-" else ()
-            self._put(cid, Item("L", entry.kind, entry.role, clip(entry.text, TEXT_MAX), day,
-                                self._seq, ids=ids))
+            self._put(cid, Item("L", kind, role, clip(text, TEXT_MAX), day, self._seq, ids=ids))
             return
         item.note(ref, day)
         if item.in_history:  # back from History: it recurs
             item.in_history = False
             if item.text.endswith("…"):
-                item.text = clip(entry.text, TEXT_MAX)
+                item.text = clip(text, TEXT_MAX)
 
     def _put(self, cid: int, item: Item) -> None:
         if cid >= len(self._lessons):

@@ -102,33 +102,37 @@ class Evidence:
 
     def add(self, c: Candidate) -> None:
         """Count one more note of this lesson."""
-        day = sys.intern(c.ts[:10])  # a few hundred distinct days among millions of notes
+        # a few hundred distinct days among millions of notes: interned
+        self.note(sys.intern(c.ts[:10]), c.ts, c.mission, c.feature, c.run)
+
+    def note(self, day: str, ts: str, mission: str, feature: str, run: str | None) -> None:
+        """`add` for a note given by its fields (`day` is ts[:10], interned)."""
         self.first = min(self.first or day, day)
         self.last = max(self.last, day)
         first = self.count == 0
         self.count += 1
         # each list keeps its first LISTED values (this runs once per note of a big log)
-        if c.mission not in self.missions:
+        if mission not in self.missions:
             if len(self.missions) < LISTED:
-                self.missions = (*self.missions, c.mission)
+                self.missions = (*self.missions, mission)
             else:
                 self.more |= 1
-        if c.feature not in self.features:
+        if feature not in self.features:
             if len(self.features) < LISTED:
-                self.features = (*self.features, c.feature)
+                self.features = (*self.features, feature)
             else:
                 self.more |= 2
-        if c.run and c.run not in self.runs:
+        if run and run not in self.runs:
             if len(self.runs) < LISTED:
-                self.runs = (*self.runs, c.run)
+                self.runs = (*self.runs, run)
             else:
                 self.more |= 4
-        worker = c.run or c.feature
-        occasion = c.run or f"{c.feature}@{c.ts}"
+        worker = run or feature
+        occasion = run or f"{feature}@{ts}"
         if first:
             self.worker, self.occasion = worker, occasion
             return
-        same_mission = c.mission == self.missions[0]
+        same_mission = mission == self.missions[0]
         self.two_workers = self.two_workers or not same_mission or worker != self.worker
         self.two_occasions = (self.two_occasions or not same_mission
                               or occasion != self.occasion)
@@ -183,10 +187,18 @@ class PromotionTracker:
         """File one candidate under its lesson; `cluster` if the caller already matched it."""
         if cluster is None:
             cluster = self.clusters.assign_text((c.role, c.kind), c.text)
-        ev = self.lessons[cluster] if cluster < len(self.lessons) else None
+        return self.note(cluster, c.role, c.kind, c.text, sys.intern(c.ts[:10]), c.ts,
+                         c.mission, c.feature, c.run)
+
+    def note(self, cluster: int, role: str, kind: str, text: str, day: str, ts: str,
+             mission: str, feature: str, run: str | None) -> Evidence:
+        """`add` for a note matched to `cluster` already, given by its fields: what a big
+        log's loop calls, with no Candidate to build (`day` is ts[:10], interned)."""
+        lessons = self.lessons
+        ev = lessons[cluster] if cluster < len(lessons) else None
         if ev is None:
-            ev = self.put(cluster, Evidence(c.role, c.kind, c.text))
-        ev.add(c)
+            ev = self.put(cluster, Evidence(role, kind, text))
+        ev.note(day, ts, mission, feature, run)
         return ev
 
     def add_entry(self, entry: Entry, mission: str, cluster: int | None = None) -> Candidate:
