@@ -112,28 +112,48 @@ def _token(token: str) -> tuple[str, tuple[str, ...], tuple[str, ...], bool, boo
             tuple(stem(w) for w in found if w not in STOPWORDS), technical, flag)
 
 
+def _step(token: str, in_code: bool, after_launcher: bool) -> tuple:
+    """What `token` adds in its context: (words, anchors, strict words, whether it is a
+    launcher, whether it is an article, whether a command word follows it)."""
+    low, every, content, technical, flag = _token(token)
+    subcommand = after_launcher and not flag and (low not in STOPWORDS or low in RUNNERS)
+    if in_code or technical or subcommand:
+        strict = tuple(w for w in every if flag or subcommand or w[0].isdigit())
+        return (every, every, strict, low in LAUNCHERS, low in ARTICLES,
+                subcommand and low in RUNNERS)
+    return content, (), (), low in LAUNCHERS, low in ARTICLES, False
+
+
+# _step's answers by context (in code * 2 + after a launcher), then token: normalising
+# is most of the curator's reading, and tokens recur far more than texts do
+_STEPS: tuple[dict[str, tuple], ...] = ({}, {}, {}, {})
+STEP_CACHE = 1 << 15  # tokens remembered per context before that cache starts over
+
+
 @lru_cache(maxsize=1 << 13)
 def normalize(text: str) -> Norm:
     """Normalise a note's text for matching (see the module docstring)."""
     words: list[str] = []
     anchors: set[str] = set()
     strict: set[str] = set()
-    prev = ""
-    after_launcher = False
+    prev_article = after_launcher = False
     for i, segment in enumerate(text.split("`")):
-        in_code = i % 2 == 1
+        in_code = i % 2
         for token in segment.split():
-            low, every, content, technical, flag = _token(token)
-            subcommand = after_launcher and not flag and (low not in STOPWORDS or low in RUNNERS)
-            if in_code or technical or subcommand:
-                words += every
-                anchors.update(every)
-                strict.update(w for w in every if flag or subcommand or w[0].isdigit())
-            else:
-                words += content
-            after_launcher = (low in LAUNCHERS and prev not in ARTICLES) or (
-                subcommand and low in RUNNERS)
-            prev = low
+            cache = _STEPS[in_code * 2 + after_launcher]
+            step = cache.get(token)
+            if step is None:
+                if len(cache) >= STEP_CACHE:
+                    cache.clear()
+                step = cache[token] = _step(token, bool(in_code), bool(after_launcher))
+            more, anchored, strict_words, launcher, article, command_next = step
+            words += more
+            if anchored:
+                anchors.update(anchored)
+                if strict_words:
+                    strict.update(strict_words)
+            after_launcher = (launcher and not prev_article) or command_next
+            prev_article = article
     return Norm(" ".join(words), " ".join(sorted(anchors)), " ".join(sorted(strict)))
 
 

@@ -22,13 +22,16 @@ changed anything.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import marshal
 import os
+import queue
 import re
 import struct
 import subprocess
 import sys
+import threading
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -46,6 +49,8 @@ from harness.promotion import PROMOTABLE, Candidate
 
 BATCH = 2000  # entries per batch
 PROCESS_MIN_BYTES = 4 << 20  # new bytes below this are read inline: a process costs ~0.1 s
+PIPE_BYTES = 1 << 20  # Linux's default pipe-max-size
+AHEAD = 64  # batches the reader process may have ready beyond the pipe (a few hundred KiB each)
 _FRAME = struct.Struct("<cI")
 
 _TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
@@ -221,6 +226,7 @@ class RawReader:
                 [sys.executable, "-m", "harness.rawscan", json.dumps(asdict(job))],
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=env,
                 preexec_fn=die_with_parent)
+            _widen_pipe(self._proc.stdout.fileno())
 
     def __enter__(self) -> RawReader:
         return self
@@ -254,6 +260,16 @@ class RawReader:
                                    + payload.decode("utf-8", "replace"))
 
 
+def _widen_pipe(fd: int) -> None:
+    # A batch is a few hundred KiB and the default pipe holds 64 KiB: with a wider one
+    # the reader can run a few batches ahead instead of waiting for each to be taken.
+    if hasattr(fcntl, "F_SETPIPE_SZ"):
+        try:
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        except OSError:
+            pass  # above the system's pipe-max-size: the default works, a little slower
+
+
 def _read_frame(stdout: BinaryIO, proc: subprocess.Popen) -> tuple[bytes, bytes]:
     header = stdout.read(_FRAME.size)
     if len(header) == _FRAME.size:
@@ -269,25 +285,58 @@ def _write_frame(out: BinaryIO, tag: bytes, payload: bytes) -> None:
     out.write(payload)
 
 
+class _FrameWriter(threading.Thread):
+    """Writes the reader's frames from a queue, so that the pass runs up to AHEAD frames
+    ahead of a curator that is busy (loading the candidate record, say) instead of
+    stopping whenever the pipe is full. A pipe the curator closed is drained to nowhere."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        super().__init__(name="rawscan-writer", daemon=True)
+        self.out = out
+        self.frames: queue.Queue[tuple[bytes, bytes] | None] = queue.Queue(maxsize=AHEAD)
+        self.broken = False
+
+    def run(self) -> None:
+        while (frame := self.frames.get()) is not None:
+            if not self.broken:
+                try:
+                    _write_frame(self.out, *frame)
+                except OSError:
+                    self.broken = True  # the curator stopped reading
+        if not self.broken:
+            try:
+                self.out.flush()
+            except OSError:
+                self.broken = True
+
+    def send(self, tag: bytes, payload: bytes) -> bool:
+        """Queue a frame; False once the curator has stopped reading."""
+        self.frames.put((tag, payload))
+        return not self.broken
+
+    def finish(self) -> bool:
+        """Write what is queued; whether it all reached the pipe."""
+        self.frames.put(None)
+        self.join()
+        return not self.broken
+
+
 def main(argv: list[str]) -> int:
     """The reader process: run the pass for the JSON job in argv, frames to stdout."""
-    out = sys.stdout.buffer
     job = ScanJob(**json.loads(argv[0]))
     raw_pass = RawPass(job)
+    writer = _FrameWriter(sys.stdout.buffer)
+    writer.start()
     try:
-        try:
-            for batch in raw_pass.batches():
-                _write_frame(out, b"B", marshal.dumps(batch))
-            _write_frame(out, b"D", marshal.dumps(asdict(raw_pass.scan)))
-        except BrokenPipeError:
-            raise
-        except OSError as e:
-            _write_frame(out, b"E", str(e).encode())
-            return 1
-        out.flush()
-    except BrokenPipeError:
-        return 1  # the curator stopped reading: it has failed or been stopped
-    return 0
+        for batch in raw_pass.batches():
+            if not writer.send(b"B", marshal.dumps(batch)):
+                return 1  # the curator stopped reading: it has failed or been stopped
+        writer.send(b"D", marshal.dumps(asdict(raw_pass.scan)))
+    except OSError as e:
+        writer.send(b"E", str(e).encode())
+        writer.finish()
+        return 1
+    return 0 if writer.finish() else 1
 
 
 if __name__ == "__main__":
