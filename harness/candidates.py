@@ -9,8 +9,9 @@ skips every seq at or below the highest it has seen for that batch.
 `<identity>/.candidates.digest` saves re-reading the whole record on every run:
 a header (format, similarity threshold, the record offset it covers with a hash
 of the 4 KiB before it, the highest seq per batch) and the record clustered
-into lessons: each lesson's evidence, then the phrasings indexed for it. A run
-loads it and reads only the record after that offset. It is a cache: missing,
+into lessons: each lesson's evidence, then the phrasings indexed for it, as
+JSON lines of up to DIGEST_ROWS rows each (`["E", row, ...]`, `["P", row, ...]`).
+A run loads it and reads only the record after that offset. It is a cache: missing,
 stale or doubtful (another threshold, a record that shrank or changed), the
 record is read from the start.
 """
@@ -30,7 +31,8 @@ from harness.store import hold_lock, sha256
 RECORD = ".candidates.log"
 DIGEST = ".candidates.digest"
 LOCK = ".candidates.lock"
-DIGEST_VERSION = 1
+DIGEST_VERSION = 2
+DIGEST_ROWS = 1000  # rows per digest line: one JSON call each, not one per row
 TAIL = 4096
 CHUNK = 1 << 20
 # json.dumps with options builds a new encoder per call; a digest row is written per lesson
@@ -91,15 +93,17 @@ def _load_digest(identity: Path, similarity: float) -> tuple[PromotionTracker, R
                 return None
             local: list[int] = []
             for line in f:
-                row = json.loads(line)
-                if row[0] == "E":
-                    cid = clusters.new_id()
-                    tracker.put(cid, Evidence.from_row(row[1:]))
-                    local.append(cid)
+                tag, *rows = json.loads(line)
+                if tag == "E":
+                    for row in rows:
+                        cid = clusters.new_id()
+                        tracker.put(cid, Evidence.from_row(row))
+                        local.append(cid)
                 else:
-                    _, n, key, packed = row
-                    ev = tracker.lessons[local[n]]
-                    clusters.index.add_packed((ev.role, ev.kind), key, packed, local[n])
+                    add = clusters.index.add_packed
+                    for n, key, packed in rows:
+                        ev = tracker.lessons[local[n]]
+                        add((ev.role, ev.kind), key, packed, local[n])
             read = RecordRead(head["end"], head["tail_sha"], dict(head["batches"]), True)
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             return None  # a damaged cache: the record itself will do
@@ -151,15 +155,27 @@ def _write_digest(identity: Path, tracker: PromotionTracker, read: RecordRead) -
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(json.dumps(head) + "\n")
+            rows: list = ["E"]
             for cid, ev in enumerate(tracker.lessons):
                 if ev is not None:
                     local[cid] = len(local)
-                    out.write(_encode(["E", *ev.row()]) + "\n")
+                    rows.append(ev.row())
+                    if len(rows) > DIGEST_ROWS:
+                        out.write(_encode(rows) + "\n")
+                        rows = ["E"]
+            if len(rows) > 1:
+                out.write(_encode(rows) + "\n")
+            rows = ["P"]
             index = tracker.clusters.index
             for bucket in index.buckets():
                 for cid, key, packed in index.phrasings(bucket):
                     if cid in local:
-                        out.write(json.dumps(["P", local[cid], key, packed]) + "\n")
+                        rows.append((local[cid], key, packed))
+                        if len(rows) > DIGEST_ROWS:
+                            out.write(_encode(rows) + "\n")
+                            rows = ["P"]
+            if len(rows) > 1:
+                out.write(_encode(rows) + "\n")
         # no fsync: a digest torn by a power cut fails to load and is rebuilt
         os.replace(tmp, identity / DIGEST)
     except BaseException:

@@ -528,8 +528,10 @@ def counting_record_reads(monkeypatch) -> list[str]:
     return seen
 
 
-def test_the_digest_spares_rereading_the_candidate_record(tmp_path, identity,
-                                                           monkeypatch) -> None:
+@pytest.mark.parametrize("rows", [candidates.DIGEST_ROWS, 4])
+def test_the_digest_spares_rereading_the_candidate_record(tmp_path, identity, monkeypatch,
+                                                           rows) -> None:
+    monkeypatch.setattr(candidates, "DIGEST_ROWS", rows)  # 4: the digest takes many lines
     shop, blog = tmp_path / "shop", tmp_path / "blog"
     for state, mission, tool in ((shop, "shop", "tool"), (blog, "blog", "gizmo")):
         state.mkdir()
