@@ -127,7 +127,7 @@ def _step(token: str, in_code: bool, after_launcher: bool) -> tuple:
 # _step's answers by context (in code * 2 + after a launcher), then token: normalising
 # is most of the curator's reading, and tokens recur far more than texts do
 _STEPS: tuple[dict[str, tuple], ...] = ({}, {}, {}, {})
-STEP_CACHE = 1 << 15  # tokens remembered per context before that cache starts over
+STEP_CACHE = 1 << 13  # tokens remembered per context before that cache starts over
 
 
 @lru_cache(maxsize=1 << 13)

@@ -50,7 +50,7 @@ from harness.promotion import PROMOTABLE, Candidate
 BATCH = 2000  # entries per batch
 PROCESS_MIN_BYTES = 4 << 20  # new bytes below this are read inline: a process costs ~0.1 s
 PIPE_BYTES = 1 << 20  # Linux's default pipe-max-size
-AHEAD = 64  # batches the reader process may have ready beyond the pipe (a few hundred KiB each)
+AHEAD = 8  # batches the reader process may have ready beyond the pipe (a few hundred KiB each)
 _FRAME = struct.Struct("<cI")
 
 _TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
