@@ -244,17 +244,22 @@ def _shortlist(b: _Bucket, words: set[str]) -> list[int]:
     if len(ranked) < SHORTLIST:
         ranked = ranked + _rest(first, postings[counted[1][1]][-POSTING_CAP:], in_second,
                                 postings[counted[2][1]][-POSTING_CAP:] if len(counted) > 2
-                                else [], in_third)
+                                else [], in_third, SHORTLIST - len(ranked))
     return ranked[:SHORTLIST]
 
 
 def _rest(first: list[int], second: list[int], in_second: set[int], third: list[int],
-          in_third: set[int]) -> list[int]:
-    """Variants under the second or third rare word only, best first (see `_shortlist`)."""
+          in_third: set[int], need: int) -> list[int]:
+    """The best `need` variants under the second or third rare word but not the first:
+    those under both, then under the second, then under the third (see `_shortlist`)."""
     in_first = set(first)
-    rest = [v for v in second if v not in in_first]
-    rest += [v for v in third if v not in in_first and v not in in_second]
-    return sorted(rest, key=lambda v: (v in in_second) * 2 + (v in in_third), reverse=True)
+    second_only = [v for v in second if v not in in_first]
+    rest = [v for v in second_only if v in in_third]
+    if len(rest) < need:
+        rest += [v for v in second_only if v not in in_third]
+        if len(rest) < need:
+            rest += [v for v in third if v not in in_first and v not in in_second]
+    return rest[:need]
 
 
 class _Bucket:
