@@ -108,8 +108,12 @@ def _token(token: str) -> tuple[str, tuple[str, ...], tuple[str, ...], bool, boo
     flag = low.startswith("-")
     technical = flag or bool(_TECH_CHARS.search(token) or _CAMEL.search(token))
     found = _WORD.findall(low)
-    return (low, tuple(stem(w) for w in found),
-            tuple(stem(w) for w in found if w not in STOPWORDS), technical, flag)
+    every = tuple([stem(w) for w in found])
+    if STOPWORDS.isdisjoint(found):
+        return low, every, every, technical, flag
+    return (low, every, tuple([s for w, s in zip(found, every, strict=True)
+                               if w not in STOPWORDS]),
+            technical, flag)
 
 
 def _step(token: str, in_code: bool, after_launcher: bool) -> tuple:
@@ -118,7 +122,7 @@ def _step(token: str, in_code: bool, after_launcher: bool) -> tuple:
     low, every, content, technical, flag = _token(token)
     subcommand = after_launcher and not flag and (low not in STOPWORDS or low in RUNNERS)
     if in_code or technical or subcommand:
-        strict = tuple(w for w in every if flag or subcommand or w[0].isdigit())
+        strict = every if flag or subcommand else tuple([w for w in every if w[0].isdigit()])
         return (every, every, strict, low in LAUNCHERS, low in ARTICLES,
                 subcommand and low in RUNNERS)
     return content, (), (), low in LAUNCHERS, low in ARTICLES, False

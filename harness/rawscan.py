@@ -45,7 +45,7 @@ from harness.curator import LESSON_KINDS
 from harness.errors import BackendError
 from harness.matching import SEEN_CAP, RecentTexts, normalize
 from harness.procs import die_with_parent
-from harness.promotion import PROMOTABLE, Candidate
+from harness.promotion import PROMOTABLE, candidate_line
 
 BATCH = 2000  # entries per batch
 PROCESS_MIN_BYTES = 4 << 20  # new bytes below this are read inline: a process costs ~0.1 s
@@ -188,12 +188,13 @@ class RawPass:
             n = normalize(text)
             norm = (n.key, n.anchors, n.strict)
         if kind in PROMOTABLE:
-            line = Candidate(ts, self.job.mission, role, kind, feature, run, text).line(
-                f"{self.job.batch}:{self.scan.staged}") + "\n"
+            scan = self.scan
+            line = candidate_line(f"{self.job.batch}:{scan.staged}", ts, self.job.mission, role,
+                                  kind, feature, run, text) + "\n"
             staged.write(line)
-            if len(self.scan.staged_preview) < DIFF_PREVIEW:
-                self.scan.staged_preview.append(line)
-            self.scan.staged += 1
+            if scan.staged < DIFF_PREVIEW:
+                scan.staged_preview.append(line)
+            scan.staged += 1
         return (ts, role, feature, kind, text, run, norm)
 
 
