@@ -91,12 +91,14 @@ def stem(word: str) -> str:
 class Norm:
     """A normalised text: its words, its technical words, and the flags and subcommands.
 
-    `key` is the words joined by spaces; `anchors` and `strict` are space-joined too.
+    `key` is the words joined by spaces; `anchors` and `strict` are space-joined too, and
+    `packed` is the anchors with each strict one marked "!", as the index keeps them.
     """
 
     key: str
     anchors: str = ""
     strict: str = ""
+    packed: str = ""
 
 
 @lru_cache(maxsize=1 << 14)
@@ -158,7 +160,10 @@ def normalize(text: str) -> Norm:
                     strict.update(strict_words)
             after_launcher = (launcher and not prev_article) or command_next
             prev_article = article
-    return Norm(" ".join(words), " ".join(sorted(anchors)), " ".join(sorted(strict)))
+    ordered = sorted(anchors)
+    joined = " ".join(ordered)
+    packed = " ".join(["!" + w if w in strict else w for w in ordered]) if strict else joined
+    return Norm(" ".join(words), joined, " ".join(sorted(strict)), packed)
 
 
 def anchors_conflict(a: Norm, b: Norm) -> bool:
@@ -204,13 +209,6 @@ def same_lesson(a: str, b: str, threshold: float) -> bool:
     """Whether two note texts say the same thing at `threshold` (0-100)."""
     na, nb = normalize(a), normalize(b)
     return na.key == nb.key or _accept(na, nb, score(na, nb), threshold)
-
-
-def _pack(norm: Norm) -> str:
-    if not norm.strict:
-        return norm.anchors
-    strict = set(norm.strict.split())
-    return " ".join(["!" + w if w in strict else w for w in norm.anchors.split()])
 
 
 def _shortlist(b: _Bucket, words: set[str]) -> list[int]:
@@ -338,7 +336,7 @@ class LessonIndex:
 
     def add(self, bucket: Any, norm: Norm, cluster: int) -> None:
         """Index `norm` as a phrasing of `cluster` (a small int; up to MAX_VARIANTS each)."""
-        self.add_packed(bucket, norm.key, _pack(norm), cluster)
+        self.add_packed(bucket, norm.key, norm.packed, cluster)
 
     def add_packed(self, bucket: Any, key: str, packed: str, cluster: int) -> None:
         """`add` for a phrasing as `phrasings` gives it back: its key and packed anchors."""
@@ -393,7 +391,7 @@ class LessonIndex:
         words = set(key.split())
         found = self._match(b, norm, words)
         cluster = new_cluster if found is None else found
-        self._add(b, key, _pack(norm), cluster, words)
+        self._add(b, key, norm.packed, cluster, words)
         return cluster
 
 

@@ -58,7 +58,7 @@ _KIND_COLON = {f"{kind}:": kind for kind in memory.KINDS}
 _RUN_ID = re.compile(r"[A-Za-z0-9_.-]+")
 
 # One entry as handed over: (ts, role, feature, kind, text, run, norm), where norm is
-# (key, anchors, strict) of `matching.Norm`, or None when not computed.
+# (key, anchors, strict, packed) of `matching.Norm`, or None when not computed.
 Record = tuple
 
 
@@ -186,7 +186,7 @@ class RawPass:
         if self._recent.get(h) is None:
             self._recent.put(h, True)
             n = normalize(text)
-            norm = (n.key, n.anchors, n.strict)
+            norm = (n.key, n.anchors, n.strict, n.packed)
         if kind in PROMOTABLE:
             scan = self.scan
             line = candidate_line(f"{self.job.batch}:{scan.staged}", ts, self.job.mission, role,

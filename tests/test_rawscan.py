@@ -102,7 +102,7 @@ def test_the_pass_finds_the_cut_the_months_and_the_new_entries(tmp_path) -> None
         ("2026-04-03T10:00:00Z", "worker", "F-004", "DECISION", "db: use postgres 16", "run4")]
     norm = normalize("uv run pytest -x stops at the first failure")
     # a lesson's normalised text comes with its first sighting only; decisions have none
-    assert [r[6] for r in records] == [(norm.key, norm.anchors, norm.strict), None,
+    assert [r[6] for r in records] == [(norm.key, norm.anchors, norm.strict, norm.packed), None,
                                        records[2][6], None]
     assert records[2][6] is not None
     assert (scan.processed, scan.unparsed, scan.staged) == (5, 1, 2)
