@@ -21,11 +21,11 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.promotion import Evidence, PromotionTracker, parse_candidate
+from harness.promotion import Candidate, Evidence, PromotionTracker, parse_candidate
 from harness.store import hold_lock, sha256
 
 RECORD = ".candidates.log"
@@ -51,12 +51,25 @@ class RecordRead:
 
 def load(identity: Path, similarity: float) -> tuple[PromotionTracker, RecordRead]:
     """The record clustered into lessons: from the digest when it holds, then what follows."""
-    loaded = _load_digest(identity, similarity)
-    tracker, read = loaded or (PromotionTracker(similarity), RecordRead())
+    tracker, read = load_digest(identity, similarity)
+    for candidate in read_record(identity, read):
+        tracker.add(candidate)
+    return tracker, read
+
+
+def load_digest(identity: Path, similarity: float) -> tuple[PromotionTracker, RecordRead]:
+    """The lessons the digest holds and how far it read the record; none if it does not hold.
+    `read_record` gives what follows."""
+    return _load_digest(identity, similarity) or (PromotionTracker(similarity), RecordRead())
+
+
+def read_record(identity: Path, read: RecordRead) -> Iterator[Candidate]:
+    """The record's candidates after `read.end`, each batch's lines once; when they are all
+    taken, `read` covers them (end, tail hash, highest seq per batch)."""
     try:
         f = open(identity / RECORD, "rb")
     except FileNotFoundError:
-        return tracker, read
+        return
     with f:
         f.seek(read.end)
         offset = read.end
@@ -67,15 +80,14 @@ def load(identity: Path, similarity: float) -> tuple[PromotionTracker, RecordRea
             parsed = parse_candidate(raw.decode("utf-8", "replace"))
             if parsed is None:
                 continue
-            batch, seq, cand = parsed
+            batch, seq, candidate = parsed
             if seq <= read.batches.get(batch, -1):
                 continue
             read.batches[batch] = seq
-            tracker.add(cand)
+            yield candidate
         read.end = offset
         f.seek(max(0, offset - TAIL))
         read.tail_sha = sha256(f.read(offset - max(0, offset - TAIL)))
-    return tracker, read
 
 
 def _load_digest(identity: Path, similarity: float) -> tuple[PromotionTracker, RecordRead] | None:

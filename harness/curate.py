@@ -73,6 +73,7 @@ from harness.errors import UsageError
 from harness.matching import Norm
 from harness.promotion import (
     PROMOTABLE,
+    Candidate,
     IdentityIndex,
     Promotion,
     PromotionTracker,
@@ -287,14 +288,19 @@ class _Planner:
         paths, settings = self.paths, self.settings
         if not self.dry_run:
             paths.own.mkdir(parents=True, exist_ok=True)
+        # the digest first: the reader takes the candidate record from where it ends
+        self.tracker, digest_read = candidates.load_digest(paths.identity, settings.similarity)
         job = ScanJob(str(paths.raw), start, settings.raw_keep, month,
                       None if self.dry_run else str(paths.staged_candidates), self.batch,
-                      self.mission)
+                      self.mission, str(paths.identity), digest_read.end, digest_read.batches)
         process = settings.reader == "process" or (
             settings.reader == "auto" and use_process(job))
         with RawReader(job, process=process) as reader:
-            # a reader process is already at work while the record loads
-            self.tracker, self.record = candidates.load(paths.identity, settings.similarity)
+            add = self.tracker.add
+            for batch in reader.candidates():
+                for *fields, norm in batch:
+                    add(Candidate(*fields), norm=Norm(*norm) if norm else None)
+            self.record = reader.record
             book = MemoryBook(old_memory, settings.bounds(), similarity=settings.similarity,
                               topic_similarity=settings.topic_similarity,
                               next_ids=next_ids, clusters=self.tracker.clusters)

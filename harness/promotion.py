@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from harness.matching import Clusters, LessonIndex, normalize
+from harness.matching import Clusters, LessonIndex, Norm, normalize
 from harness.memory import Entry
 
 PROMOTABLE = ("TRICK", "FAIL", "FORGOT")
@@ -188,10 +188,12 @@ class PromotionTracker:
         self.clusters = clusters or Clusters(similarity)
         self.lessons: list[Evidence | None] = []  # cluster id -> evidence
 
-    def add(self, c: Candidate, cluster: int | None = None) -> Evidence:
-        """File one candidate under its lesson; `cluster` if the caller already matched it."""
+    def add(self, c: Candidate, cluster: int | None = None, norm: Norm | None = None
+            ) -> Evidence:
+        """File one candidate under its lesson; `cluster` if the caller already matched it,
+        else `norm` if it has its text normalised."""
         if cluster is None:
-            cluster = self.clusters.assign_text((c.role, c.kind), c.text)
+            cluster = self.clusters.assign_text((c.role, c.kind), c.text, norm)
         return self.note(cluster, c.role, c.kind, c.text, sys.intern(c.ts[:10]), c.ts,
                          c.mission, c.feature, c.run)
 

@@ -1,6 +1,8 @@
 """The curator's one pass over raw.md, inline or in a second process.
 
-The pass streams raw.md from its start to its last complete line and
+The pass first reads the candidate record's new lines (those after what the
+digest covers, `candidates.read_record`), each with its normalised text, then
+streams raw.md from its start to its last complete line and
 
 - finds what the curator archives: the cut (the offset of the `raw_keep`-th
   last entry), where the month of the entries changes, raw.md's first bytes
@@ -14,7 +16,8 @@ None of that depends on clustering, which is the part of a curator run that
 cannot be split. So for a big log on a machine with two cores or more
 (`use_process`), the pass runs in `python -m harness.rawscan JOB` and sends its
 batches down a pipe while the curator clusters the ones before: framed
-`marshal` data, one tag byte (B batch, D done, E error) and a 4-byte length.
+`marshal` data, one tag byte and a 4-byte length: C record lines, R how far
+the record was read, B raw.md entries, D done, E error.
 Inline or not, the curator gets the same entries in the same order. A reader
 process that fails or dies is a BackendError (exit 6) before the curator has
 changed anything.
@@ -39,6 +42,7 @@ from pathlib import Path
 from typing import BinaryIO, TextIO
 
 from harness import memory
+from harness.candidates import RecordRead, read_record
 from harness.curate_commit import HEAD_BYTES
 from harness.curate_diffs import DIFF_PREVIEW
 from harness.curator import LESSON_KINDS
@@ -73,6 +77,9 @@ class ScanJob:
     staged: str | None  # where to write candidate lines; None in a dry run
     batch: str  # candidate lines are tagged batch:seq
     mission: str
+    identity: str | None = None  # where the candidate record is, to read it first
+    record_start: int = 0  # the record's offset and batches the digest covers already
+    record_batches: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -118,14 +125,29 @@ def parse_line(line: str) -> memory.Entry | None:
 
 
 class RawPass:
-    """The pass itself: iterate `batches()`, then read `scan`."""
+    """The pass itself: iterate `candidates()` then `batches()`, then read `record` and `scan`."""
 
     def __init__(self, job: ScanJob) -> None:
         self.job = job
         self.scan = Scan(months=[(0, 0, job.month)])
+        self.record = RecordRead(job.record_start, "", dict(job.record_batches))
         # Half the curator's cache: what this one still holds, the curator's holds too
         # (see RecentTexts), so the curator never has to normalise a text itself.
         self._recent = RecentTexts(SEEN_CAP // 2)
+
+    def candidates(self) -> Iterator[list[Record]]:
+        """The candidate record's new lines (`candidates.read_record`), in batches of
+        (*Candidate, norm); then `record` says how far they go."""
+        if self.job.identity is None:
+            return
+        batch: list[Record] = []
+        for c in read_record(Path(self.job.identity), self.record):
+            batch.append((*c, self._norm((c.role, c.kind), c.text)))
+            if len(batch) >= BATCH:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
 
     def batches(self) -> Iterator[list[Record]]:
         job, scan = self.job, self.scan
@@ -181,12 +203,7 @@ class RawPass:
         ts, role, feature, kind, text, run = entry
         if kind not in LESSON_KINDS:
             return (ts, role, feature, kind, text, run, None)
-        norm = None
-        h = hash(((role, kind), text))
-        if self._recent.get(h) is None:
-            self._recent.put(h, True)
-            n = normalize(text)
-            norm = (n.key, n.anchors, n.strict, n.packed)
+        norm = self._norm((role, kind), text)
         if kind in PROMOTABLE:
             scan = self.scan
             line = candidate_line(f"{self.job.batch}:{scan.staged}", ts, self.job.mission, role,
@@ -196,6 +213,15 @@ class RawPass:
                 scan.staged_preview.append(line)
             scan.staged += 1
         return (ts, role, feature, kind, text, run, norm)
+
+    def _norm(self, bucket: tuple[str, str], text: str) -> tuple[str, str, str, str] | None:
+        # in the order the curator will cluster them, so both caches see the same texts
+        h = hash((bucket, text))
+        if self._recent.get(h) is not None:
+            return None
+        self._recent.put(h, True)
+        n = normalize(text)
+        return (n.key, n.anchors, n.strict, n.packed)
 
 
 def use_process(job: ScanJob) -> bool:
@@ -217,6 +243,7 @@ class RawReader:
     def __init__(self, job: ScanJob, *, process: bool) -> None:
         self.job = job
         self.scan: Scan | None = None
+        self.record: RecordRead | None = None
         self._pass = None if process else RawPass(job)
         self._proc: subprocess.Popen | None = None
         if process:
@@ -239,26 +266,46 @@ class RawReader:
             self._proc.wait()
             self._proc.stdout.close()
 
+    def candidates(self) -> Iterator[list[Record]]:
+        """The candidate record's new lines (see `RawPass.candidates`); take them first."""
+        if self._pass is not None:
+            yield from self._pass.candidates()
+            self.record = self._pass.record
+            return
+        while True:
+            tag, payload = self._frame()
+            if tag == b"C":
+                yield marshal.loads(payload)
+            else:
+                self.record = RecordRead(**marshal.loads(payload))
+                return
+
     def __iter__(self) -> Iterator[list[Record]]:
+        if self.record is None and any(True for _ in self.candidates()):
+            raise RuntimeError("take the record's candidates() before raw.md's entries")
         if self._pass is not None:
             yield from self._pass.batches()
             self.scan = self._pass.scan
             return
-        assert self._proc is not None and self._proc.stdout is not None
-        stdout = self._proc.stdout
         while True:
-            tag, payload = _read_frame(stdout, self._proc)
+            tag, payload = self._frame()
             if tag == b"B":
                 yield marshal.loads(payload)
-            elif tag == b"D":
+            else:
                 fields = marshal.loads(payload)
                 self.scan = Scan(**fields)
                 self.scan.months = [tuple(m) for m in self.scan.months]
                 self._proc.wait()  # it has nothing left to do but exit
                 return
-            else:
-                raise BackendError("the raw.md reader process failed: "
-                                   + payload.decode("utf-8", "replace"))
+
+    def _frame(self) -> tuple[bytes, bytes]:
+        """The next frame from the reader process; its failure as a BackendError."""
+        assert self._proc is not None and self._proc.stdout is not None
+        tag, payload = _read_frame(self._proc.stdout, self._proc)
+        if tag == b"E":
+            raise BackendError("the raw.md reader process failed: "
+                               + payload.decode("utf-8", "replace"))
+        return tag, payload
 
 
 def _widen_pipe(fd: int) -> None:
@@ -329,9 +376,13 @@ def main(argv: list[str]) -> int:
     writer = _FrameWriter(sys.stdout.buffer)
     writer.start()
     try:
+        for batch in raw_pass.candidates():
+            if not writer.send(b"C", marshal.dumps(batch)):
+                return 1  # the curator stopped reading: it has failed or been stopped
+        writer.send(b"R", marshal.dumps(asdict(raw_pass.record)))
         for batch in raw_pass.batches():
             if not writer.send(b"B", marshal.dumps(batch)):
-                return 1  # the curator stopped reading: it has failed or been stopped
+                return 1
         writer.send(b"D", marshal.dumps(asdict(raw_pass.scan)))
     except OSError as e:
         writer.send(b"E", str(e).encode())

@@ -119,15 +119,46 @@ def test_the_pass_finds_the_cut_the_months_and_the_new_entries(tmp_path) -> None
 
 
 def test_the_reader_process_sends_what_the_pass_finds(tmp_path) -> None:
-    state = tmp_path / "state"
+    state, identity = tmp_path / "state", tmp_path / "identity"
     state.mkdir()
+    identity.mkdir()
     write_notes(state)
-    job = ScanJob(str(state / "raw.md"), 0, 2, "unparsed", None, "b1", "shop")
+    lines = ["old:0\t2026-01-01T00:00:00Z\tblog\tworker\tTRICK\tF-1\tr1\tmake -n shows the plan\n",
+             "old:1\t2026-01-02T00:00:00Z\tblog\tworker\tTRICK\tF-2\tr2\tmake -n shows the plan\n",
+             "new:0\t2026-01-03T00:00:00Z\tblog\tworker\tFAIL\tF-3\tr3\tthe seed step times out\n"]
+    unfinished = "new:1\t2026-01-04T00:00:00Z\tblog\tworker\tFAIL\tF-4\tr4\tan append in prog"
+    (identity / ".candidates.log").write_text("".join([*lines, lines[2], unfinished]))
+    # as a digest covering the first line would say
+    job = ScanJob(str(state / "raw.md"), 0, 2, "unparsed", None, "b1", "shop", str(identity),
+                  len(lines[0]), {"old": 0})
     with RawReader(job, process=False) as inline:
+        expected_candidates = [list(batch) for batch in inline.candidates()]
         expected = [list(batch) for batch in inline]
     with RawReader(job, process=True) as reader:
+        got_candidates = [list(batch) for batch in reader.candidates()]
         got = [list(batch) for batch in reader]
     assert got == expected and reader.scan == inline.scan
+    assert got_candidates == expected_candidates and reader.record == inline.record
+    # the line the digest covers, the batch line given twice and the unfinished one are left
+    texts = [record[6] for batch in got_candidates for record in batch]
+    assert texts == ["make -n shows the plan", "the seed step times out"]
+    norm = normalize("make -n shows the plan")
+    assert got_candidates[0][0][7] == (norm.key, norm.anchors, norm.strict, norm.packed)
+    assert reader.record.batches == {"old": 1, "new": 0}
+    assert reader.record.end == len("".join([*lines, lines[2]]))
+
+
+def test_raw_md_entries_come_after_the_record_candidates(tmp_path) -> None:
+    state, identity = tmp_path / "state", tmp_path / "identity"
+    state.mkdir()
+    identity.mkdir()
+    write_notes(state)
+    (identity / ".candidates.log").write_text(
+        "b0:0\t2026-01-01T00:00:00Z\tblog\tworker\tTRICK\tF-1\tr1\tmake -n shows the plan\n")
+    job = ScanJob(str(state / "raw.md"), 0, 2, "unparsed", None, "b1", "shop", str(identity))
+    for process in (False, True):
+        with RawReader(job, process=process) as reader, pytest.raises(RuntimeError):
+            list(reader)
 
 
 def test_a_failing_reader_process_is_a_backend_error_and_changes_nothing(tmp_path) -> None:
