@@ -68,6 +68,9 @@ AGREE_BONUS = 10.0  # same technical words on both sides: the prose may differ t
 SEEN_CAP = 1 << 16  # exact texts remembered (per generation) to skip matching them again
 
 
+_STEM_ENDINGS = "sdge"  # `stem` leaves any other word as it is: spare it the call
+
+
 @lru_cache(maxsize=1 << 14)
 def stem(word: str) -> str:
     """A trivial stemmer: strip plural, -ed, -ing and a final e, so inflections meet."""
@@ -110,7 +113,7 @@ def _token(token: str) -> tuple[str, tuple[str, ...], tuple[str, ...], bool, boo
     flag = low.startswith("-")
     technical = flag or bool(_TECH_CHARS.search(token) or _CAMEL.search(token))
     found = _WORD.findall(low)
-    every = tuple([stem(w) for w in found])
+    every = tuple([stem(w) if w[-1] in _STEM_ENDINGS else w for w in found])
     if STOPWORDS.isdisjoint(found):
         return low, every, every, technical, flag
     return (low, every, tuple([s for w, s in zip(found, every, strict=True)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import random
+import string
 import subprocess
 import sys
 from pathlib import Path
@@ -122,6 +124,15 @@ def test_normalize_drops_noise_and_keeps_technical_words() -> None:
 ])
 def test_stem(word: str, root: str) -> None:
     assert stem(word) == root
+
+
+def test_stem_changes_only_words_with_the_endings_normalize_sends_it() -> None:
+    rng = random.Random(3)
+    roots = {"".join(rng.choice(string.ascii_lowercase + string.digits)
+                     for _ in range(rng.randint(1, 10))) for _ in range(20000)}
+    words = roots | {root + end for root in roots
+                     for end in ("s", "es", "ies", "ied", "ing", "ed", "e", "ss", "ches")}
+    assert [w for w in words if stem(w) != w and w[-1] not in matching._STEM_ENDINGS] == []
 
 
 def test_index_clusters_paraphrases_and_keeps_near_misses_apart() -> None:
