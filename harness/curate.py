@@ -179,6 +179,8 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
                 "tracker": planner.tracker, "read": planner.record, "batch": planner.batch,
                 "count": planner.n_staged})
             report.promoted = [p for n, p in enumerate(report.promoted) if n not in skipped]
+        # freed while the cycle collector is still off: its first pass after would walk them
+        del planner, journal
         return report
 
 
