@@ -132,8 +132,10 @@ class RawPass:
         self.scan = Scan(months=[(0, 0, job.month)])
         self.record = RecordRead(job.record_start, "", dict(job.record_batches))
         # Half the curator's cache: what this one still holds, the curator's holds too
-        # (see RecentTexts), so the curator never has to normalise a text itself.
+        # (see RecentTexts), so a text sent without its normalised form is one the curator
+        # has clustered already, or one it normalises itself (when `normalizing` is off).
         self._recent = RecentTexts(SEEN_CAP // 2)
+        self.normalizing = True
 
     def candidates(self) -> Iterator[list[Record]]:
         """The candidate record's new lines (`candidates.read_record`), in batches of
@@ -220,6 +222,8 @@ class RawPass:
         if self._recent.get(h) is not None:
             return None
         self._recent.put(h, True)
+        if not self.normalizing:
+            return None
         n = normalize(text)
         return (n.key, n.anchors, n.strict, n.packed)
 
@@ -362,6 +366,12 @@ class _FrameWriter(threading.Thread):
         self.frames.put((tag, payload))
         return not self.broken
 
+    def ahead(self) -> bool:
+        """Whether, besides the frame just sent, one waits for the pipe: the curator is
+        behind, so this process normalises texts for it; when not, it leaves them to the
+        curator and catches up (the same clusters either way: `normalize` is pure)."""
+        return self.frames.qsize() > 1
+
     def finish(self) -> bool:
         """Write what is queued; whether it all reached the pipe."""
         self.frames.put(None)
@@ -379,10 +389,12 @@ def main(argv: list[str]) -> int:
         for batch in raw_pass.candidates():
             if not writer.send(b"C", marshal.dumps(batch)):
                 return 1  # the curator stopped reading: it has failed or been stopped
+            raw_pass.normalizing = writer.ahead()
         writer.send(b"R", marshal.dumps(asdict(raw_pass.record)))
         for batch in raw_pass.batches():
             if not writer.send(b"B", marshal.dumps(batch)):
                 return 1
+            raw_pass.normalizing = writer.ahead()
         writer.send(b"D", marshal.dumps(asdict(raw_pass.scan)))
     except OSError as e:
         writer.send(b"E", str(e).encode())

@@ -65,6 +65,32 @@ def test_a_reader_process_gives_what_the_inline_pass_gives(tmp_path) -> None:
         assert report.promoted == [] and report.archived == 0 and report.diffs == {}
 
 
+def test_texts_the_reader_leaves_unnormalised_give_the_same_outcome(tmp_path,
+                                                                   monkeypatch) -> None:
+    """A reader process that falls behind leaves normalising to the curator (see
+    `_FrameWriter.ahead`); the clusters must not change with who did it."""
+    bench_data(tmp_path / "a", 4000)
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    folder = tmp_path / "a"
+    curate(folder / "state", folder / "identity", "bench", CuratorSettings(reader="inline"),
+           now=NOW)
+    expected = outcome(folder / "state", folder / "identity")
+    calls = 0
+
+    def leave_half(self, bucket, text):
+        nonlocal calls
+        calls += 1
+        self.normalizing = calls % 2 == 0
+        return norm(self, bucket, text)
+
+    norm = RawPass._norm
+    monkeypatch.setattr(RawPass, "_norm", leave_half)
+    folder = tmp_path / "b"
+    curate(folder / "state", folder / "identity", "bench", CuratorSettings(reader="inline"),
+           now=NOW)
+    assert calls > 2000 and outcome(folder / "state", folder / "identity") == expected
+
+
 def write_notes(state: Path) -> list[str]:
     lines = []
     for n, (kind, text, ts) in enumerate([
@@ -137,15 +163,24 @@ def test_the_reader_process_sends_what_the_pass_finds(tmp_path) -> None:
     with RawReader(job, process=True) as reader:
         got_candidates = [list(batch) for batch in reader.candidates()]
         got = [list(batch) for batch in reader]
-    assert got == expected and reader.scan == inline.scan
-    assert got_candidates == expected_candidates and reader.record == inline.record
+    # a process that is not ahead of the curator may leave a text unnormalised: None
+    assert same_but_norms(got, expected) and reader.scan == inline.scan
+    assert same_but_norms(got_candidates, expected_candidates)
+    assert reader.record == inline.record
     # the line the digest covers, the batch line given twice and the unfinished one are left
     texts = [record[6] for batch in got_candidates for record in batch]
     assert texts == ["make -n shows the plan", "the seed step times out"]
     norm = normalize("make -n shows the plan")
-    assert got_candidates[0][0][7] == (norm.key, norm.anchors, norm.strict, norm.packed)
+    assert expected_candidates[0][0][7] == (norm.key, norm.anchors, norm.strict, norm.packed)
     assert reader.record.batches == {"old": 1, "new": 0}
     assert reader.record.end == len("".join([*lines, lines[2]]))
+
+
+def same_but_norms(got: list[list[tuple]], expected: list[list[tuple]]) -> bool:
+    """The same records, each norm (the last field) the expected one or None."""
+    pairs = [(g, e) for gb, eb in zip(got, expected, strict=True)
+             for g, e in zip(gb, eb, strict=True)]
+    return all(g[:-1] == e[:-1] and g[-1] in (None, e[-1]) for g, e in pairs)
 
 
 def test_raw_md_entries_come_after_the_record_candidates(tmp_path) -> None:
