@@ -104,7 +104,7 @@ class Norm:
     packed: str = ""
 
 
-@lru_cache(maxsize=1 << 14)
+@lru_cache(maxsize=1 << 12)
 def _token(token: str) -> tuple[str, tuple[str, ...], tuple[str, ...], bool, bool]:
     """What a token says on its own: its bare lower form, its stemmed words (all of them,
     and without stopwords), whether it looks technical, and whether it is a flag."""
@@ -136,10 +136,10 @@ def _step(token: str, in_code: bool, after_launcher: bool) -> tuple:
 # _step's answers by context (in code * 2 + after a launcher), then token: normalising
 # is most of the curator's reading, and tokens recur far more than texts do
 _STEPS: tuple[dict[str, tuple], ...] = ({}, {}, {}, {})
-STEP_CACHE = 1 << 13  # tokens remembered per context before that cache starts over
+STEP_CACHE = 1 << 12  # tokens remembered per context before that cache starts over
 
 
-@lru_cache(maxsize=1 << 13)
+@lru_cache(maxsize=1 << 10)
 def normalize(text: str) -> Norm:
     """Normalise a note's text for matching (see the module docstring)."""
     words: list[str] = []
