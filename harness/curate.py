@@ -144,6 +144,7 @@ class CuratorReport:
 
 _encode = json.JSONEncoder(ensure_ascii=False).encode  # one encoder for every staged line
 PROMOTIONS_SHOWN = 50  # a first run over a long history may promote thousands
+STAGED_ROWS = 1000  # staged promotions per line: a JSON call per line, not per promotion
 
 
 Refine = Callable[[str, str, list[Promotion]], ModelResult | None]
@@ -350,8 +351,10 @@ class _Planner:
         if not promotions:
             return
         with open(self.paths.staged_promotions, "w", encoding="utf-8") as out:
-            for p in promotions:
-                out.write(_encode([p.role, p.kind, p.text, p.line]) + "\n")
+            for first in range(0, len(promotions), STAGED_ROWS):
+                rows = [(p.role, p.kind, p.text, p.line)
+                        for p in promotions[first:first + STAGED_ROWS]]
+                out.write(_encode(rows) + "\n")
             out.flush()
             os.fsync(out.fileno())
 

@@ -136,9 +136,9 @@ def _promote(paths: CuratorPaths, sizes: dict[str, int], similarity: float) -> s
     recheck: dict[str, IdentityIndex] = {}
     with hold_lock(paths.identity / ".identity.lock"), \
             open(paths.staged_promotions, encoding="utf-8") as staged:
+        rows = (row for chunk in staged for row in json.loads(chunk))  # see _stage_promotions
         try:
-            for n, row in enumerate(staged):
-                role, _, text, line = json.loads(row)
+            for n, (role, _, text, line) in enumerate(rows):
                 if role not in outs:
                     path = paths.role_file(role)
                     current = read_text(path)

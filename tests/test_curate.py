@@ -505,6 +505,37 @@ def test_a_lesson_identity_holds_in_other_words_is_not_promoted(state, identity)
     assert run(state, identity).promoted == []
 
 
+def test_what_identity_gained_since_the_plan_is_not_promoted_again(state, identity,
+                                                                   monkeypatch) -> None:
+    # another mission's curator appends one of the lessons, in other words, between this
+    # run's plan and its commit; three staged promotions a line, so the skipped one is the
+    # second on the first line and the report must drop that one, not the line's first
+    monkeypatch.setattr(curate_mod, "STAGED_ROWS", 3)
+    identity.mkdir()
+    (identity / "worker.md").write_text("# worker\n\n")
+    tools = ["make -n", "pnpm lint", "cargo check", "go vet"]
+    for tool in tools:
+        for n in range(2):
+            note(state, f"{tool} in ci/{tool.split()[0]}.yml catches it early", "TRICK",
+                 feature=f"F-00{n}", run=f"{tool.split()[0]}-r{n}")
+    stage = curate_mod._Planner._stage_promotions
+
+    def stage_then_another_curator_appends(self, promotions):
+        stage(self, promotions)
+        with open(identity / "worker.md", "a") as f:
+            f.write("- running `pnpm lint` in ci/pnpm.yml catches it early [promoted]\n")
+
+    monkeypatch.setattr(curate_mod._Planner, "_stage_promotions",
+                        stage_then_another_curator_appends)
+    report = run(state, identity)
+    assert [p.text.split(" in ")[0] for p in report.promoted] == ["make -n", "cargo check",
+                                                                 "go vet"]
+    lines = (identity / "worker.md").read_text().splitlines()
+    assert [line for line in lines if "pnpm lint" in line] == [
+        "- running `pnpm lint` in ci/pnpm.yml catches it early [promoted]"]
+    assert sum("- TRICK: " in line for line in lines) == 3
+
+
 def test_candidate_record_counts_a_redone_append_once(state, identity) -> None:
     identity.mkdir()
     c = "\t2026-04-01T00:00:00Z\tother\tworker\tFORGOT\tF-001\tr1\tforgot to bump the version\n"
