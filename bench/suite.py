@@ -5,8 +5,8 @@
     bench/run --markdown      # the table as Markdown, for the README
 
 Progress goes to stderr, the table to stdout. Timings of subprocesses are medians of
-interleaved rounds (a noisy machine slows every command alike); the curator runs once per
-size (bench/curator.py); the prompt sizes come from bench/history.py's simulation.
+interleaved rounds (a noisy machine slows every command alike); the curator runs three times
+per size (bench/curator.py); the prompt sizes come from bench/history.py's simulation.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def spine_rows(repeat: int) -> list[Row]:
 
 
 def curator_rows(sizes: list[int]) -> list[Row]:
-    """Curator runs per size (median of 3 below 1M), read from bench/curator.py's table."""
+    """Curator runs per size (median of 3), read from bench/curator.py's table."""
     # bench/curator.py prints a header (entries, seconds, ..., peak-MiB, ...), then a row per
     # size; columns are found by their header so that a new column cannot shift them
     argv = [sys.executable, str(BENCH / "curator.py"), "--sizes", ",".join(map(str, sizes))]
