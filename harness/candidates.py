@@ -49,14 +49,6 @@ class RecordRead:
     from_digest: bool = False
 
 
-def load(identity: Path, similarity: float) -> tuple[PromotionTracker, RecordRead]:
-    """The record clustered into lessons: from the digest when it holds, then what follows."""
-    tracker, read = load_digest(identity, similarity)
-    for candidate in read_record(identity, read):
-        tracker.add(candidate)
-    return tracker, read
-
-
 def load_digest(identity: Path, similarity: float) -> tuple[PromotionTracker, RecordRead]:
     """The lessons the digest holds and how far it read the record; none if it does not hold.
     `read_record` gives what follows."""

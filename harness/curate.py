@@ -3,9 +3,10 @@
 A run takes `<state>/locks/curator.lock` without waiting (a second curator gets
 BusyError, exit 3) and works in two phases.
 
-Plan: no raw lock, no visible write. Load the candidate record (`candidates`),
-then stream raw.md once up to its last complete line (`end`; `rawscan` reads
-it, in a second process for a big backlog): lines before the cursor's
+Plan: no raw lock, no visible write. Load the candidate record (`candidates`:
+its digest, then the lines after it), then stream raw.md once up to its last
+complete line (`end`); `rawscan` reads both, in a second process for a big
+backlog, and the curator clusters what it hands over. Lines before the cursor's
 `processed` offset were learned by an earlier run and are only counted; newer
 lines feed MEMORY.md and the candidate record. The cut is the offset of the
 `raw_keep`-th last entry; everything before it goes to the archive. The long

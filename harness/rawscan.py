@@ -36,7 +36,7 @@ import subprocess
 import sys
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import BinaryIO, TextIO
@@ -276,13 +276,7 @@ class RawReader:
             yield from self._pass.candidates()
             self.record = self._pass.record
             return
-        while True:
-            tag, payload = self._frame()
-            if tag == b"C":
-                yield marshal.loads(payload)
-            else:
-                self.record = RecordRead(**marshal.loads(payload))
-                return
+        self.record = RecordRead(**(yield from self._framed(b"C")))
 
     def __iter__(self) -> Iterator[list[Record]]:
         if self.record is None and any(True for _ in self.candidates()):
@@ -291,16 +285,18 @@ class RawReader:
             yield from self._pass.batches()
             self.scan = self._pass.scan
             return
+        self.scan = Scan(**(yield from self._framed(b"B")))
+        self.scan.months = [tuple(m) for m in self.scan.months]
+        self._proc.wait()  # it has sent all it had: it exits
+
+    def _framed(self, tag: bytes) -> Generator[list[Record], None, dict]:
+        """The batches in the frames tagged `tag`; returns what the frame after them holds."""
         while True:
-            tag, payload = self._frame()
-            if tag == b"B":
-                yield marshal.loads(payload)
-            else:
-                fields = marshal.loads(payload)
-                self.scan = Scan(**fields)
-                self.scan.months = [tuple(m) for m in self.scan.months]
-                self._proc.wait()  # it has nothing left to do but exit
-                return
+            found, payload = self._frame()
+            data = marshal.loads(payload)
+            if found != tag:
+                return data
+            yield data
 
     def _frame(self) -> tuple[bytes, bytes]:
         """The next frame from the reader process; its failure as a BackendError."""
