@@ -90,6 +90,20 @@ def header() -> str:
             f"{platform.python_version()} · python3 on PATH: {path_python()}")
 
 
+# A fixed pure-Python loop: this machine's speed drifts by more than half from one hour to
+# the next, so the suite times this beside the curator to show how fast it was just then.
+REFERENCE = "d = {}\nfor i in range(3_000_000):\n    d[i & 0xffff] = i"
+
+
+def reference_row(when: str, runs: int = 3) -> Row:
+    """The reference loop's median time, in fresh interpreters."""
+    code = f"import time\nt = time.process_time()\n{REFERENCE}\nprint(time.process_time() - t)"
+    times = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                  check=True).stdout) for _ in range(runs)]
+    return Row(f"  machine speed {when}: a fixed Python loop (3M dict stores), "
+               f"median of {runs}", f"{statistics.median(times):.2f} s")
+
+
 # ---- (1) and (2): note and dry-run against the bare interpreter ----
 
 
@@ -274,7 +288,9 @@ def main() -> None:
     rows += writer_rows(args.notes, args.rounds)
     sizes = [n for n in CURATOR_SIZES if not (args.quick and n >= 1_000_000)]
     say(f"curator at {', '.join(f'{n:,}' for n in sizes)} raw entries")
+    rows.append(reference_row("before the curator runs"))
     rows += curator_rows(sizes)
+    rows.append(reference_row("after them"))
     say(f"simulating {PROMPT_RUNS[-1]:,} runs for the worker prompt's size")
     prompt, history_note = prompt_rows(PROMPT_RUNS)
     rows += prompt
