@@ -224,7 +224,7 @@ def _shortlist(b: _Bucket, words: set[str]) -> list[int]:
     """
     get = b.df.get
     # rarest first, ties by the word itself: a set's order changes with the hash seed
-    counted = sorted([(n, w) for w in words if (n := get(w))])
+    counted = sorted([(n, w) for w in words if (n := get(w))])[:BLOCK_WORDS]
     if not counted:
         return []
     postings = b.postings

@@ -335,7 +335,7 @@ def _write_frame(out: BinaryIO, tag: bytes, payload: bytes) -> None:
 
 class _FrameWriter(threading.Thread):
     """Writes the reader's frames from a queue, so that the pass runs up to AHEAD frames
-    ahead of a curator that is busy (loading the candidate record, say) instead of
+    ahead of a curator that is busy (clustering the candidate record, say) instead of
     stopping whenever the pipe is full. A pipe the curator closed is drained to nowhere."""
 
     def __init__(self, out: BinaryIO) -> None:
