@@ -35,8 +35,9 @@ DIGEST_VERSION = 2
 DIGEST_ROWS = 1000  # rows per digest line: one JSON call each, not one per row
 TAIL = 4096
 CHUNK = 1 << 20
-# json.dumps with options builds a new encoder per call; a digest row is written per lesson
-_encode = json.JSONEncoder(ensure_ascii=False).encode
+# One encoder for every digest line (json.dumps with options builds one per call); rows hold
+# no cycles, so the encoder need not look for them
+_encode = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
 
 
 @dataclass

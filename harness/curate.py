@@ -143,7 +143,8 @@ class CuratorReport:
         return "\n".join(lines)
 
 
-_encode = json.JSONEncoder(ensure_ascii=False).encode  # one encoder for every staged line
+# one encoder for every staged line; rows hold no cycles for it to look for
+_encode = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
 PROMOTIONS_SHOWN = 50  # a first run over a long history may promote thousands
 STAGED_ROWS = 1000  # staged promotions per line: a JSON call per line, not per promotion
 
