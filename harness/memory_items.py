@@ -65,9 +65,12 @@ class Item:
     def note(self, ref: str, day: str) -> None:
         """Count one more sighting from run or feature `ref` on `day`."""
         self.count += 1
-        self.day = max(self.day, day)
+        if day > self.day:
+            self.day = day
         if ref and ref != "-":
             ids = self.ids
+            if ids and ids[0] == ref:
+                return  # the latest sighting again: the list stays as it is
             if ref in ids:
                 ids = tuple(i for i in ids if i != ref)
             elif len(ids) >= IDS_LISTED:

@@ -112,11 +112,14 @@ class Evidence:
 
     def note(self, day: str, ts: str, mission: str, feature: str, run: str | None) -> None:
         """`add` for a note given by its fields (`day` is ts[:10], interned)."""
-        self.first = min(self.first or day, day)
-        self.last = max(self.last, day)
+        # this runs once per note of a big log: comparisons rather than min() and max()
+        if not self.first or day < self.first:
+            self.first = day
+        if day > self.last:
+            self.last = day
         first = self.count == 0
         self.count += 1
-        # each list keeps its first LISTED values (this runs once per note of a big log)
+        # each list keeps its first LISTED values
         if mission not in self.missions:
             if len(self.missions) < LISTED:
                 self.missions = (*self.missions, mission)
@@ -132,15 +135,15 @@ class Evidence:
                 self.runs = (*self.runs, run)
             else:
                 self.more |= 4
-        worker = run or feature
-        occasion = run or f"{feature}@{ts}"
         if first:
-            self.worker, self.occasion = worker, occasion
+            self.worker, self.occasion = run or feature, run or f"{feature}@{ts}"
             return
+        if self.two_workers and self.two_occasions:
+            return  # both rules settled: no later note can unsettle them
         same_mission = mission == self.missions[0]
-        self.two_workers = self.two_workers or not same_mission or worker != self.worker
+        self.two_workers = self.two_workers or not same_mission or (run or feature) != self.worker
         self.two_occasions = (self.two_occasions or not same_mission
-                              or occasion != self.occasion)
+                              or (run or f"{feature}@{ts}") != self.occasion)
 
     def row(self) -> list:
         """The evidence as a JSON-ready list (see `from_row`)."""
