@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -136,9 +137,8 @@ def _promote(paths: CuratorPaths, sizes: dict[str, int], similarity: float) -> s
     recheck: dict[str, IdentityIndex] = {}
     with hold_lock(paths.identity / ".identity.lock"), \
             open(paths.staged_promotions, encoding="utf-8") as staged:
-        rows = (row for chunk in staged for row in json.loads(chunk))  # see _stage_promotions
         try:
-            for n, (role, _, text, line) in enumerate(rows):
+            for n, (role, _, text, line) in enumerate(_staged_rows(staged)):
                 if role not in outs:
                     path = paths.role_file(role)
                     current = read_text(path)
@@ -160,6 +160,18 @@ def _promote(paths: CuratorPaths, sizes: dict[str, int], similarity: float) -> s
                 os.fsync(out.fileno())
                 out.close()
     return skipped
+
+
+def _staged_rows(staged: Iterable[str]) -> Iterator[list[str]]:
+    """The staged promotions, [role, kind, text, line] each: lines of many rows
+    (`_Planner._stage_promotions`), or of one row each as earlier versions staged them
+    (a run that crashed before an upgrade leaves those for the next to carry out)."""
+    for chunk in staged:
+        rows = json.loads(chunk)
+        if rows and isinstance(rows[0], str):
+            yield rows
+        else:
+            yield from rows
 
 
 def archive_sizes(archive: Path, months: list[str], memory_lines: bool) -> dict[str, int | None]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import importlib.util
+import json
 import os
 import random
 import subprocess
@@ -534,6 +535,28 @@ def test_what_identity_gained_since_the_plan_is_not_promoted_again(state, identi
     assert [line for line in lines if "pnpm lint" in line] == [
         "- running `pnpm lint` in ci/pnpm.yml catches it early [promoted]"]
     assert sum("- TRICK: " in line for line in lines) == 3
+
+
+def test_promotions_an_earlier_version_staged_are_carried_out(state, identity,
+                                                              monkeypatch) -> None:
+    # a run crashed before promoting; the harness was upgraded; its staged promotions are
+    # one per line, as earlier versions wrote them
+    for tool in ("make -n", "go vet"):
+        for n in range(2):
+            note(state, f"{tool} in ci/{tool.split()[0]}.yml catches it early", "TRICK",
+                 feature=f"F-00{n}", run=f"{tool.split()[0]}-r{n}")
+    monkeypatch.setattr(curate_commit, "_promote", _boom)
+    with pytest.raises(RuntimeError):
+        run(state, identity)
+    monkeypatch.undo()
+    pending = state / "curator" / "promotions.pending"
+    rows = [row for line in pending.read_text().splitlines() for row in json.loads(line)]
+    pending.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert len(rows) == 2 and run(state, identity).resumed
+    lines = (identity / "worker.md").read_text().splitlines()
+    assert [line.split(" [")[0] for line in lines if line.startswith("- ")] == [
+        "- TRICK: make -n in ci/make.yml catches it early",
+        "- TRICK: go vet in ci/go.yml catches it early"]
 
 
 def test_candidate_record_counts_a_redone_append_once(state, identity) -> None:
