@@ -17,7 +17,9 @@ kind, and a lesson is promoted when
   it forgot is one occasion.
 
 A lesson already in the role's identity file, in any words, is not promoted
-again. A promoted line carries its provenance, lists capped, count exact:
+again. A run plans only the lessons it gave a note to (`PromotionTracker.due`),
+so a line someone deleted from identity stays out until the lesson recurs. A
+promoted line carries its provenance, lists capped, count exact:
 
     - TRICK: <text> [promoted 2026-05-01; seen 3x 2026-04-12..2026-04-20;
       missions: shop, blog; features: F-003, F-007; runs: R1, R2, R3]
@@ -190,6 +192,7 @@ class PromotionTracker:
     def __init__(self, similarity: float, clusters: Clusters | None = None) -> None:
         self.clusters = clusters or Clusters(similarity)
         self.lessons: list[Evidence | None] = []  # cluster id -> evidence
+        self.noted: set[int] = set()  # clusters given a note here, not just loaded (`put`)
 
     def add(self, c: Candidate, cluster: int | None = None, norm: Norm | None = None
             ) -> Evidence:
@@ -209,6 +212,7 @@ class PromotionTracker:
         if ev is None:
             ev = self.put(cluster, Evidence(role, kind, text))
         ev.note(day, ts, mission, feature, run)
+        self.noted.add(cluster)
         return ev
 
     def add_entry(self, entry: Entry, mission: str, cluster: int | None = None) -> Candidate:
@@ -228,8 +232,16 @@ class PromotionTracker:
         return ev
 
     def due(self) -> list[Evidence]:
-        """Lessons whose rule holds, in cluster order."""
-        return [ev for ev in self.lessons if ev is not None and ev.due()]
+        """Lessons whose rule holds, in cluster order, among those noted since loading.
+
+        A lesson only loaded (from the digest) and due was planned by the run that made it
+        due: it is in identity, or identity held it already. Not checking it again spares
+        a run over a long history seconds, and keeps a line out that someone deleted from
+        identity, until the lesson is noted again.
+        """
+        lessons = self.lessons
+        return [ev for cid in sorted(self.noted) if (ev := lessons[cid]) is not None
+                and ev.due()]
 
 
 def identity_lessons(text: str) -> Iterable[str]:

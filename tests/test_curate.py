@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import candidates, curate_commit, memory
+from harness import candidates, curate_commit, memory, promotion
 from harness import curate as curate_mod
 from harness.curate import CuratorSettings, curate
 from harness.errors import BusyError, UsageError
@@ -557,6 +557,37 @@ def test_promotions_an_earlier_version_staged_are_carried_out(state, identity,
     assert [line.split(" [")[0] for line in lines if line.startswith("- ")] == [
         "- TRICK: make -n in ci/make.yml catches it early",
         "- TRICK: go vet in ci/go.yml catches it early"]
+
+
+def test_a_run_checks_only_the_lessons_noted_in_it_against_identity(state, identity,
+                                                                   monkeypatch) -> None:
+    tools = ["make -n", "pnpm lint", "cargo check", "go vet"]
+    for tool in tools:
+        for n in range(2):
+            note(state, f"{tool} in ci/{tool.split()[0]}.yml catches it early", "TRICK",
+                 feature=f"F-00{n}", run=f"{tool.split()[0]}-r{n}")
+    assert len(run(state, identity).promoted) == 4
+    checked: list[str] = []
+    knows = promotion.IdentityIndex.knows
+    monkeypatch.setattr(promotion.IdentityIndex, "knows",
+                        lambda self, role, text: checked.append(text) or knows(self, role, text))
+    note(state, "go vet in ci/go.yml catches it early", "TRICK", feature="F-009", run="go-r9")
+    assert run(state, identity).promoted == []
+    assert checked == ["go vet in ci/go.yml catches it early"]  # the digest's three are not
+
+
+def test_a_line_deleted_from_identity_stays_out_until_the_lesson_recurs(state,
+                                                                        identity) -> None:
+    for n in range(2):
+        note(state, "make -n in ci/make.yml catches it early", "TRICK", feature=f"F-00{n}",
+             run=f"r{n}")
+    assert len(run(state, identity).promoted) == 1
+    (identity / "worker.md").write_text("# worker\n\n")  # someone took the line out
+    note(state, "unrelated", "-")
+    assert run(state, identity).promoted == []
+    note(state, "make -n in ci/make.yml catches it early", "TRICK", feature="F-003", run="r3")
+    assert [p.text for p in run(state, identity).promoted] == [
+        "make -n in ci/make.yml catches it early"]
 
 
 def test_candidate_record_counts_a_redone_append_once(state, identity) -> None:
