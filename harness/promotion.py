@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from harness.matching import Clusters, LessonIndex, Norm, normalize
-from harness.memory import Entry
 
 PROMOTABLE = ("TRICK", "FAIL", "FORGOT")
 LISTED = 3  # provenance values listed per field; the count stays exact
@@ -107,13 +106,8 @@ class Evidence:
     occasion: str = ""
     two_occasions: bool = False
 
-    def add(self, c: Candidate) -> None:
-        """Count one more note of this lesson."""
-        # a few hundred distinct days among millions of notes: interned
-        self.note(sys.intern(c.ts[:10]), c.ts, c.mission, c.feature, c.run)
-
     def note(self, day: str, ts: str, mission: str, feature: str, run: str | None) -> None:
-        """`add` for a note given by its fields (`day` is ts[:10], interned)."""
+        """Count one more note of this lesson (`day` is ts[:10], interned)."""
         # this runs once per note of a big log: comparisons rather than min() and max()
         if not self.first or day < self.first:
             self.first = day
@@ -214,15 +208,6 @@ class PromotionTracker:
         ev.note(day, ts, mission, feature, run)
         self.noted.add(cluster)
         return ev
-
-    def add_entry(self, entry: Entry, mission: str, cluster: int | None = None) -> Candidate:
-        """Record a TRICK, FAIL or FORGOT entry; `mission` as `mission_name` gives it."""
-        if entry.kind not in PROMOTABLE:
-            raise ValueError(f"a {entry.kind} note is never a candidate")
-        c = Candidate(entry.ts, mission, entry.role, entry.kind, entry.feature, entry.run,
-                      entry.text)
-        self.add(c, cluster)
-        return c
 
     def put(self, cluster: int, ev: Evidence) -> Evidence:
         """File `ev` as the evidence of `cluster`."""
