@@ -24,6 +24,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from harness.promotion import Candidate, Evidence, PromotionTracker, parse_candidate
 from harness.store import hold_lock, sha256
@@ -79,8 +80,7 @@ def read_record(identity: Path, read: RecordRead) -> Iterator[Candidate]:
             read.batches[batch] = seq
             yield candidate
         read.end = offset
-        f.seek(max(0, offset - TAIL))
-        read.tail_sha = sha256(f.read(offset - max(0, offset - TAIL)))
+        read.tail_sha = _tail_sha(f, offset)
 
 
 def _load_digest(identity: Path, similarity: float) -> tuple[PromotionTracker, RecordRead] | None:
@@ -115,13 +115,19 @@ def _load_digest(identity: Path, similarity: float) -> tuple[PromotionTracker, R
     return tracker, read
 
 
+def _tail_sha(f: BinaryIO, end: int) -> str:
+    """The hash of the TAIL bytes before `end`: how a later run tells the record it read
+    up to `end` has not changed."""
+    f.seek(max(0, end - TAIL))
+    return sha256(f.read(end - max(0, end - TAIL)))
+
+
 def _covers(record: Path, end: int, tail_sha: str) -> bool:
     try:
         with open(record, "rb") as f:
             if os.fstat(f.fileno()).st_size < end:
                 return False
-            f.seek(max(0, end - TAIL))
-            return sha256(f.read(end - max(0, end - TAIL))) == tail_sha
+            return _tail_sha(f, end) == tail_sha
     except FileNotFoundError:
         return end == 0
 
@@ -147,8 +153,7 @@ def append(identity: Path, staged: Path, *, tracker: PromotionTracker | None = N
         if before == read.end:  # only this batch since: the digest covers it by offset
             end = record.stat().st_size
             with open(record, "rb") as r:
-                r.seek(max(0, end - TAIL))
-                tail_sha = sha256(r.read(end - max(0, end - TAIL)))
+                tail_sha = _tail_sha(r, end)
         _write_digest(identity, tracker, RecordRead(end, tail_sha, batches))
 
 

@@ -343,9 +343,7 @@ class LessonIndex:
 
     def add_packed(self, bucket: Any, key: str, packed: str, cluster: int) -> None:
         """`add` for a phrasing as `phrasings` gives it back: its key and packed anchors."""
-        b = self._buckets.get(bucket)
-        if b is None:
-            b = self._buckets[bucket] = _Bucket()
+        b = self._bucket(bucket)
         if key not in b.exact:
             self._add(b, key, packed, cluster, set(key.split()))
 
@@ -369,6 +367,12 @@ class LessonIndex:
             if len(plist) > 2 * POSTING_CAP:
                 del plist[:-POSTING_CAP]
 
+    def _bucket(self, bucket: Any) -> _Bucket:
+        b = self._buckets.get(bucket)
+        if b is None:
+            b = self._buckets[bucket] = _Bucket()
+        return b
+
     def has(self, bucket: Any) -> bool:
         """Whether anything is indexed in `bucket`."""
         return bucket in self._buckets
@@ -384,9 +388,7 @@ class LessonIndex:
 
     def assign(self, bucket: Any, norm: Norm, new_cluster: int) -> int:
         """The cluster `norm` belongs to; `new_cluster` (now indexed) when none matches."""
-        b = self._buckets.get(bucket)
-        if b is None:
-            b = self._buckets[bucket] = _Bucket()
+        b = self._bucket(bucket)
         key = norm.key
         hit = b.exact.get(key)
         if hit is not None:

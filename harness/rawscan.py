@@ -375,6 +375,17 @@ class _FrameWriter(threading.Thread):
         return not self.broken
 
 
+def _send_batches(writer: _FrameWriter, raw_pass: RawPass, tag: bytes,
+                  batches: Iterator[list[Record]]) -> bool:
+    """Frame each batch as `tag`, normalising only while the curator is behind (see
+    `_FrameWriter.ahead`); False once the curator has stopped reading."""
+    for batch in batches:
+        if not writer.send(tag, marshal.dumps(batch)):
+            return False
+        raw_pass.normalizing = writer.ahead()
+    return True
+
+
 def main(argv: list[str]) -> int:
     """The reader process: run the pass for the JSON job in argv, frames to stdout."""
     job = ScanJob(**json.loads(argv[0]))
@@ -382,15 +393,12 @@ def main(argv: list[str]) -> int:
     writer = _FrameWriter(sys.stdout.buffer)
     writer.start()
     try:
-        for batch in raw_pass.candidates():
-            if not writer.send(b"C", marshal.dumps(batch)):
-                return 1  # the curator stopped reading: it has failed or been stopped
-            raw_pass.normalizing = writer.ahead()
+        # False: the curator stopped reading, it has failed or been stopped
+        if not _send_batches(writer, raw_pass, b"C", raw_pass.candidates()):
+            return 1
         writer.send(b"R", marshal.dumps(asdict(raw_pass.record)))
-        for batch in raw_pass.batches():
-            if not writer.send(b"B", marshal.dumps(batch)):
-                return 1
-            raw_pass.normalizing = writer.ahead()
+        if not _send_batches(writer, raw_pass, b"B", raw_pass.batches()):
+            return 1
         writer.send(b"D", marshal.dumps(asdict(raw_pass.scan)))
     except OSError as e:
         writer.send(b"E", str(e).encode())
