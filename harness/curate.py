@@ -71,7 +71,7 @@ from harness.curate_commit import (
 from harness.curate_diffs import DIFF_PREVIEW, append_diff, drop_head_diff, rewrite_diff
 from harness.curator import LESSON_KINDS, Bounds, MemoryBook, ModelResult, check_model_result
 from harness.errors import UsageError
-from harness.matching import Norm
+from harness.matching import Norm, normalize
 from harness.promotion import (
     PROMOTABLE,
     Candidate,
@@ -214,6 +214,7 @@ class _Planner:
         self.n_staged = 0
         self.tracker: PromotionTracker | None = None
         self.record: candidates.RecordRead | None = None
+        self._text_clusters: list[int] = []  # the pass's text number -> cluster
 
     def plan(self) -> dict | None:
         """The journal of what to change, or None when nothing would (or in a dry run)."""
@@ -301,10 +302,11 @@ class _Planner:
         process = settings.reader == "process" or (
             settings.reader == "auto" and use_process(job))
         with RawReader(job, process=process) as reader:
-            add = self.tracker.add
+            add, cluster_of = self.tracker.add, self._cluster_of
             for batch in reader.candidates():
-                for *fields, norm in batch:
-                    add(Candidate(*fields), norm=Norm(*norm) if norm else None)
+                for *fields, ref in batch:
+                    c = Candidate(*fields)
+                    add(c, cluster=cluster_of((c.role, c.kind), c.text, ref))
             self.record = reader.record
             book = MemoryBook(old_memory, settings.bounds(), similarity=settings.similarity,
                               topic_similarity=settings.topic_similarity,
@@ -318,17 +320,27 @@ class _Planner:
         self.n_staged, self.preview = scan.staged, scan.staged_preview
         return scan, book
 
+    def _cluster_of(self, bucket: tuple[str, str], text: str,
+                    ref: int | tuple[str, str, str, str] | None) -> int:
+        """The cluster of a text the pass handed over with `ref` (see `rawscan.Record`)."""
+        if type(ref) is int:
+            return self._text_clusters[ref]
+        cid = self.tracker.clusters.assign(bucket, Norm(*ref) if ref else normalize(text))
+        self._text_clusters.append(cid)
+        return cid
+
     def _learn(self, batch: list[Record], book: MemoryBook) -> None:
         # Runs once per note of a big log: no Entry or Candidate is built for a lesson, and
         # role, feature and kind come interned (rawscan.parse_line; marshal keeps that).
         tracker, mission, intern = self.tracker, self.mission, sys.intern
-        assign, note_lesson, note_candidate = (tracker.clusters.assign_text, book.note_lesson,
-                                               tracker.note)
-        for ts, role, feature, kind, text, run, norm in batch:
+        known, cluster_of = self._text_clusters, self._cluster_of
+        note_lesson, note_candidate = book.note_lesson, tracker.note
+        for ts, role, feature, kind, text, run, ref in batch:
             if kind not in LESSON_KINDS:
                 book.add(memory.Entry(ts, role, feature, kind, text, run))
                 continue
-            cid = assign((role, kind), text, Norm(*norm) if norm else None)
+            # most notes repeat a text the pass has numbered: one list lookup
+            cid = known[ref] if type(ref) is int else cluster_of((role, kind), text, ref)
             day = intern(ts[:10])
             note_lesson(cid, role, kind, text, day, run or feature)
             if kind in PROMOTABLE:

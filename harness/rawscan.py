@@ -9,7 +9,7 @@ streams raw.md from its start to its last complete line and
   (the journal hashes them) and first lines (for `--dry-run`'s diffs);
 - parses each line from the cursor's `start` on and hands the entries over in
   order, in batches, each lesson with its normalised text (`matching.normalize`)
-  unless the same text went by lately;
+  the first time its text goes by, and with the number of that first time after;
 - writes the promotable entries, as candidate record lines, to the staged file.
 
 None of that depends on clustering, which is the part of a curator run that
@@ -47,7 +47,7 @@ from harness.curate_commit import HEAD_BYTES
 from harness.curate_diffs import DIFF_PREVIEW
 from harness.curator import LESSON_KINDS
 from harness.errors import BackendError
-from harness.matching import SEEN_CAP, RecentTexts, normalize
+from harness.matching import normalize
 from harness.procs import die_with_parent
 from harness.promotion import PROMOTABLE, candidate_line
 
@@ -57,12 +57,18 @@ PIPE_BYTES = 1 << 20  # Linux's default pipe-max-size
 AHEAD = 8  # batches the reader process may have ready beyond the pipe (a few hundred KiB each)
 _FRAME = struct.Struct("<cI")
 
-_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
-_KIND_COLON = {f"{kind}:": kind for kind in memory.KINDS}
+# memory.ENTRY with a greedy text: the run is split off after (parse_fields)
+_ENTRY = re.compile(r"\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)\] (\S+) (\S+) ("
+                    + "|".join(map(re.escape, memory.KINDS)) + r"): (.*)")
 _RUN_ID = re.compile(r"[A-Za-z0-9_.-]+")
 
-# One entry as handed over: (ts, role, feature, kind, text, run, norm), where norm is
-# (key, anchors, strict, packed) of `matching.Norm`, or None when not computed.
+# One entry as handed over: (ts, role, feature, kind, text, run, ref). A lesson's ref is
+# what the pass knows of its text, by role and kind (`RawPass._ref`):
+# - a tuple, the first time: (key, anchors, strict, packed) of its `matching.Norm`;
+# - None, the first time, when the pass left normalising to the curator;
+# - an int after that: the number of that first time (0 for the pass's first text, in
+#   record lines and raw.md entries alike), so the curator takes the cluster it found then.
+# Other entries have None.
 Record = tuple
 
 
@@ -100,28 +106,32 @@ class Scan:
     staged_preview: list[str] = field(default_factory=list)
 
 
-def parse_line(line: str) -> memory.Entry | None:
-    """`memory.parse_entry` without its regex's backtracking: the same entries, faster.
+def parse_fields(line: str) -> tuple[str, str, str, str, str, str | None] | None:
+    """The fields of `line` (ts, role, feature, kind, text, run) as `memory.parse_entry`
+    reads them, or None; `line` may end with its newline. Role, feature and kind come
+    interned, since millions of entries share a few.
 
-    Role and feature strings are interned, since millions of entries share a few.
+    One greedy match and a look at the end for the run, where `memory.ENTRY`'s lazy text
+    tries the run's pattern at every character: the same fields in half the time.
     """
-    line = line.rstrip("\n")
-    if line[:1] != "[" or line[21:23] != "] " or not _TS.fullmatch(line, 1, 21):
+    m = _ENTRY.fullmatch(line, 0, len(line) - 1 if line[-1:] == "\n" else len(line))
+    if m is None:
         return None
-    parts = line[23:].split(" ", 3)
-    if len(parts) != 4:
-        return None
-    role, feature, kind, text = parts
-    kind = _KIND_COLON.get(kind)
-    # str.split() breaks on exactly the characters the regex's \S refuses
-    if kind is None or role.split() != [role] or feature.split() != [feature]:
-        return None
+    ts, role, feature, kind, text = m.groups()
     run = None
-    if text.endswith(")"):
+    if text[-1:] == ")":
         i = text.rfind(" (run ")
+        # only the last " (run " can be the run: a run id has no space
         if i >= 0 and _RUN_ID.fullmatch(text, i + 6, len(text) - 1):
             text, run = text[:i], text[i + 6:-1]
-    return memory.Entry(line[1:21], sys.intern(role), sys.intern(feature), kind, text, run)
+    intern = sys.intern
+    return ts, intern(role), intern(feature), intern(kind), text, run
+
+
+def parse_line(line: str) -> memory.Entry | None:
+    """`memory.parse_entry`, faster (see `parse_fields`)."""
+    fields = parse_fields(line.rstrip("\n"))
+    return None if fields is None else memory.Entry(*fields)
 
 
 class RawPass:
@@ -131,20 +141,19 @@ class RawPass:
         self.job = job
         self.scan = Scan(months=[(0, 0, job.month)])
         self.record = RecordRead(job.record_start, "", dict(job.record_batches))
-        # Half the curator's cache: what this one still holds, the curator's holds too
-        # (see RecentTexts), so a text sent without its normalised form is one the curator
-        # has clustered already, or one it normalises itself (when `normalizing` is off).
-        self._recent = RecentTexts(SEEN_CAP // 2)
+        # hash of (role, kind, text) -> its number: 64 bits, so the odds of two texts
+        # taken for one are below one in ten million for a million distinct texts
+        self._texts: dict[int, int] = {}
         self.normalizing = True
 
     def candidates(self) -> Iterator[list[Record]]:
         """The candidate record's new lines (`candidates.read_record`), in batches of
-        (*Candidate, norm); then `record` says how far they go."""
+        (*Candidate, ref) (see `Record`); then `record` says how far they go."""
         if self.job.identity is None:
             return
         batch: list[Record] = []
         for c in read_record(Path(self.job.identity), self.record):
-            batch.append((*c, self._norm((c.role, c.kind), c.text)))
+            batch.append((*c, self._ref((c.role, c.kind), c.text)))
             if len(batch) >= BATCH:
                 yield batch
                 batch = []
@@ -173,14 +182,14 @@ class RawPass:
                 line = raw_line.decode("utf-8", "replace")
                 if lineno < DIFF_PREVIEW:
                     scan.preview.append(line)
-                entry = parse_line(line)
-                if entry:
-                    if entry.ts[:7] != month:
-                        month = entry.ts[:7]
+                fields = parse_fields(line)
+                if fields:
+                    if fields[0][:7] != month:
+                        month = fields[0][:7]
                         scan.months.append((offset, lineno, month))
                     keep.append((offset, lineno))
                     if offset >= start:
-                        batch.append(self._record(entry, staged))
+                        batch.append(self._record(fields, staged))
                         if len(batch) >= BATCH:
                             yield batch
                             batch = []
@@ -201,11 +210,11 @@ class RawPass:
         else:
             scan.cut, scan.cut_line = keep[0]
 
-    def _record(self, entry: memory.Entry, staged: TextIO) -> Record:
-        ts, role, feature, kind, text, run = entry
+    def _record(self, fields: tuple, staged: TextIO) -> Record:
+        ts, role, feature, kind, text, run = fields
         if kind not in LESSON_KINDS:
             return (ts, role, feature, kind, text, run, None)
-        norm = self._norm((role, kind), text)
+        ref = self._ref((role, kind), text)
         if kind in PROMOTABLE:
             scan = self.scan
             line = candidate_line(f"{self.job.batch}:{scan.staged}", ts, self.job.mission, role,
@@ -214,14 +223,15 @@ class RawPass:
             if scan.staged < DIFF_PREVIEW:
                 scan.staged_preview.append(line)
             scan.staged += 1
-        return (ts, role, feature, kind, text, run, norm)
+        return (ts, role, feature, kind, text, run, ref)
 
-    def _norm(self, bucket: tuple[str, str], text: str) -> tuple[str, str, str, str] | None:
-        # in the order the curator will cluster them, so both caches see the same texts
+    def _ref(self, bucket: tuple[str, str], text: str) -> int | tuple[str, str, str, str] | None:
+        texts = self._texts
         h = hash((bucket, text))
-        if self._recent.get(h) is not None:
-            return None
-        self._recent.put(h, True)
+        seen = texts.get(h)
+        if seen is not None:
+            return seen
+        texts[h] = len(texts)
         if not self.normalizing:
             return None
         n = normalize(text)

@@ -124,7 +124,7 @@ def test_parse_line_agrees_with_memory_parse_entry() -> None:
     lines = [line.rstrip("\n").split("\t", 2)[2]
              for line in (CORPUS / "corpus.tsv").read_text().splitlines(True)]
     rng = random.Random(7)
-    alphabet = " \t[]():-_.Z0123456789TFabc\u00a0\r"
+    alphabet = " \t[]():-_.Z0123456789TFabc\u00a0\r\x1c\x85\u2028\u0663"
     fuzzed = []
     for _ in range(20000):
         chars = list(rng.choice(lines) or "x")

@@ -81,10 +81,10 @@ def test_texts_the_reader_leaves_unnormalised_give_the_same_outcome(tmp_path,
         nonlocal calls
         calls += 1
         self.normalizing = calls % 2 == 0
-        return norm(self, bucket, text)
+        return ref(self, bucket, text)
 
-    norm = RawPass._norm
-    monkeypatch.setattr(RawPass, "_norm", leave_half)
+    ref = RawPass._ref
+    monkeypatch.setattr(RawPass, "_ref", leave_half)
     folder = tmp_path / "b"
     curate(folder / "state", folder / "identity", "bench", CuratorSettings(reader="inline"),
            now=NOW)
@@ -127,10 +127,12 @@ def test_the_pass_finds_the_cut_the_months_and_the_new_entries(tmp_path) -> None
          "run3"),
         ("2026-04-03T10:00:00Z", "worker", "F-004", "DECISION", "db: use postgres 16", "run4")]
     norm = normalize("uv run pytest -x stops at the first failure")
-    # a lesson's normalised text comes with its first sighting only; decisions have none
-    assert [r[6] for r in records] == [(norm.key, norm.anchors, norm.strict, norm.packed), None,
-                                       records[2][6], None]
-    assert records[2][6] is not None
+    # a lesson's normalised text comes with its first sighting, then its number; decisions
+    # have neither
+    gotcha = normalize("the CI cache expires after 7 days")
+    assert [r[6] for r in records] == [(norm.key, norm.anchors, norm.strict, norm.packed), 0,
+                                       (gotcha.key, gotcha.anchors, gotcha.strict, gotcha.packed),
+                                       None]
     assert (scan.processed, scan.unparsed, scan.staged) == (5, 1, 2)
     # the cut keeps the last two entries (and the stray line after them)
     assert scan.cut == sum(len(line) + 1 for line in lines[:3]) and scan.cut_line == 3
