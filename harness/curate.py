@@ -331,7 +331,7 @@ class _Planner:
 
     def _learn(self, batch: list[Record], book: MemoryBook) -> None:
         # Runs once per note of a big log: no Entry or Candidate is built for a lesson, and
-        # role, feature and kind come interned (rawscan.parse_line; marshal keeps that).
+        # role, feature and kind come interned (rawscan.parse_fields; marshal keeps that).
         tracker, mission, intern = self.tracker, self.mission, sys.intern
         known, cluster_of = self._text_clusters, self._cluster_of
         note_lesson, note_candidate = book.note_lesson, tracker.note

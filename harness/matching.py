@@ -441,13 +441,12 @@ class Clusters:
         # normalising and matching
         self._seen = RecentTexts()
 
-    def assign_text(self, bucket: Any, text: str, norm: Norm | None = None) -> int:
-        """The cluster `text` belongs to, a new one when none matches; `norm` is
-        `normalize(text)` when the caller has it already."""
+    def assign_text(self, bucket: Any, text: str) -> int:
+        """The cluster `text` belongs to, a new one when none matches."""
         h = hash((bucket, text))
         cid = self._seen.get(h)
         if cid is None:
-            cid = self.assign(bucket, norm or normalize(text))
+            cid = self.assign(bucket, normalize(text))
             self._seen.put(h, cid)
         return cid
 

@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from harness.matching import Clusters, LessonIndex, Norm, normalize
+from harness.matching import Clusters, LessonIndex, normalize
 
 PROMOTABLE = ("TRICK", "FAIL", "FORGOT")
 LISTED = 3  # provenance values listed per field; the count stays exact
@@ -188,12 +188,10 @@ class PromotionTracker:
         self.lessons: list[Evidence | None] = []  # cluster id -> evidence
         self.noted: set[int] = set()  # clusters given a note here, not just loaded (`put`)
 
-    def add(self, c: Candidate, cluster: int | None = None, norm: Norm | None = None
-            ) -> Evidence:
-        """File one candidate under its lesson; `cluster` if the caller already matched it,
-        else `norm` if it has its text normalised."""
+    def add(self, c: Candidate, cluster: int | None = None) -> Evidence:
+        """File one candidate under its lesson; `cluster` if the caller already matched it."""
         if cluster is None:
-            cluster = self.clusters.assign_text((c.role, c.kind), c.text, norm)
+            cluster = self.clusters.assign_text((c.role, c.kind), c.text)
         return self.note(cluster, c.role, c.kind, c.text, sys.intern(c.ts[:10]), c.ts,
                          c.mission, c.feature, c.run)
 

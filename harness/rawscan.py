@@ -128,12 +128,6 @@ def parse_fields(line: str) -> tuple[str, str, str, str, str, str | None] | None
     return ts, intern(role), intern(feature), intern(kind), text, run
 
 
-def parse_line(line: str) -> memory.Entry | None:
-    """`memory.parse_entry`, faster (see `parse_fields`)."""
-    fields = parse_fields(line.rstrip("\n"))
-    return None if fields is None else memory.Entry(*fields)
-
-
 class RawPass:
     """The pass itself: iterate `candidates()` then `batches()`, then read `record` and `scan`."""
 

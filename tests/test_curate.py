@@ -20,7 +20,7 @@ from harness.curate import CuratorSettings, curate
 from harness.errors import BusyError, UsageError
 from harness.memory import append_entry, estimate_tokens, make_entry, parse_entry, parse_sections
 from harness.promotion import Candidate, parse_candidate
-from harness.rawscan import parse_line
+from harness.rawscan import parse_fields
 from harness.store import hold_lock, lock_path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,7 +120,7 @@ def test_few_entries_stay_put(state, identity) -> None:
     assert (state / "raw.md").read_text().splitlines() == appended
 
 
-def test_parse_line_agrees_with_memory_parse_entry() -> None:
+def test_parse_fields_agrees_with_memory_parse_entry() -> None:
     lines = [line.rstrip("\n").split("\t", 2)[2]
              for line in (CORPUS / "corpus.tsv").read_text().splitlines(True)]
     rng = random.Random(7)
@@ -136,7 +136,7 @@ def test_parse_line_agrees_with_memory_parse_entry() -> None:
                "[2026-04-24T10:05:12Z] w F TRICK: a (run b)x (run )",
                "[2026-04-24T10:05:12Z] w F TRICK: ", "[2026-04-24T10:05:12Z] w F TRICK:"]
     assert sum(parse_entry(line) is not None for line in fuzzed) > 5000
-    assert [parse_line(line) for line in lines + fuzzed] == [
+    assert [parse_fields(line) for line in lines + fuzzed] == [
         parse_entry(line) for line in lines + fuzzed]
 
 
