@@ -52,13 +52,15 @@ def test_blocks_appear_in_order_of_stability(project: Path, state: Path,
 
 
 def test_memory_text_is_data_never_template_source(project: Path, state: Path) -> None:
-    text = "literal {{ 7*7 }} and {% include 'x' %}"
+    # rendered, the expression would give "zqzqzqzq": unlike "49" from 7*7, no timestamp
+    # or run id can hold that by chance
+    text = "literal {{ 'zq' * 4 }} and {% include 'x' %}"
     append_entry(state, make_entry("worker", "F-004", "-", text))
     (state / "summary.md").write_text("# Summary\n\n## Lessons\n- {{ runtime.run_id }} {# c #}\n")
     prompt, _ = dry_run(project)
-    assert "literal {{ 7*7 }} and {% include 'x' %}" in prompt
+    assert "literal {{ 'zq' * 4 }} and {% include 'x' %}" in prompt
     assert "- {{ runtime.run_id }} {# c #}" in prompt
-    assert "49" not in prompt.split("## Latest notes")[1]
+    assert "zqzqzqzq" not in prompt
 
 
 def test_block_caps_hold_with_a_visible_marker(project: Path, state: Path) -> None:
