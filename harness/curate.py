@@ -47,7 +47,6 @@ plans, fills the diffs and writes nothing.
 from __future__ import annotations
 
 import gc
-import json
 import os
 import secrets
 import sys
@@ -55,6 +54,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+import orjson
 
 from harness import candidates, memory
 from harness.curate_commit import (
@@ -143,8 +144,6 @@ class CuratorReport:
         return "\n".join(lines)
 
 
-# one encoder for every staged line; rows hold no cycles for it to look for
-_encode = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
 PROMOTIONS_SHOWN = 50  # a first run over a long history may promote thousands
 STAGED_ROWS = 1000  # staged promotions per line: a JSON call per line, not per promotion
 
@@ -364,11 +363,11 @@ class _Planner:
     def _stage_promotions(self, promotions: list[Promotion]) -> None:
         if not promotions:
             return
-        with open(self.paths.staged_promotions, "w", encoding="utf-8") as out:
+        with open(self.paths.staged_promotions, "wb") as out:
             for first in range(0, len(promotions), STAGED_ROWS):
                 rows = [(p.role, p.kind, p.text, p.line)
                         for p in promotions[first:first + STAGED_ROWS]]
-                out.write(_encode(rows) + "\n")
+                out.write(orjson.dumps(rows) + b"\n")
             out.flush()
             os.fsync(out.fileno())
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from harness import candidates, memory
 from harness.errors import UsageError
 from harness.promotion import IdentityIndex
@@ -167,7 +169,7 @@ def _staged_rows(staged: Iterable[str]) -> Iterator[list[str]]:
     (`_Planner._stage_promotions`), or of one row each as earlier versions staged them
     (a run that crashed before an upgrade leaves those for the next to carry out)."""
     for chunk in staged:
-        rows = json.loads(chunk)
+        rows = orjson.loads(chunk)
         if rows and isinstance(rows[0], str):
             yield rows
         else:

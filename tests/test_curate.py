@@ -634,6 +634,22 @@ def test_the_digest_spares_rereading_the_candidate_record(tmp_path, identity, mo
     assert "missions: blog, shop" in report.promoted[0].line
 
 
+def test_a_digest_in_the_json_modules_spacing_still_loads(state, identity, monkeypatch) -> None:
+    # earlier versions wrote the digest with json.dumps: ", " and ": ", non-ASCII escaped
+    for n in range(20):
+        note(state, f"tool{n} --opt{n} needs its fixtures first ✓", "TRICK", run=f"r{n}")
+    run(state, identity)
+    digest = identity / ".candidates.digest"
+    lines = digest.read_text(encoding="utf-8").splitlines()
+    digest.write_text("".join(json.dumps(json.loads(line)) + "\n" for line in lines))
+    assert ", " in digest.read_text() and "\\u2713" in digest.read_text()
+    reads = counting_record_reads(monkeypatch)
+    note(state, "tool1 --opt1 needs the fixtures first ✓", "TRICK", feature="F-009", run="x")
+    report = run(state, identity)
+    assert reads == []
+    assert [p.text for p in report.promoted] == ["tool1 --opt1 needs its fixtures first ✓"]
+
+
 @pytest.mark.parametrize("spoil", ["truncate", "threshold", "record"])
 def test_a_doubtful_digest_is_ignored(state, identity, monkeypatch, spoil) -> None:
     for n in range(20):
