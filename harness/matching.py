@@ -231,49 +231,50 @@ def _shortlist(b: _Bucket, words: set[str]) -> list[int]:
     first = postings[counted[0][1]][-POSTING_CAP:]
     if len(counted) == 1:
         return first[:SHORTLIST]
-    in_second = set(postings[counted[1][1]][-POSTING_CAP:])
-    in_third = set(postings[counted[2][1]][-POSTING_CAP:]) if len(counted) > 2 else set()
-    # only variants under a second rare word move up; the rest keep their order
-    if in_second.isdisjoint(first) and in_third.isdisjoint(first):
-        ranked = first
-    else:
-        both, second, third, neither = [], [], [], []
-        for vid in first:
-            if vid in in_second:
-                (both if vid in in_third else second).append(vid)
-            elif vid in in_third:
-                third.append(vid)
-            else:
-                neither.append(vid)
-        ranked = both + second + third + neither
-    if len(ranked) < SHORTLIST:
-        ranked = ranked + _rest(first, postings[counted[1][1]][-POSTING_CAP:], in_second,
-                                postings[counted[2][1]][-POSTING_CAP:] if len(counted) > 2
-                                else [], in_third, SHORTLIST - len(ranked))
-    return ranked[:SHORTLIST]
-
-
-def _rest(first: list[int], second: list[int], in_second: set[int], third: list[int],
-          in_third: set[int], need: int) -> list[int]:
-    """The best `need` variants under the second or third rare word but not the first:
-    those under both, then under the second, then under the third (see `_shortlist`)."""
+    second = postings[counted[1][1]][-POSTING_CAP:]
+    third = postings[counted[2][1]][-POSTING_CAP:] if len(counted) > 2 else []
     in_first = set(first)
-    second_only = [v for v in second if v not in in_first]
-    rest = [v for v in second_only if v in in_third]
+    if in_first.isdisjoint(second) and in_first.isdisjoint(third):
+        # the common case: the rarest word's variants keep their order, then come the
+        # second's under the third too, the second's, and the third's
+        if len(first) >= SHORTLIST:
+            return first[:SHORTLIST]
+        return first + _rest(second, third, SHORTLIST - len(first))
+    in_second, in_third = set(second), set(third)
+    ranked: list[list[int]] = [[], [], [], []]  # under the second and third, second, third, none
+    for vid in first:
+        ranked[(0 if vid in in_third else 1) if vid in in_second else
+               (2 if vid in in_third else 3)].append(vid)
+    best = ranked[0] + ranked[1] + ranked[2] + ranked[3]
+    if len(best) < SHORTLIST:
+        best += _rest([v for v in second if v not in in_first],
+                      [v for v in third if v not in in_first], SHORTLIST - len(best))
+    return best[:SHORTLIST]
+
+
+def _rest(second: list[int], third: list[int], need: int) -> list[int]:
+    """The best `need` of the variants under the second and third rare words, none of them
+    under the first: under both, then under the second, then under the third."""
+    in_third = set(third)
+    rest = [v for v in second if v in in_third]
     if len(rest) < need:
-        rest += [v for v in second_only if v not in in_third]
+        rest += [v for v in second if v not in in_third]
         if len(rest) < need:
-            rest += [v for v in third if v not in in_first and v not in in_second]
+            in_second = set(second)
+            rest += [v for v in third if v not in in_second]
     return rest[:need]
 
 
 class _Bucket:
-    __slots__ = ("exact", "keys", "anchors", "owner", "postings", "df")
+    __slots__ = ("exact", "keys", "anchors", "strict", "owner", "postings", "df")
 
     def __init__(self) -> None:
         self.exact: dict[str, int] = {}  # every phrasing seen -> cluster
         self.keys: list[str] = []  # variant -> normalised text
         self.anchors: list[str] = []  # variant -> anchors, strict ones marked "!" (packed)
+        # variant -> its strict words, one shared tuple per combination (there are few):
+        # most shortlisted variants fail on these alone, before their anchors are unpacked
+        self.strict: list[tuple[str, ...]] = []
         self.owner: list[int] = []  # variant -> cluster
         self.postings: defaultdict[str, list[int]] = defaultdict(list)  # word -> recent variants
         self.df: dict[str, int] = {}  # word -> variants ever indexed under it
@@ -293,6 +294,7 @@ class LessonIndex:
         self.anchored = anchored  # False: score alone decides (decision topics)
         self._buckets: dict[Any, _Bucket] = {}
         self._variants = bytearray()  # cluster id -> phrasings indexed
+        self._strict: dict[str, tuple[str, ...]] = {}  # strict words -> their shared tuple
 
     def find(self, bucket: Any, norm: Norm) -> int | None:
         """The cluster id `norm` belongs to in `bucket`, or None."""
@@ -318,12 +320,11 @@ class LessonIndex:
         a_strict, a_anchors = norm.strict.split(), norm.anchors.split()
         cutoff = threshold - (AGREE_BONUS if a_anchors else 0)
         for vid in shortlist:
+            b_strict = b.strict[vid]
+            if b_strict and not a_words.issuperset(b_strict):
+                continue  # what _conflict would find first: a strict word of b's a lacks
             other_key, packed = b.keys[vid], b.anchors[vid]
-            if "!" in packed:
-                b_strict = [w[1:] for w in packed.split() if w[0] == "!"]
-                b_anchors = packed.replace("!", "").split()
-            else:
-                b_strict, b_anchors = [], packed.split()
+            b_anchors = packed.replace("!", "").split() if b_strict else packed.split()
             if (b_anchors or a_anchors) and _conflict(a_words, a_strict, a_anchors, other_key,
                                                       b_strict, b_anchors):
                 continue
@@ -358,6 +359,7 @@ class LessonIndex:
         vid = len(b.keys)
         b.keys.append(key)
         b.anchors.append(packed)
+        b.strict.append(self._strict_of(packed))
         b.owner.append(cluster)
         df, postings = b.df, b.postings
         for w in words:
@@ -366,6 +368,16 @@ class LessonIndex:
             plist.append(vid)
             if len(plist) > 2 * POSTING_CAP:
                 del plist[:-POSTING_CAP]
+
+    def _strict_of(self, packed: str) -> tuple[str, ...]:
+        """The strict words of packed anchors, as the tuple every variant with them shares."""
+        if "!" not in packed:
+            return ()
+        marked = " ".join([w for w in packed.split() if w[0] == "!"])
+        found = self._strict.get(marked)
+        if found is None:
+            found = self._strict[marked] = tuple([w[1:] for w in marked.split()])
+        return found
 
     def _bucket(self, bucket: Any) -> _Bucket:
         b = self._buckets.get(bucket)

@@ -166,6 +166,35 @@ def test_index_scores_a_bounded_shortlist_not_every_lesson(monkeypatch) -> None:
     assert 0 < len(calls) <= 2 * matching.SHORTLIST
 
 
+def reference_shortlist(bucket, words: set[str]) -> list[int]:
+    """_shortlist's docstring, spelled out: the recent variants under the three rarest words
+    (ties by word), scored 4, 2 and 1 for each of them they are under; best first, ties in
+    the order the variants first appear under the rarest word, then the next, then the third."""
+    rare = sorted((bucket.df[w], w) for w in words if bucket.df.get(w))[:matching.BLOCK_WORDS]
+    score: dict[int, int] = {}
+    for weight, (_, w) in zip((4, 2, 1), rare, strict=False):  # rare may have fewer
+        for vid in bucket.postings[w][-matching.POSTING_CAP:]:
+            score[vid] = score.get(vid, 0) + weight
+    order = list(score)  # first appearance
+    return sorted(order, key=lambda v: -score[v])[:matching.SHORTLIST]
+
+
+def test_the_shortlist_ranks_as_documented() -> None:
+    rng = random.Random(7)
+    vocabulary = [f"w{n}" for n in range(40)]
+    for trial in range(300):
+        idx = LessonIndex(T)
+        for n in range(rng.randrange(1, 120)):
+            # skewed: a few words everywhere, most rare, so postings of every length occur
+            words = {rng.choice(vocabulary[: rng.choice((3, 10, 40))]) for _ in range(6)}
+            idx.add("b", matching.Norm(" ".join(sorted(words))), n)
+        bucket = idx._buckets["b"]
+        for _ in range(20):
+            query = set(rng.sample(vocabulary, rng.randrange(1, 8)))
+            assert matching._shortlist(bucket, query) == reference_shortlist(bucket, query), \
+                (trial, sorted(query))
+
+
 # --- L3: MEMORY.md ------------------------------------------------------------
 
 
