@@ -297,7 +297,8 @@ class _Planner:
         self.tracker, digest_read = candidates.load_digest(paths.identity, settings.similarity)
         job = ScanJob(str(paths.raw), start, settings.raw_keep, month,
                       None if self.dry_run else str(paths.staged_candidates), self.batch,
-                      self.mission, str(paths.identity), digest_read.end, digest_read.batches)
+                      self.mission, str(paths.identity), digest_read.end, digest_read.batches,
+                      settings.bounds().notes_kept())
         process = settings.reader == "process" or (
             settings.reader == "auto" and use_process(job))
         with RawReader(job, process=process) as reader:
@@ -314,6 +315,8 @@ class _Planner:
                 self._learn(batch, book)
             scan = reader.scan
         assert scan is not None
+        book.keep_notes((n, memory.Entry(ts, role, feature, "-", text, run))
+                        for n, ts, role, feature, text, run in scan.notes)
         self.report.processed, self.report.unparsed = scan.processed, scan.unparsed
         self.report.archived = scan.cut_line
         self.n_staged, self.preview = scan.staged, scan.staged_preview
@@ -328,13 +331,17 @@ class _Planner:
         self._text_clusters.append(cid)
         return cid
 
-    def _learn(self, batch: list[Record], book: MemoryBook) -> None:
+    def _learn(self, batch: list[Record | int], book: MemoryBook) -> None:
         # Runs once per note of a big log: no Entry or Candidate is built for a lesson, and
         # role, feature and kind come interned (rawscan.parse_fields; marshal keeps that).
         tracker, mission, intern = self.tracker, self.mission, sys.intern
         known, cluster_of = self._text_clusters, self._cluster_of
         note_lesson, note_candidate = book.note_lesson, tracker.note
-        for ts, role, feature, kind, text, run, ref in batch:
+        for record in batch:
+            if type(record) is int:  # plain notes: the pass hands the newest over at the end
+                book.count_notes(record)
+                continue
+            ts, role, feature, kind, text, run, ref = record
             if kind not in LESSON_KINDS:
                 book.add(memory.Entry(ts, role, feature, kind, text, run))
                 continue

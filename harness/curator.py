@@ -24,7 +24,7 @@ import heapq
 import re
 import sys
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from harness.matching import Clusters, LessonIndex, normalize, same_lesson
@@ -71,6 +71,11 @@ class Bounds:
     summary_max_tokens: int = 800
     memory_max_lines: int = 200
 
+    def notes_kept(self) -> int:
+        """How many of the newest plain notes can matter: Context's and History's lines."""
+        caps = self.shares()
+        return caps["History"] + caps["Context"]
+
     def shares(self) -> dict[str, int]:
         """Lines per MEMORY.md section: Decisions 20%, Context 10%, History 20%, Lessons rest."""
         content = max(self.memory_max_lines - MEMORY_OVERHEAD, 0)
@@ -97,7 +102,7 @@ class MemoryBook:
                  clusters: Clusters | None = None) -> None:
         self.bounds = bounds
         caps = bounds.shares()
-        self._spare = caps["History"] + caps["Context"]
+        self._spare = bounds.notes_kept()
         self._seq = 0
         self.clusters = clusters or Clusters(similarity)
         self._lessons: list[Item | None] = []  # cluster id -> item
@@ -179,6 +184,15 @@ class MemoryBook:
             item.in_history = False
             if item.text.endswith("…"):
                 item.text = clip(text, TEXT_MAX)
+
+    def count_notes(self, n: int) -> None:
+        """Take `n` plain notes by number only; the newest come later, in `keep_notes`."""
+        self._seq += n
+
+    def keep_notes(self, notes: Iterable[tuple[int, Entry]]) -> None:
+        """The newest plain notes, oldest first, each with its number: its place among the
+        entries `add`, `note_lesson` and `count_notes` took (from 1)."""
+        self._context.extend(notes)
 
     def _put(self, cid: int, item: Item) -> None:
         if cid >= len(self._lessons):

@@ -10,6 +10,8 @@ streams raw.md from its start to its last complete line and
 - parses each line from the cursor's `start` on and hands the entries over in
   order, in batches, each lesson with its normalised text (`matching.normalize`)
   the first time its text goes by, and with the number of that first time after;
+  plain notes (kind `-`) go by number only: the curator keeps just the newest
+  few, which the pass hands over at the end (`Scan.notes`);
 - writes the promotable entries, as candidate record lines, to the staged file.
 
 None of that depends on clustering, which is the part of a curator run that
@@ -68,8 +70,12 @@ _RUN_ID = re.compile(r"[A-Za-z0-9_.-]+")
 # - None, the first time, when the pass left normalising to the curator;
 # - an int after that: the number of that first time (0 for the pass's first text, in
 #   record lines and raw.md entries alike), so the curator takes the cluster it found then.
-# Other entries have None.
+# Other entries have None. In raw.md's batches, a run of plain notes is one int instead:
+# how many there were.
 Record = tuple
+# A plain note kept for the end: (number, ts, role, feature, text, run), where the number
+# counts raw.md's entries from the cursor's `start`, from 1.
+Note = tuple
 
 
 @dataclass
@@ -86,6 +92,7 @@ class ScanJob:
     identity: str | None = None  # where the candidate record is, to read it first
     record_start: int = 0  # the record's offset and batches the digest covers already
     record_batches: dict[str, int] = field(default_factory=dict)
+    notes_kept: int = 0  # the newest plain notes to hand over (`Scan.notes`)
 
 
 @dataclass
@@ -104,6 +111,7 @@ class Scan:
     unparsed: int = 0  # of those, lines that did not parse
     staged: int = 0  # candidate lines written
     staged_preview: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)  # the newest `notes_kept` plain notes
 
 
 def parse_fields(line: str) -> tuple[str, str, str, str, str, str | None] | None:
@@ -154,13 +162,14 @@ class RawPass:
         if batch:
             yield batch
 
-    def batches(self) -> Iterator[list[Record]]:
+    def batches(self) -> Iterator[list[Record | int]]:
         job, scan = self.job, self.scan
         keep: deque[tuple[int, int]] = deque(maxlen=max(job.raw_keep, 0))
+        notes: deque[Note] = deque(maxlen=max(job.notes_kept, 0))
         head = bytearray()
         month, start = job.month, job.start
-        offset = lineno = 0
-        batch: list[Record] = []
+        offset = lineno = entries = 0
+        batch: list[Record | int] = []
         try:
             f = open(job.raw, "rb")
         except FileNotFoundError:
@@ -183,10 +192,18 @@ class RawPass:
                         scan.months.append((offset, lineno, month))
                     keep.append((offset, lineno))
                     if offset >= start:
-                        batch.append(self._record(fields, staged))
-                        if len(batch) >= BATCH:
-                            yield batch
-                            batch = []
+                        entries += 1
+                        if fields[3] == "-":
+                            notes.append((entries, *fields[:3], *fields[4:]))
+                            if batch and type(batch[-1]) is int:
+                                batch[-1] += 1
+                            else:
+                                batch.append(1)
+                        else:
+                            batch.append(self._record(fields, staged))
+                            if len(batch) >= BATCH:
+                                yield batch
+                                batch = []
                 elif offset >= start:
                     scan.unparsed += 1
                 if offset >= start:
@@ -198,7 +215,7 @@ class RawPass:
             if job.staged:
                 staged.flush()
                 os.fsync(staged.fileno())
-        scan.end, scan.head = offset, bytes(head)
+        scan.end, scan.head, scan.notes = offset, bytes(head), list(notes)
         if job.raw_keep <= 0 or not keep:
             scan.cut, scan.cut_line = offset, lineno
         else:
@@ -282,7 +299,7 @@ class RawReader:
             return
         self.record = RecordRead(**(yield from self._framed(b"C")))
 
-    def __iter__(self) -> Iterator[list[Record]]:
+    def __iter__(self) -> Iterator[list[Record | int]]:
         if self.record is None and any(True for _ in self.candidates()):
             raise RuntimeError("take the record's candidates() before raw.md's entries")
         if self._pass is not None:
@@ -380,7 +397,7 @@ class _FrameWriter(threading.Thread):
 
 
 def _send_batches(writer: _FrameWriter, raw_pass: RawPass, tag: bytes,
-                  batches: Iterator[list[Record]]) -> bool:
+                  batches: Iterator[list[Record]] | Iterator[list[Record | int]]) -> bool:
     """Frame each batch as `tag`, normalising only while the curator is behind (see
     `_FrameWriter.ahead`); False once the curator has stopped reading."""
     for batch in batches:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import importlib.util
+import random
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from harness import rawscan
 from harness.curate import CuratorSettings, curate
+from harness.curator import MemoryBook
 from harness.errors import BackendError
 from harness.matching import normalize
 from harness.memory import append_entry, make_entry
@@ -134,6 +137,7 @@ def test_the_pass_finds_the_cut_the_months_and_the_new_entries(tmp_path) -> None
                                        (gotcha.key, gotcha.anchors, gotcha.strict, gotcha.packed),
                                        None]
     assert (scan.processed, scan.unparsed, scan.staged) == (5, 1, 2)
+    assert scan.notes == []  # the one plain note is before `start`
     # the cut keeps the last two entries (and the stray line after them)
     assert scan.cut == sum(len(line) + 1 for line in lines[:3]) and scan.cut_line == 3
     april = first + len(lines[1]) + 1
@@ -144,6 +148,55 @@ def test_the_pass_finds_the_cut_the_months_and_the_new_entries(tmp_path) -> None
         "uv run pytest -x stops at the first failure",
         "b1:1\t2026-04-01T10:00:00Z\tshop\tworker\tTRICK\tF-002\trun2\t"
         "uv run pytest -x stops at the first failure"]
+
+
+def test_plain_notes_go_by_number_and_the_newest_come_at_the_end(tmp_path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    kinds = ["-", "-", "TRICK", "-", "DECISION", "-", "-", "-"]
+    for n, kind in enumerate(kinds):
+        append_entry(state, make_entry("worker", f"F-00{n}", kind, f"note {n}", f"r{n}",
+                                       f"2026-04-0{n + 1}T10:00:00Z"))
+    job = ScanJob(str(state / "raw.md"), 0, 2, "unparsed", None, "b1", "shop", notes_kept=2)
+    raw_pass = RawPass(job)
+    records = [r for batch in raw_pass.batches() for r in batch]
+    # runs of plain notes as counts; the lesson and the decision as records
+    assert [r if type(r) is int else r[3] for r in records] == [2, "TRICK", 1, "DECISION", 3]
+    # the newest two, each numbered by its place among the entries (from 1)
+    assert raw_pass.scan.notes == [
+        (7, "2026-04-07T10:00:00Z", "worker", "F-006", "note 6", "r6"),
+        (8, "2026-04-08T10:00:00Z", "worker", "F-007", "note 7", "r7")]
+
+
+@pytest.mark.parametrize("kinds, tools", [(["-", "-", "-", "TRICK", "FAIL", "DECISION"], 30),
+                                          (["-", "-", "TRICK"], 3)])  # notes fill History
+def test_the_curator_keeps_the_plain_notes_a_book_fed_entry_by_entry_keeps(tmp_path, kinds,
+                                                                          tools) -> None:
+    """The pass hands plain notes over by number only, the newest at the end; MEMORY.md must
+    come out as if every entry went through MemoryBook.add, in order."""
+    rng = random.Random(3)
+    entries = []
+    for n in range(400):
+        kind = rng.choice(kinds)
+        text = f"note {n}" if kind == "-" else f"tool{rng.randrange(tools)} --opt needs care"
+        if kind == "DECISION":
+            text = f"topic{rng.randrange(8)}: choice {n}"
+        entries.append(make_entry("worker", f"F-{n % 17:03d}", kind, text, f"r{n}",
+                                  f"2026-04-{1 + n % 28:02d}T10:00:{n % 60:02d}Z"))
+    settings = CuratorSettings(memory_max_lines=60, summary_max_lines=12)
+    book = MemoryBook("", settings.bounds(), similarity=settings.similarity,
+                      topic_similarity=settings.topic_similarity)
+    for e in entries:
+        book.add(e)
+    expected = book.compact().memory
+    for reader in ("inline", "process"):
+        state = tmp_path / reader / "state"
+        state.mkdir(parents=True)
+        for e in entries:
+            append_entry(state, e)
+        curate(state, tmp_path / reader / "identity", "shop", replace(settings, reader=reader),
+               now=NOW)
+        assert (state / "MEMORY.md").read_text() == expected, reader
 
 
 def test_the_reader_process_sends_what_the_pass_finds(tmp_path) -> None:
@@ -182,7 +235,8 @@ def same_but_norms(got: list[list[tuple]], expected: list[list[tuple]]) -> bool:
     """The same records, each norm (the last field) the expected one or None."""
     pairs = [(g, e) for gb, eb in zip(got, expected, strict=True)
              for g, e in zip(gb, eb, strict=True)]
-    return all(g[:-1] == e[:-1] and g[-1] in (None, e[-1]) for g, e in pairs)
+    return all(g == e if type(e) is int else g[:-1] == e[:-1] and g[-1] in (None, e[-1])
+               for g, e in pairs)
 
 
 def test_raw_md_entries_come_after_the_record_candidates(tmp_path) -> None:
