@@ -323,8 +323,12 @@ def check_model_result(result: ModelResult, *, rules_memory: str,
     backed by the notes that met its rule, and the new words must still be that
     lesson and one `identity` (role -> identity file text) does not hold yet.
     """
-    problems = _shape_problems("summary.md", result.summary, SUMMARY_SECTIONS,
-                               bounds.summary_max_lines)
+    texts = [("summary.md", result.summary), ("MEMORY.md", result.memory),
+             *((f"promotion {p.number}", p.text) for p in result.promotions or ())]
+    # JSON can carry a lone surrogate, which no file can hold: caught here, not mid-commit
+    problems = [f"{name} is not valid UTF-8 text" for name, text in texts if not _encodable(text)]
+    problems += _shape_problems("summary.md", result.summary, SUMMARY_SECTIONS,
+                                bounds.summary_max_lines)
     if estimate_tokens(result.summary) > bounds.summary_max_tokens:
         problems.append(f"summary.md is over {bounds.summary_max_tokens} tokens")
     problems += _shape_problems("MEMORY.md", result.memory, MEMORY_SECTIONS,
@@ -349,6 +353,14 @@ def check_model_result(result: ModelResult, *, rules_memory: str,
         problems += _promotion_problems(result.promotions, rules_promotions, identity,
                                         similarity)
     return problems
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _shape_problems(name: str, text: str, sections: tuple[str, ...], max_lines: int) -> list[str]:

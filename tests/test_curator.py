@@ -515,6 +515,19 @@ def test_model_check_accepts_the_rules_result_and_reworded_promotions(rules) -> 
     assert check(ModelResult(summary, memory, REWORDED), rules) == []
 
 
+def test_model_check_rejects_text_that_is_not_utf8(rules) -> None:
+    # JSON may carry a lone surrogate ("\\ud800"); such text cannot be written to a file
+    memory, summary, _ = rules
+    lone = "\ud800"
+    assert any("summary.md" in p and "UTF-8" in p
+               for p in check(ModelResult(summary + lone, memory), rules))
+    assert any("MEMORY.md" in p and "UTF-8" in p
+               for p in check(ModelResult(summary, memory + lone), rules))
+    words = [ProposedPromotion(p.number, p.text + lone) for p in REWORDED]
+    assert any("promotion 1" in p and "UTF-8" in p
+               for p in check(ModelResult(summary, memory, words), rules))
+
+
 def test_model_check_rejects_broken_bounds_and_sections(rules) -> None:
     memory, summary, _ = rules
     long_summary = summary + "".join(f"- x{n} (see MEMORY.md L1)\n" for n in range(40))
