@@ -136,7 +136,7 @@ def seed_candidates(identity: Path, n: int, seed: int = 2) -> None:
 
 def child(state: str, identity: str) -> None:
     """Run one curator pass and print its wall time and this process's peak RSS."""
-    from harness.curate import CuratorSettings, curate
+    from harness.curator.curate import CuratorSettings, curate
 
     started, cpu = time.perf_counter(), time.process_time()
     report = curate(Path(state), Path(identity), "bench", CuratorSettings(),

@@ -32,13 +32,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness import memory  # noqa: E402 - the path above makes a checkout importable
-from harness.ledger import append_progress, append_verdict  # noqa: E402
 from harness.paths import Paths  # noqa: E402
-from harness.roles import run_role  # noqa: E402
+from harness.run.runner import run_role  # noqa: E402
+from harness.state import memory  # noqa: E402 - the path above makes a checkout importable
+from harness.state.ledger import append_progress, append_verdict  # noqa: E402
 
 try:
-    from harness.curate import CuratorSettings, curate
+    from harness.curator.curate import CuratorSettings, curate
 except ImportError:  # the curator is built in another issue; without it memory is unbounded
     curate = None
 
@@ -313,7 +313,7 @@ def main() -> None:
     print(f"{mission.runs} runs simulated in {seconds:.1f} s: {len(mission.plan)} features, "
           f"{mission.notes} notes, {mission.long_notes} long notes, "
           + (f"{mission.curator_passes} curator passes ({mission.curator_seconds:.1f} s)"
-             if curate else "no curator (harness.curate not found)"))
+             if curate else "no curator (harness.curator.curate not found)"))
     names = list(dict.fromkeys(name for s in snapshots for name in s.blocks))
     print(f"{'prompt block (tokens)':<42}" + "".join(f"{s.runs:>9}" for s in snapshots))
     for name in names:

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 import history  # noqa: E402 - bench/ is not a package
 import spine  # noqa: E402
 
-from harness.memory import append_entry, make_entry, parse_entry  # noqa: E402
+from harness.state.memory import append_entry, make_entry, parse_entry  # noqa: E402
 
 WRITERS = 16
 CURATOR_SIZES = (10_000, 100_000, 1_000_000)
@@ -244,7 +244,7 @@ def prompt_rows(checkpoints: tuple[int, ...]) -> tuple[list[Row], str]:
         rows.append(Row(f"  prompt at {last:,} / at {mid:,} runs",
                         f"{tokens[last] / tokens[mid]:.2f}x"))
     curator = (f"{mission.curator_passes} curator passes took {mission.curator_seconds:.0f} s"
-               if history.curate else "harness.curate not found, so no curator passes")
+               if history.curate else "harness.curator.curate not found, so no curator passes")
     note = (f"history: {mission.runs:,} runs simulated in {seconds:.0f} s ({len(mission.plan):,} "
             f"features, {mission.notes:,} notes, {mission.long_notes} long notes; {curator})")
     return rows, note

@@ -13,6 +13,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import UsageError
+from harness.types import Caps
 
 ROLES = ("planner", "worker", "validator", "curator")
 
@@ -57,15 +58,6 @@ class MissionConfig(Strict):
     curator: CuratorConfig = Field(default_factory=CuratorConfig)
 
 
-class RoleCaps(Strict):
-    turns: int | None = 50
-    max_tokens: int = 8192
-    wall_seconds: float | None = 1800
-    dollars: float | None = None
-    bash_timeout: float = 120
-    output_chars: int = 20000
-
-
 class RoleConfig(Strict):
     """`roles/<role>.yaml`: which template, backend, model, tools and caps a role runs with."""
 
@@ -73,7 +65,7 @@ class RoleConfig(Strict):
     backend: Literal["anthropic", "command", "scripted"] = "anthropic"
     model: str = "claude-sonnet-4-5"
     tools: list[str] = Field(default_factory=list)
-    caps: RoleCaps = Field(default_factory=RoleCaps)
+    caps: Caps = Field(default_factory=Caps)
     options: dict[str, Any] = Field(default_factory=dict)
 
 

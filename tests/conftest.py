@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.cli import cli
+from harness.cli.app import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / ".harness.example"

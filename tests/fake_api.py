@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from harness.backends import Caps, Session
+from harness.types import Caps, Session
 
 PRICES = {"claude-test": {"input_tokens": 3.0, "output_tokens": 15.0,
                           "cache_creation_input_tokens": 3.75, "cache_read_input_tokens": 0.3}}

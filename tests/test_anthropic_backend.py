@@ -9,9 +9,9 @@ from datetime import datetime, timezone
 import pytest
 from fake_api import api_fixture, make_session, text, tool_use  # noqa: F401 (a fixture)
 
-from harness.backends import CAPPED, FINISHED, GAVE_UP, Caps, Usage
 from harness.backends.anthropic import AnthropicBackend, reset_time
 from harness.errors import BackendError, BudgetError
+from harness.types import CAPPED, FINISHED, GAVE_UP, Caps, Usage
 
 EDITOR = "str_replace_based_edit_tool"
 FAST_RETRY = {"retry-after-ms": "10"}

@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 from conftest import unwritable
 
-from harness.cli import cli
-from harness.memory import parse_entry
-from harness.notecli import note_main
+from harness.cli.app import cli
+from harness.cli.note import note_main
+from harness.state.memory import parse_entry
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:

@@ -13,7 +13,6 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from harness.backends import CAPPED, FINISHED, GAVE_UP, Caps, Session
 from harness.backends.command import (
     CommandBackend,
     UsageLimitReached,
@@ -26,6 +25,7 @@ from harness.backends.command import (
     reset_time,
 )
 from harness.errors import BackendError, BudgetError, UsageError
+from harness.types import CAPPED, FINISHED, GAVE_UP, Caps, Session
 
 FAKES = Path(__file__).parent / "fake_clis"
 PY = sys.executable

@@ -14,14 +14,23 @@ from pathlib import Path
 
 import pytest
 
-from harness import candidates, curate_commit, memory, promotion
-from harness import curate as curate_mod
-from harness.curate import CuratorSettings, curate
+from harness.curator import commit as curate_commit
+from harness.curator import curate as curate_mod
+from harness.curator import promotion
+from harness.curator import record as candidates
+from harness.curator.curate import CuratorSettings, curate
+from harness.curator.promotion import Candidate, parse_candidate
+from harness.curator.scan import parse_fields
 from harness.errors import BusyError, UsageError
-from harness.memory import append_entry, estimate_tokens, make_entry, parse_entry, parse_sections
-from harness.promotion import Candidate, parse_candidate
-from harness.rawscan import parse_fields
-from harness.store import hold_lock, lock_path
+from harness.state import memory
+from harness.state.memory import (
+    append_entry,
+    estimate_tokens,
+    make_entry,
+    parse_entry,
+    parse_sections,
+)
+from harness.state.store import hold_lock, lock_path
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(__file__).resolve().parent / "data" / "curator_corpus"
@@ -391,7 +400,7 @@ def test_notes_written_during_a_run_are_not_blocked_and_not_lost(state, identity
 WRITER = """
 import sys, time
 from pathlib import Path
-from harness.memory import append_entry, make_entry
+from harness.state.memory import append_entry, make_entry
 state, name, n = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 for i in range(n):
     kind = "TRICK" if i % 5 == 0 else "-"
@@ -405,7 +414,7 @@ for i in range(n):
 CURATOR = """
 import sys, time
 from pathlib import Path
-from harness.curate import CuratorSettings, curate
+from harness.curator.curate import CuratorSettings, curate
 from harness.errors import BusyError
 state, identity, seconds = Path(sys.argv[1]), Path(sys.argv[2]), float(sys.argv[3])
 ran = busy = 0
@@ -445,7 +454,7 @@ def test_real_processes_writing_while_two_curators_run(state, identity) -> None:
 def test_a_second_curator_gets_busy(state, identity) -> None:
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys, time\nfrom pathlib import Path\nfrom harness.store import hold_lock, "
+         "import sys, time\nfrom pathlib import Path\nfrom harness.state.store import hold_lock, "
          "lock_path\nwith hold_lock(lock_path(Path(sys.argv[1]), 'curator')):\n"
          "    print('held', flush=True)\n    time.sleep(30)\n", str(state)],
         stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})

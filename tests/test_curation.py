@@ -3,9 +3,9 @@
 import json
 from pathlib import Path
 
-from harness.curator import ModelResult, ProposedPromotion
-from harness.memory import parse_entry
-from harness.store import hold_lock, lock_path
+from harness.curator.book import ModelResult, ProposedPromotion
+from harness.state.memory import parse_entry
+from harness.state.store import hold_lock, lock_path
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
@@ -57,7 +57,7 @@ def rules_only(state: Path, identity: Path, tmp_path: Path) -> dict[str, str]:
     """summary.md and MEMORY.md as the rules alone make them, from a copy of the state."""
     import shutil
 
-    from harness.curate import CuratorSettings, curate
+    from harness.curator.curate import CuratorSettings, curate
 
     copy = tmp_path / "rules-copy"
     shutil.copytree(state, copy)
@@ -69,7 +69,7 @@ def rules_only(state: Path, identity: Path, tmp_path: Path) -> dict[str, str]:
 
 def test_a_model_rewrite_that_passes_the_checks_stands(state: Path, isolated_env: Path,
                                                        tmp_path: Path) -> None:
-    from harness.curate import CuratorSettings, curate
+    from harness.curator.curate import CuratorSettings, curate
 
     expected = rules_only(state, isolated_env, tmp_path)
     seen = {}
@@ -88,7 +88,7 @@ def test_a_model_rewrite_that_passes_the_checks_stands(state: Path, isolated_env
 
 def test_a_model_rewrite_that_breaks_a_bound_is_replaced_by_the_rules(
         state: Path, isolated_env: Path, tmp_path: Path) -> None:
-    from harness.curate import CuratorSettings, curate
+    from harness.curator.curate import CuratorSettings, curate
 
     expected = rules_only(state, isolated_env, tmp_path)
 
@@ -106,7 +106,7 @@ REWORDED = "run `python3 -m unittest` from the project root: it imports the pack
 
 def test_the_models_words_for_a_promotion_reach_identity_with_the_rules_provenance(
         state: Path, isolated_env: Path, tmp_path: Path) -> None:
-    from harness.curate import CuratorSettings, curate
+    from harness.curator.curate import CuratorSettings, curate
 
     rules_copy = tmp_path / "rules-identity"
     rules_only(state, isolated_env, tmp_path)  # the rules alone promote UNITTEST
@@ -126,7 +126,7 @@ def test_the_models_words_for_a_promotion_reach_identity_with_the_rules_provenan
 
 def test_a_model_that_drops_a_promotion_gets_the_rules_result(
         state: Path, isolated_env: Path, tmp_path: Path) -> None:
-    from harness.curate import CuratorSettings, curate
+    from harness.curator.curate import CuratorSettings, curate
 
     expected = rules_only(state, isolated_env, tmp_path)
 
@@ -186,8 +186,8 @@ def test_model_mode_end_to_end_with_new_words_for_the_promotions(
 def test_a_curation_with_malformed_promotions_is_refused_and_a_good_one_kept(state: Path) -> None:
     import pytest
 
-    from harness import actions
     from harness.errors import UsageError
+    from harness.state import actions
 
     (state / "runs" / "r1").mkdir(parents=True)
     (state / "runs" / "r1" / "manifest.json").write_text("{}")

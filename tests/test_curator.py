@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import matching
-from harness.curator import (
+from harness.curator import matching
+from harness.curator.book import (
     Bounds,
     MemoryBook,
     ModelResult,
@@ -20,10 +20,9 @@ from harness.curator import (
     check_model_result,
     topic_of,
 )
-from harness.matching import LessonIndex, normalize, same_lesson, stem
-from harness.memory import Entry, estimate_tokens, parse_sections
-from harness.memory_items import clip, memory_ids, parse_item, summary_refs
-from harness.promotion import (
+from harness.curator.items import clip, memory_ids, parse_item, summary_refs
+from harness.curator.matching import LessonIndex, normalize, same_lesson, stem
+from harness.curator.promotion import (
     Candidate,
     Evidence,
     IdentityIndex,
@@ -33,6 +32,7 @@ from harness.promotion import (
     parse_candidate,
     plan_promotions,
 )
+from harness.state.memory import Entry, estimate_tokens, parse_sections
 
 ROOT = Path(__file__).resolve().parent.parent
 T = 75.0  # the default similarity threshold
@@ -592,7 +592,7 @@ def test_matching_does_not_depend_on_the_string_hash_seed() -> None:
     # Words of equal rarity used to be taken in set order, which differs from one process
     # to the next (PYTHONHASHSEED): the same notes could cluster differently run to run.
     script = (
-        "from harness.matching import LessonIndex, _shortlist, normalize\n"
+        "from harness.curator.matching import LessonIndex, _shortlist, normalize\n"
         "idx = LessonIndex(75)\n"
         "for n, t in enumerate(['alpha one', 'bravo two', 'charlie three', 'delta four']):\n"
         "    idx.add('b', normalize(t), n)\n"

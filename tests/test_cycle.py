@@ -9,11 +9,11 @@ import yaml
 from conftest import git_init
 
 from harness.errors import BusyError
-from harness.features import load_plan
 from harness.paths import resolve_paths
-from harness.roles import run_role
-from harness.runs import load_manifest
-from harness.store import hold_lock, lock_path
+from harness.run.runner import run_role
+from harness.state.plan import load_plan
+from harness.state.runs import load_manifest
+from harness.state.store import hold_lock, lock_path
 
 
 def script(tmp_path: Path, name: str, turns: list) -> str:
@@ -271,13 +271,13 @@ def test_an_agents_shell_can_call_run_sh_for_its_own_run(project: Path, tmp_path
 
 def test_an_unexpected_backend_exception_surfaces_and_the_record_is_finished(
         project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import harness.cycle
+    import harness.run.cycle
 
     class Broken:
         def run(self, prompt, session):
             raise RuntimeError("boom in the backend")
 
-    monkeypatch.setattr(harness.cycle, "load_backend", lambda name: Broken())
+    monkeypatch.setattr(harness.run.cycle, "load_backend", lambda name: Broken())
     state = project / ".harness"
     with pytest.raises(RuntimeError, match="boom in the backend"):
         run(project, "worker", "F-004", "unused.yaml")

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import unwritable
 
-from harness.cli import cli
-from harness.doctor import (
+from harness.cli.app import cli
+from harness.ops.doctor import (
     CRON_PATH,
     Check,
     cron_checks,

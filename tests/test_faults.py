@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLE, RUN_SH, git_init, run_sh
 
-from harness.features import load_plan
-from harness.memory import parse_entry
+from harness.state.memory import parse_entry
+from harness.state.plan import load_plan
 
 KILLS = int(os.environ.get("HARNESS_FAULT_KILLS", "200"))  # in all, split over two lanes
 PROGRESS = re.compile(r"^\S+Z \S+ \S+ \S+ \S+ exit=-?\d+ cost=\$\d+\.\d{4}$")

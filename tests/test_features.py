@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import UsageError
-from harness.features import (
+from harness.state.plan import (
     Feature,
     check_feature_id,
     load_plan,

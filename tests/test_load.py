@@ -13,7 +13,7 @@ from pathlib import Path
 from conftest import EXAMPLE, run_sh
 from test_faults import check_every_file
 
-from harness.memory import parse_entry
+from harness.state.memory import parse_entry
 
 SECONDS = float(os.environ.get("HARNESS_LOAD_SECONDS", "45"))
 FEATURES = [f"F-{i:03d}" for i in range(101, 109)]

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.memory import (
+from harness.state.memory import (
     Entry,
     append_entry,
     estimate_tokens,

@@ -3,12 +3,12 @@ from pathlib import Path
 
 import pytest
 
-import harness.store
+import harness.state.store
 from harness.errors import UsageError
-from harness.memory import append_entry, make_entry
 from harness.paths import resolve_paths
-from harness.roles import run_role
-from harness.runs import load_manifest
+from harness.run.runner import run_role
+from harness.state.memory import append_entry, make_entry
+from harness.state.runs import load_manifest
 
 ORDER = [
     "# You are a worker",
@@ -132,15 +132,15 @@ def test_rendering_reads_only_the_tail_of_history(project: Path, state: Path,
     (state / "progress.log").write_text("progress line\n" * 200_000)  # ~3 MB
     counter = {"bytes": 0}
     real_open = open
-    monkeypatch.setattr(harness.store, "open",
+    monkeypatch.setattr(harness.state.store, "open",
                         lambda *a, **k: CountingFile(real_open(*a, **k), counter), raising=False)
     dry_run(project)
     assert 0 < counter["bytes"] < 300_000
 
 
 def test_plan_view_counts_done_features_instead_of_listing_them() -> None:
-    from harness.features import Feature
-    from harness.prompt import plan_view
+    from harness.run.prompt import plan_view
+    from harness.state.plan import Feature
 
     def f(i: int, status: str) -> Feature:
         return Feature(id=f"F-{i:03d}", title=f"feature {i}", description="d",

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from harness import rawscan
-from harness.curate import CuratorSettings, curate
-from harness.curator import MemoryBook
+from harness.curator import scan as rawscan
+from harness.curator.book import MemoryBook
+from harness.curator.curate import CuratorSettings, curate
+from harness.curator.matching import normalize
+from harness.curator.scan import RawPass, RawReader, ScanJob
 from harness.errors import BackendError
-from harness.matching import normalize
-from harness.memory import append_entry, make_entry
-from harness.rawscan import RawPass, RawReader, ScanJob
+from harness.state.memory import append_entry, make_entry
 
 ROOT = Path(__file__).resolve().parent.parent
 NOW = "2026-07-01T00:00:00Z"

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from conftest import RUN_SH, run_sh
 
-from harness.memory import parse_entry
+from harness.state.memory import parse_entry
 
 
 def test_works_from_any_directory_and_through_a_symlink(tmp_path: Path, project: Path) -> None:

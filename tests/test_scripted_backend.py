@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from fake_api import make_session
 
-from harness.backends import CAPPED, FINISHED, GAVE_UP, Caps, Usage
 from harness.backends.scripted import ScriptedBackend
 from harness.errors import BudgetError, UsageError
+from harness.types import CAPPED, FINISHED, GAVE_UP, Caps, Usage
 
 SCRIPT = """\
 - text: Creating the file.

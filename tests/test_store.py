@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import BusyError
-from harness.store import (
+from harness.state.store import (
     atomic_write,
     get_object,
     hold_lock,

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from fake_api import make_session
 
-from harness.backends import Caps
+from harness.agent.tools import ToolBox
+from harness.agent.workspace import truncate
 from harness.errors import UsageError
-from harness.features import load_plan
-from harness.tools import ToolBox
-from harness.workspace import truncate
+from harness.state.plan import load_plan
+from harness.types import Caps
 
 
 @pytest.fixture
@@ -173,7 +173,7 @@ def test_a_killed_run_leaves_no_files_behind(tmp_path):
         "import os, signal, sys; from pathlib import Path\n"
         "sys.path.insert(0, sys.argv[1])\n"
         "from fake_api import make_session\n"
-        "from harness.tools import ToolBox\n"
+        "from harness.agent.tools import ToolBox\n"
         "box = ToolBox(make_session(Path(sys.argv[2])))\n"
         "assert box.execute('bash', {'command': 'echo hi'}).text.startswith('hi')\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"

@@ -17,9 +17,10 @@ from typing import Any
 
 import anthropic
 
-from harness.backends import CAPPED, FINISHED, GAVE_UP, Outcome, Session, Usage, cost_of
+from harness.agent.tools import ToolBox
+from harness.backends.pricing import cost_of
 from harness.errors import BackendError, HarnessError
-from harness.tools import ToolBox
+from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session, Usage
 
 EPHEMERAL = {"type": "ephemeral"}
 ERRORS = (  # the first match says what failed and what to do

@@ -24,18 +24,11 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from harness.backends import (
-    CAPPED,
-    FINISHED,
-    GAVE_UP,
-    Outcome,
-    Session,
-    Usage,
-    agent_env,
-    cost_of,
-)
+from harness.agent.env import agent_env
+from harness.agent.procs import die_with_parent
+from harness.backends.pricing import cost_of
 from harness.errors import BackendError, UsageError
-from harness.procs import die_with_parent
+from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session, Usage
 
 KEEP_BYTES = 1 << 20  # stdout kept for parsing; every line also goes to the transcript
 STDERR_BYTES = 16 << 10  # stderr tail kept and recorded

@@ -22,9 +22,10 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.backends import CAPPED, FINISHED, GAVE_UP, Outcome, Session, Usage, cost_of
+from harness.agent.tools import ToolBox
+from harness.backends.pricing import cost_of
 from harness.errors import UsageError
-from harness.tools import ToolBox
+from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session, Usage
 
 
 class ScriptedCall(BaseModel):

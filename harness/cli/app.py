@@ -1,0 +1,307 @@
+"""The click CLI: parses arguments, calls the package, prints, and exits with the contract's code.
+
+Typed errors from inside become one line on stderr and their exit code here.
+(`note` is parsed in harness/notecli.py so that it starts fast; see harness/entry.py.)
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from harness.errors import TASK_FAILED, HarnessError, UsageError
+from harness.paths import Paths, check_state, resolve_paths
+
+
+class HarnessGroup(click.Group):
+    """Turns HarnessError into `run.sh: message` on stderr and the error's exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except HarnessError as e:
+            click.echo(f"run.sh: {e}", err=True)
+            ctx.exit(e.exit_code)
+
+
+def paths_of(ctx: click.Context) -> Paths:
+    return resolve_paths(ctx.obj["state"], ctx.obj["workdir"])
+
+
+@click.group(cls=HarnessGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--state", metavar="DIR", help="State directory [$HARNESS_STATE or ./.harness]")
+@click.option("--workdir", metavar="DIR", help="Where the agent works [default: current directory]")
+@click.pass_context
+def cli(ctx: click.Context, state: str | None, workdir: str | None) -> None:
+    """autonomous-harness: run one role once, record everything, exit.
+
+    \b
+    Exit codes: 0 done, 1 task failed, 2 usage or state error, 3 busy,
+    4 budget exhausted, 5 nothing to do, 6 backend error, 7 blocked.
+    """
+    ctx.obj = {"state": state, "workdir": workdir}
+
+
+# ---- init ----
+
+
+@cli.command()
+@click.argument("project_dir", default=".", type=click.Path(file_okay=False))
+def init(project_dir: str) -> None:
+    """Create PROJECT_DIR/.harness with a config, an empty plan and empty memory."""
+    from harness.ops.scaffold import init_state
+
+    state, ignored = init_state(Path(project_dir))
+    click.echo(f"initialised {state}" + (" (git-ignored)" if ignored else ""))
+
+
+# ---- role runs ----
+
+
+def _role_command(role: str, doc: str) -> click.Command:
+    @click.command(name=role, help=doc)
+    @click.argument("target", metavar="FEATURE_ID|next", required=role != "planner")
+    @click.option("--dry-run", is_flag=True, help="Render and record the prompt; call no model.")
+    @click.option("--backend", type=click.Choice(["anthropic", "command", "scripted"]),
+                  help="Override the role's backend.")
+    @click.option("--preset", type=click.Choice(["claude", "codex", "generic"]),
+                  help="With --backend command: which agent CLI.")
+    @click.option("--command", "command_line", metavar="CMD",
+                  help="With --backend command: the command line to run.")
+    @click.option("--script", type=click.Path(exists=True, dir_okay=False),
+                  help="With --backend scripted: the YAML file of turns to replay.")
+    @click.option("--model", help="Override the role's model.")
+    @click.pass_context
+    def command(ctx: click.Context, target: str | None, dry_run: bool, backend: str | None,
+                preset: str | None, command_line: str | None, script: str | None,
+                model: str | None) -> None:
+        from harness.ops.status import state_warnings
+        from harness.run.runner import run_role
+
+        options = {k: v for k, v in (("preset", preset), ("command", command_line),
+                                     ("script", script and str(Path(script).resolve())),
+                                     ("model", model)) if v}
+        paths = paths_of(ctx)
+        if paths.state.is_dir():
+            for warning in state_warnings(paths.state):
+                click.echo(f"run.sh: warning: {warning}", err=True)
+        result = run_role(paths, role, target, dry_run=dry_run, backend=backend,
+                          backend_options=options)
+        click.echo(result.message, err=result.exit_code != 0)
+        ctx.exit(result.exit_code)
+
+    return command
+
+
+cli.add_command(_role_command("worker", "Run the worker on one feature (or the next pending)."))
+cli.add_command(_role_command("validator", "Validate one feature (or the next in progress)."))
+cli.add_command(_role_command("planner", "Run the planner on spec.md and the current plan."))
+
+
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+             add_help_option=False)
+@click.pass_context
+def note(ctx: click.Context) -> None:
+    """Append a note to raw.md: note KIND TEXT (or note --file SLUG). See note --help."""
+    from harness.cli.note import note_main  # reached only when entry.py's fast path was bypassed
+
+    global_options = [a for k in ("state", "workdir") if ctx.obj[k] for a in (f"--{k}", ctx.obj[k])]
+    ctx.exit(note_main(global_options + ctx.args))
+
+
+@cli.command()
+@click.option("--dry-run", is_flag=True, help="Print, as unified diffs, what would change.")
+@click.pass_context
+def curator(ctx: click.Context, dry_run: bool) -> None:
+    """Compact memory: archive old raw.md entries, rebuild summary.md and MEMORY.md, promote."""
+    from harness.run.curation import run_curator
+
+    report = run_curator(paths_of(ctx), dry_run=dry_run)
+    if dry_run:
+        for diff in report.diffs.values():
+            click.echo(diff, nl=False)
+    click.echo(report.describe(), err=dry_run)
+
+
+@cli.command()
+@click.argument("verdict", type=click.Choice(["pass", "fail"]))
+@click.argument("reason", nargs=-1, required=True)
+@click.option("--run", "run_id", envvar="HARNESS_RUN_ID", required=True,
+              help="The validator run [default: $HARNESS_RUN_ID].")
+@click.pass_context
+def verdict(ctx: click.Context, verdict: str, reason: tuple[str, ...], run_id: str) -> None:
+    """Give the verdict of a validator run: verdict pass|fail REASON."""
+    from harness.state.actions import record_verdict
+
+    record_verdict(check_state(paths_of(ctx).state), run_id, verdict, " ".join(reason))
+    click.echo(f"verdict {verdict} recorded for {run_id}; the harness applies it when the run ends")
+
+
+@cli.command()
+@click.argument("reason", nargs=-1, required=True)
+@click.option("--feature", envvar="FEATURE_ID", help="Block this feature now [$FEATURE_ID].")
+@click.option("--run", "run_id", envvar="HARNESS_RUN_ID",
+              help="The run asking to block its feature [$HARNESS_RUN_ID].")
+@click.pass_context
+def block(ctx: click.Context, reason: tuple[str, ...], feature: str | None,
+          run_id: str | None) -> None:
+    """Mark a feature as waiting on a person: block REASON (the action needed)."""
+    from harness.state.actions import block_feature, request_block
+
+    state, text = check_state(paths_of(ctx).state), " ".join(reason)
+    if run_id:  # an agent inside a run: the harness applies it when the run ends
+        request_block(state, run_id, text)
+        click.echo(f"{run_id}: the feature will be blocked when the run ends: {text}")
+    elif feature:
+        block_feature(state, feature, text)
+        click.echo(f"{feature} is blocked: {text}")
+    else:
+        raise UsageError("block needs --feature (or FEATURE_ID) or a run (HARNESS_RUN_ID)")
+
+
+@cli.command()
+@click.argument("feature_id")
+@click.pass_context
+def unblock(ctx: click.Context, feature_id: str) -> None:
+    """Return a blocked feature to pending."""
+    from harness.state.actions import unblock_feature
+
+    unblock_feature(check_state(paths_of(ctx).state), feature_id)
+    click.echo(f"{feature_id} is pending again")
+
+
+@cli.command()
+@click.argument("file", type=click.File("r"))
+@click.pass_context
+def plan(ctx: click.Context, file) -> None:
+    """Propose a plan (a JSON list of features, or - for stdin); validated, then merged."""
+    from harness.state.actions import submit_plan
+
+    merged = submit_plan(check_state(paths_of(ctx).state), file.read(), source=file.name)
+    click.echo(f"plan saved: {len(merged)} features")
+
+
+@cli.command()
+@click.option("--dir", "base", type=click.Path(file_okay=False),
+              help="Run in this (new or empty) folder instead of a fresh temporary one.")
+def demo(base: str | None) -> None:
+    """Run a whole mission cycle offline with the scripted backend, and show the records."""
+    from harness.ops.demo import curate_demo, feature_status, run_demo
+    from harness.paths import harness_home
+
+    paths, steps = run_demo(harness_home(), Path(base).resolve() if base else None)
+    click.echo(f"demo mission in {paths.workdir} (state {paths.state})\n")
+    for n, step in enumerate(steps, 1):
+        mark = "ok" if step.exit_code == step.expected else f"UNEXPECTED (wanted {step.expected})"
+        click.echo(f"{n}. {step.role:<9} {step.feature or '':<6} exit {step.exit_code}  {mark}")
+        click.echo(f"   {step.message}")
+    report = curate_demo(paths).replace("\n", "\n   ")
+    click.echo(f"{len(steps) + 1}. curator          exit 0\n   {report}")
+    status = feature_status(paths, "F-004")
+    click.echo(f"\nF-004 is now {status}. Records: {paths.state / 'runs'}/<run-id>/"
+               "{manifest.json,prompt.md,transcript.jsonl}")
+    click.echo(f"Look around:  run.sh --state {paths.state} status")
+    click.echo(f"              run.sh --state {paths.state} reconstruct {steps[3].run_id} --check")
+    click.echo(f"              git -C {paths.workdir} log --oneline")
+    ok = all(s.exit_code == s.expected for s in steps) and status == "done"
+    sys.exit(0 if ok else TASK_FAILED)
+
+
+@cli.command()
+@click.option("--backend", type=click.Choice(["anthropic", "command", "scripted"]),
+              help="Check this backend for every role instead of the configured ones.")
+@click.option("--preset", type=click.Choice(["claude", "codex", "generic"]))
+@click.option("--command", "command_line", metavar="CMD")
+@click.option("--script", type=click.Path(dir_okay=False))
+@click.option("--no-cron", is_flag=True, help="Skip the check under a cron-like environment.")
+@click.pass_context
+def doctor(ctx: click.Context, backend: str | None, preset: str | None,
+           command_line: str | None, script: str | None, no_cron: bool) -> None:
+    """Check what a cron job needs: venv, state, templates, backend, cron environment."""
+    from harness.ops.doctor import diagnose, doctor_exit_code, format_checks
+
+    options = {k: v for k, v in (("preset", preset), ("command", command_line),
+                                 ("script", script)) if v}
+    checks = diagnose(paths_of(ctx), backend, options=options, cron=not no_cron)
+    click.echo(format_checks(checks))
+    ctx.exit(doctor_exit_code(checks))
+
+
+# ---- looking at runs ----
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def status(ctx: click.Context, as_json: bool) -> None:
+    """The plan by status, runs in flight or interrupted, and memory sizes."""
+    from harness.ops.status import collect_status, format_status
+
+    report = collect_status(check_state(paths_of(ctx).state))
+    click.echo(json.dumps(report, indent=2) if as_json else format_status(report))
+
+
+@cli.command()
+@click.option("--limit", default=20, show_default=True, help="How many of the latest runs.")
+@click.pass_context
+def runs(ctx: click.Context, limit: int) -> None:
+    """List the latest runs: id, status, exit code."""
+    from harness.state.runs import list_runs
+
+    for m in list_runs(check_state(paths_of(ctx).state))[-limit:]:
+        code = m.get("exit_code")
+        click.echo(f"{m['run_id']:<40} {m.get('status', '?'):<12} "
+                   f"exit={'-' if code is None else code} cost=${m.get('cost_usd', 0):.4f}")
+
+
+@cli.command()
+@click.argument("run_id")
+@click.pass_context
+def show(ctx: click.Context, run_id: str) -> None:
+    """Show a run's manifest and where its files are."""
+    from harness.state.runs import load_manifest, runs_dir
+
+    state = check_state(paths_of(ctx).state)
+    manifest = load_manifest(state, run_id)
+    click.echo(json.dumps(manifest, indent=2))
+    folder = runs_dir(state) / run_id
+    for name in ("prompt.md", "transcript.jsonl", "verdict.json"):
+        if (folder / name).exists():
+            click.echo(f"{name}: {folder / name}")
+
+
+@cli.command()
+@click.argument("run_id")
+@click.option("--check", is_flag=True, help="Exit 0 only if the rebuilt prompt matches its hash.")
+@click.option("--templates", "templates_dir", type=click.Path(exists=True, file_okay=False),
+              help="Render the recorded context with these templates and diff.")
+@click.pass_context
+def reconstruct(ctx: click.Context, run_id: str, check: bool, templates_dir: str | None) -> None:
+    """Rebuild a run's prompt byte for byte from the stored objects."""
+    from harness.run.prompt import reconstruct as rebuild
+    from harness.run.prompt import unified_diff
+    from harness.state.runs import load_manifest
+    from harness.state.store import sha256
+
+    state = check_state(paths_of(ctx).state)
+    manifest = load_manifest(state, run_id)
+    if templates_dir:
+        recorded = rebuild(state, manifest)
+        new = rebuild(state, manifest, Path(templates_dir).resolve())
+        click.echo(unified_diff(recorded, new, f"{run_id}/prompt.md", f"with {templates_dir}"),
+                   nl=False)
+        return
+    text = rebuild(state, manifest)
+    if check:
+        digest = sha256(text)
+        if digest != manifest.get("prompt_sha256"):
+            click.echo(f"run.sh: {run_id}: rebuilt prompt sha256 {digest} does not match "
+                       f"recorded {manifest.get('prompt_sha256')}", err=True)
+            ctx.exit(TASK_FAILED)
+        click.echo(f"{run_id}: prompt rebuilt, sha256 {digest} matches")
+        return
+    sys.stdout.write(text)

@@ -1,0 +1,41 @@
+"""The console script: `note` takes a click-free fast path, everything else goes to the CLI."""
+
+from __future__ import annotations
+
+import sys
+
+GLOBAL_OPTIONS = ("--state", "--workdir")
+
+
+def subcommand_index(argv: list[str]) -> int | None:
+    """Index of the subcommand in `argv`, skipping the global options and their values."""
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in GLOBAL_OPTIONS:
+            i += 2
+        elif arg.startswith(tuple(f"{o}=" for o in GLOBAL_OPTIONS)):
+            i += 1
+        elif arg.startswith("-"):
+            return None
+        else:
+            return i
+    return None
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    i = subcommand_index(argv)
+    if i is not None and argv[i] == "note":
+        from harness.cli.note import note_main
+
+        sys.exit(note_main(argv[:i] + argv[i + 1 :]))
+    from harness.agent.reaper import reaping
+    from harness.cli.app import cli
+
+    with reaping():  # nothing an agent detached outlives this process
+        cli(prog_name="run.sh")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+"""`run.sh note`: the click-free fast path.
+
+Agents call `note` inside their tool loops, so it must start about as fast as the bare
+interpreter: it parses with the standard library's getopt (argparse and click each cost
+more to import than the whole note takes) and imports only the memory module.
+"""
+
+from __future__ import annotations
+
+import getopt
+import os
+import sys
+
+from harness.errors import USAGE, HarnessError
+from harness.paths import check_state, resolve_paths
+from harness.state.memory import KINDS, append_entry, make_entry, write_long_note
+
+HELP = """\
+usage: run.sh note [OPTIONS] KIND TEXT...     append one line to raw.md
+       run.sh note [OPTIONS] --file SLUG [TEXT] write memory/YYYY-MM-DD-<role>-<slug>.md
+                                              (body from TEXT, else stdin)
+KIND is one of TRICK GOTCHA DECISION FAIL FORGOT -. Everything after KIND is the text.
+
+options (before KIND):
+  --role ROLE      default $HARNESS_ROLE, else user
+  --feature F-001  default $FEATURE_ID, else -
+  --run RUN_ID     default $HARNESS_RUN_ID
+  --file SLUG      write a long-form note instead
+  --state DIR      default $HARNESS_STATE, else ./.harness
+  --workdir DIR    default the current directory
+"""
+LONG_OPTIONS = ["role=", "feature=", "run=", "file=", "state=", "workdir=", "help"]
+
+
+def note_main(argv: list[str]) -> int:
+    """Parse the note's arguments (global options included) and append it; the exit code."""
+    try:
+        # getopt stops at the first word, so a note's text may hold --anything.
+        pairs, words = getopt.getopt(argv, "h", LONG_OPTIONS)
+    except getopt.GetoptError as e:
+        print(f"run.sh note: {e}\n\n{HELP}", file=sys.stderr)
+        return USAGE
+    opts = {name.lstrip("-"): value for name, value in pairs}
+    if "h" in opts or "help" in opts:
+        print(HELP, end="")
+        return 0
+    env = os.environ
+    role = opts.get("role") or env.get("HARNESS_ROLE") or "user"
+    feature = opts.get("feature") or env.get("FEATURE_ID") or "-"
+    run = opts.get("run") or env.get("HARNESS_RUN_ID") or None
+    try:
+        state = check_state(resolve_paths(opts.get("state"), opts.get("workdir")).state)
+        if "file" in opts:
+            body = " ".join(words) if words else sys.stdin.read()
+            path = write_long_note(state, role, opts["file"], body)
+            print(f"wrote {path}")
+            return 0
+        if not words:
+            raise ValueError(f"give KIND and TEXT; KIND is one of {' '.join(KINDS)}")
+        kind, text = words[0], " ".join(words[1:])
+        if not text and not sys.stdin.isatty():
+            text = sys.stdin.read()
+        entry = make_entry(role, feature, kind, text, run=run)
+        append_entry(state, entry)
+        print(entry.line())
+        return 0
+    except ValueError as e:
+        print(f"run.sh note: {e}", file=sys.stderr)
+        return USAGE
+    except HarnessError as e:
+        print(f"run.sh note: {e}", file=sys.stderr)
+        return e.exit_code

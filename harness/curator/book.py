@@ -1,0 +1,401 @@
+"""Pure compaction of L2 summary.md and L3 MEMORY.md: entries and texts in, texts out.
+
+MEMORY.md is a list of items (see `memory_items` for the line grammar). New
+entries update it: a lesson merges into the item that says the same thing
+(see `matching`), with an exact count; a decision supersedes an earlier one on
+the same topic; plain notes become Context. The topic is the text before a
+colon when the note starts with a short `topic:` prefix ("db: use postgres 16"
+then "db: move to postgres 17"); otherwise two decisions share a topic when
+their whole texts score at least `topic_similarity`. Superseded decisions
+leave Decisions for History.
+
+Bounds: each section has a share of MEMORY.md's line budget; what does not fit
+goes to the top of History, newest demotions first; what falls out of History
+is returned for the archive. Any line of the old MEMORY.md whose item is not in
+the new one is returned verbatim for the archive, so nothing leaves L3 unseen.
+Lines that are not curator items (hand edits) are kept in History as they are.
+The summary takes the best lessons, the current decisions and what to avoid,
+every line pointing to its item, within its line and token bounds.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+import sys
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from harness.curator.items import (
+    TEXT_MAX,
+    Item,
+    clip,
+    item_id,
+    memory_ids,
+    parse_item,
+    summary_refs,
+)
+from harness.curator.matching import Clusters, LessonIndex, normalize, same_lesson
+from harness.curator.promotion import IdentityIndex, Promotion
+from harness.state.memory import (
+    MEMORY_SECTIONS,
+    SUMMARY_SECTIONS,
+    Entry,
+    estimate_tokens,
+    parse_sections,
+    render_sections,
+)
+
+LESSON_KINDS = ("TRICK", "GOTCHA", "FAIL", "FORGOT")
+AVOID_KINDS = ("FAIL", "GOTCHA")
+SUMMARY_TEXT_MAX = 110
+MEMORY_OVERHEAD = 9  # title, blank, and a heading plus blank per section, minus the last blank
+
+_TOPIC = re.compile(r"^([A-Za-z][\w./ -]{0,39}?):\s")
+
+
+def topic_of(text: str) -> tuple[bool, str]:
+    """A decision's topic: (True, prefix) for `topic: ...` texts, else (False, whole text)."""
+    m = _TOPIC.match(text)
+    if m and len(m[1].split()) <= 3:
+        return True, " ".join(m[1].lower().split())
+    return False, text
+
+
+@dataclass
+class Bounds:
+    """The line and token budgets of L2 and L3."""
+
+    summary_max_lines: int = 40
+    summary_max_tokens: int = 800
+    memory_max_lines: int = 200
+
+    def notes_kept(self) -> int:
+        """How many of the newest plain notes can matter: Context's and History's lines."""
+        caps = self.shares()
+        return caps["History"] + caps["Context"]
+
+    def shares(self) -> dict[str, int]:
+        """Lines per MEMORY.md section: Decisions 20%, Context 10%, History 20%, Lessons rest."""
+        content = max(self.memory_max_lines - MEMORY_OVERHEAD, 0)
+        caps = {"Decisions": content // 5, "Context": content // 10, "History": content // 5}
+        caps["Lessons"] = content - sum(caps.values())
+        return caps
+
+
+@dataclass
+class Compacted:
+    """The result of a curator pass over L3 and L2."""
+
+    memory: str
+    summary: str
+    archived: list[str]  # old MEMORY.md lines that left it, verbatim
+    next_ids: dict[str, int]
+
+
+class MemoryBook:
+    """MEMORY.md as items; feed it new entries, then `compact` to get the bounded files."""
+
+    def __init__(self, memory_text: str, bounds: Bounds, *, similarity: float,
+                 topic_similarity: float, next_ids: dict[str, int] | None = None,
+                 clusters: Clusters | None = None) -> None:
+        self.bounds = bounds
+        caps = bounds.shares()
+        self._spare = bounds.notes_kept()
+        self._seq = 0
+        self.clusters = clusters or Clusters(similarity)
+        self._lessons: list[Item | None] = []  # cluster id -> item
+        self._topics = LessonIndex(topic_similarity, anchored=False)
+        self._explicit: dict[str, int] = {}
+        self._current: list[Item] = []  # topic id -> current decision
+        # plain notes: only the newest can stay; they become Items when compacted
+        self._context: deque[Item | tuple[int, Entry]] = deque(maxlen=self._spare)
+        self._dropped: deque[Item] = deque(maxlen=caps["History"])  # superseded new decisions
+        self._superseded_old: list[Item] = []
+        self.history: list[Item] = []
+        self._old_lines: list[Item] = []
+        sections = parse_sections(memory_text)
+        for name in ("Lessons", "Decisions", "Context", "History"):
+            for line in sections.get(name, []):
+                if line.strip():
+                    self._load(parse_item(line.rstrip()), name)
+        for line in sections.get("", []):
+            if line.strip() and not line.startswith("# "):
+                self._load(parse_item(line.rstrip()), "History")
+        top = {"L": 0, "D": 0, "C": 0}
+        for item in self._old_lines:
+            if item.letter:
+                top[item.letter] = max(top[item.letter], item.id)
+        self.next_ids = {k: max(v + 1, (next_ids or {}).get(k, 1)) for k, v in top.items()}
+
+    def _load(self, item: Item, section: str) -> None:
+        # Old items are never merged with each other: loading must not change what an
+        # earlier run decided. A lesson joins its cluster in the candidate record, if any.
+        self._old_lines.append(item)
+        item.in_history = section == "History" or item.superseded or not item.letter
+        if item.letter == "L":
+            bucket, norm = (item.role, item.kind), normalize(item.text)
+            cid = self.clusters.find(bucket, norm)
+            if cid is None or (cid < len(self._lessons) and self._lessons[cid] is not None):
+                cid = self.clusters.new(bucket, norm)
+            self._put(cid, item)
+        elif item.letter == "D" and not item.in_history:
+            explicit, topic = topic_of(item.text)
+            if explicit:
+                self._explicit.setdefault(topic, len(self._current))
+            else:
+                self._topics.add("topic", normalize(topic), len(self._current))
+            self._current.append(item)
+        elif item.letter == "C" and not item.in_history:
+            self._context.append(item)
+        if item.in_history:
+            self.history.append(item)
+
+    def add(self, entry: Entry, cluster: int | None = None) -> None:
+        """Take one new L1 entry into memory; `cluster` if the caller already matched it."""
+        if entry.kind in LESSON_KINDS:
+            if cluster is None:
+                cluster = self.clusters.assign_text((entry.role, entry.kind), entry.text)
+            # a few hundred distinct days among millions of notes: interned
+            self.note_lesson(cluster, entry.role, entry.kind, entry.text,
+                             sys.intern(entry.ts[:10]), entry.run or entry.feature)
+            return
+        self._seq += 1
+        if entry.kind == "DECISION":
+            item = Item("D", "DECISION", entry.role, clip(entry.text, TEXT_MAX), entry.ts[:10],
+                        self._seq, feature=entry.feature, run=entry.run)
+            self._add_topic(item)
+        else:
+            self._context.append((self._seq, entry))
+
+    def note_lesson(self, cid: int, role: str, kind: str, text: str, day: str, ref: str
+                    ) -> None:
+        """`add` for a lesson note matched to cluster `cid` already, seen on `day` by run
+        (or feature) `ref`: what a big log's loop calls, with no Entry to build."""
+        self._seq += 1
+        item = self._lessons[cid] if cid < len(self._lessons) else None
+        if item is None:
+            ids = (ref,) if ref != "-" else ()
+            self._put(cid, Item("L", kind, role, clip(text, TEXT_MAX), day, self._seq, ids=ids))
+            return
+        item.note(ref, day)
+        if item.in_history:  # back from History: it recurs
+            item.in_history = False
+            if item.text.endswith("…"):
+                item.text = clip(text, TEXT_MAX)
+
+    def count_notes(self, n: int) -> None:
+        """Take `n` plain notes by number only; the newest come later, in `keep_notes`."""
+        self._seq += n
+
+    def keep_notes(self, notes: Iterable[tuple[int, Entry]]) -> None:
+        """The newest plain notes, oldest first, each with its number: its place among the
+        entries `add`, `note_lesson` and `count_notes` took (from 1)."""
+        self._context.extend(notes)
+
+    def _put(self, cid: int, item: Item) -> None:
+        if cid >= len(self._lessons):
+            self._lessons.extend([None] * (cid + 1 - len(self._lessons)))
+        self._lessons[cid] = item
+
+    def _add_topic(self, item: Item) -> None:
+        explicit, topic = topic_of(item.text)
+        if explicit:
+            tid = self._explicit.setdefault(topic, len(self._current))
+        else:
+            tid = self._topics.assign("topic", normalize(topic), len(self._current))
+        if tid == len(self._current):
+            self._current.append(item)
+            return
+        old = self._current[tid]
+        old.superseded, old.superseded_by = True, item
+        (self._superseded_old if old.old_line else self._dropped).append(old)
+        self._current[tid] = item
+
+    def compact(self) -> Compacted:
+        """The bounded MEMORY.md and summary.md, and the old lines that left MEMORY.md."""
+        caps = self.bounds.shares()
+        live = [i for i in self._lessons if i is not None and not i.in_history]
+        best = heapq.nsmallest(caps["Lessons"] + caps["History"], live, key=Item.rank)
+        lessons, demoted = best[: caps["Lessons"]], best[caps["Lessons"]:]
+        newest = sorted(self._current, key=lambda i: (i.day, i.seq), reverse=True)
+        decisions = newest[: caps["Decisions"]]
+        demoted += newest[caps["Decisions"]: caps["Decisions"] + caps["History"]]
+        superseded = sorted([*self._superseded_old, *self._dropped],
+                            key=lambda i: (i.day, i.seq), reverse=True)
+        self._context = deque(map(_context_item, self._context), maxlen=self._spare)
+        context = sorted(self._context, key=lambda i: (i.day, i.seq), reverse=True)
+        demoted += superseded + context[caps["Context"]:]
+        old_history = [i for i in self.history if i.in_history]
+        history = (demoted + old_history)[: caps["History"]]
+        context = context[: caps["Context"]]
+        for item in sorted([*lessons, *decisions, *context, *history], key=lambda i: i.seq):
+            if item.letter and not item.id:
+                item.id = self.next_ids[item.letter]
+                self.next_ids[item.letter] += 1
+        sections = {
+            "Decisions": [i.line() for i in decisions],
+            "Context": [i.line() for i in context],
+            "History": [i.line(compressed=True) for i in history],
+            "Lessons": [i.line() for i in lessons],
+        }
+        memory = render_sections("Memory", sections, MEMORY_SECTIONS)
+        written = {id(i) for group in (lessons, decisions, context, history) for i in group}
+        archived = [i.old_line for i in self._old_lines
+                    if i.old_line is not None and id(i) not in written]
+        return Compacted(memory, build_summary(lessons, decisions, self.bounds), archived,
+                         dict(self.next_ids))
+
+
+def _context_item(note: Item | tuple[int, Entry]) -> Item:
+    if isinstance(note, Item):
+        return note
+    seq, e = note
+    return Item("C", "-", e.role, clip(e.text, TEXT_MAX), e.ts[:10], seq, feature=e.feature,
+                run=e.run)
+
+
+def build_summary(lessons: list[Item], decisions: list[Item], bounds: Bounds) -> str:
+    """summary.md: the top lessons, current decisions and things to avoid, within both bounds.
+
+    Sections take turns adding their next line while the file stays within the
+    line and token bounds, so a long section cannot starve the others.
+    """
+    queues = {
+        "Lessons": deque(_summary_line(i) for i in lessons if i.kind not in AVOID_KINDS),
+        "Decisions (current)": deque(_summary_line(i) for i in decisions),
+        "Avoid": deque(_summary_line(i) for i in lessons if i.kind in AVOID_KINDS),
+    }
+    sections: dict[str, list[str]] = {name: [] for name in SUMMARY_SECTIONS}
+    text = render_sections("Summary", sections, SUMMARY_SECTIONS)
+    while any(queues.values()):
+        for name in SUMMARY_SECTIONS:
+            if not queues[name]:
+                continue
+            sections[name].append(queues[name].popleft())
+            trial = render_sections("Summary", sections, SUMMARY_SECTIONS)
+            if (trial.count("\n") > bounds.summary_max_lines
+                    or estimate_tokens(trial) > bounds.summary_max_tokens):
+                sections[name].pop()
+                queues[name].clear()
+            else:
+                text = trial
+    return text
+
+
+def _summary_line(item: Item) -> str:
+    prefix = "" if item.kind in ("TRICK", "DECISION") else f"{item.kind}: "
+    count = f"x{item.count}, " if item.count > 1 else ""
+    return f"- {prefix}{clip(item.text, SUMMARY_TEXT_MAX)} ({count}see MEMORY.md {item.ref()})"
+
+
+@dataclass
+class ProposedPromotion:
+    """A model's words for the rules' promotion `number` (1-based, as the prompt lists them)."""
+
+    number: int
+    text: str
+
+    @property
+    def words(self) -> str:
+        """The text on one line, runs of whitespace folded: what identity would get."""
+        return " ".join(self.text.split())
+
+
+@dataclass
+class ModelResult:
+    """What the curator model answers with; `promotions` None leaves the rules' words."""
+
+    summary: str
+    memory: str
+    promotions: list[ProposedPromotion] | None = None
+
+
+def check_model_result(result: ModelResult, *, rules_memory: str,
+                       rules_promotions: Sequence[Promotion], identity: Mapping[str, str],
+                       bounds: Bounds, similarity: float) -> list[str]:
+    """Why a model's summary, MEMORY.md and promotions cannot stand; empty when they can.
+
+    `rules_memory` is the rules-only MEMORY.md for the same input: every item in
+    it must survive (same id, same count) and no item may be invented.
+    The model may reword the rules' promotions, never add or drop one: each is
+    backed by the notes that met its rule, and the new words must still be that
+    lesson and one `identity` (role -> identity file text) does not hold yet.
+    """
+    texts = [("summary.md", result.summary), ("MEMORY.md", result.memory),
+             *((f"promotion {p.number}", p.text) for p in result.promotions or ())]
+    # JSON can carry a lone surrogate, which no file can hold: caught here, not mid-commit
+    problems = [f"{name} is not valid UTF-8 text" for name, text in texts if not _encodable(text)]
+    problems += _shape_problems("summary.md", result.summary, SUMMARY_SECTIONS,
+                                bounds.summary_max_lines)
+    if estimate_tokens(result.summary) > bounds.summary_max_tokens:
+        problems.append(f"summary.md is over {bounds.summary_max_tokens} tokens")
+    problems += _shape_problems("MEMORY.md", result.memory, MEMORY_SECTIONS,
+                                bounds.memory_max_lines)
+    proposed, expected = memory_ids(result.memory), memory_ids(rules_memory)
+    for ref, count in expected.items():
+        if ref not in proposed:
+            problems.append(f"MEMORY.md lost {ref}")
+        elif proposed[ref] != count:
+            problems.append(f"MEMORY.md changed the count of {ref}: {count} -> {proposed[ref]}")
+    problems += [f"MEMORY.md invents {ref}" for ref in proposed if ref not in expected]
+    kept = set(result.memory.splitlines())
+    problems += [f"MEMORY.md lost the line {line!r}" for line in rules_memory.splitlines()
+                 if line.strip() and not line.startswith("#") and not item_id(line)
+                 and line not in kept]
+    for line, ref in summary_refs(result.summary):
+        if ref is None:
+            problems.append(f"summary line does not point into MEMORY.md: {line!r}")
+        elif ref not in proposed:
+            problems.append(f"summary line points to {ref}, which MEMORY.md lacks")
+    if result.promotions is not None:
+        problems += _promotion_problems(result.promotions, rules_promotions, identity,
+                                        similarity)
+    return problems
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _shape_problems(name: str, text: str, sections: tuple[str, ...], max_lines: int) -> list[str]:
+    problems = []
+    if len(text.splitlines()) > max_lines:
+        problems.append(f"{name} is over {max_lines} lines")
+    headings = tuple(line[3:].strip() for line in text.splitlines() if line.startswith("## "))
+    if headings != sections:
+        problems.append(f"{name} sections are {list(headings)}, expected {list(sections)}")
+    return problems
+
+
+def _promotion_problems(proposed: list[ProposedPromotion], rules: Sequence[Promotion],
+                        identity: Mapping[str, str], similarity: float) -> list[str]:
+    problems = []
+    numbers = [p.number for p in proposed]
+    problems += [f"promotion {n} is missing (a lesson that met its rule is promoted)"
+                 for n in range(1, len(rules) + 1) if n not in numbers]
+    problems += [f"promotion {n} is given twice" for n in sorted(set(numbers))
+                 if numbers.count(n) > 1]
+    known = IdentityIndex(similarity)
+    for role, text in identity.items():
+        known.add_text(role, text)
+    for p in proposed:
+        if not 1 <= p.number <= len(rules):
+            problems.append(f"promotion {p.number} is not one of the rules' promotions")
+            continue
+        rule = rules[p.number - 1]
+        text = p.words
+        where = f"promotion {p.number} ({text[:40]!r})"
+        if not text or len(text) > TEXT_MAX:
+            problems.append(f"{where}: the text must be 1 to {TEXT_MAX} characters")
+        elif not same_lesson(text, rule.text, similarity):
+            problems.append(f"{where}: not the same lesson as {rule.text[:60]!r}")
+        elif text != rule.text and known.knows(rule.role, text):
+            problems.append(f"{where}: identity/{rule.role}.md already holds this lesson")
+        known.add(rule.role, text)
+    return problems

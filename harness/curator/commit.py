@@ -1,0 +1,251 @@
+"""Phase two of a curator run: carry out a committed journal, every step safe to redo.
+
+The steps and why each can be redone after a crash are in `harness.curator.curate`'s
+docstring. The journal is written once and removed when all is done; a run
+that finds one carries it out again from the first step.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from harness.curator import record as candidates
+from harness.curator.promotion import IdentityIndex
+from harness.errors import UsageError
+from harness.state import memory
+from harness.state.store import atomic_write, hold_lock, sha256, write_json
+
+FORMAT_VERSION = 1
+HEAD_BYTES = 65536  # how much of raw.md's head identifies it before the rewrite
+CHUNK = 1 << 20
+
+
+@dataclass
+class CuratorPaths:
+    """Where a curator run reads and writes."""
+
+    state: Path
+    identity: Path
+
+    @property
+    def raw(self) -> Path:
+        return memory.raw_path(self.state)
+
+    @property
+    def own(self) -> Path:
+        return self.state / "curator"
+
+    @property
+    def journal(self) -> Path:
+        return self.own / "journal.json"
+
+    @property
+    def cursor(self) -> Path:
+        return self.own / "cursor.json"
+
+    @property
+    def staged_candidates(self) -> Path:
+        return self.own / "candidates.pending"
+
+    @property
+    def staged_promotions(self) -> Path:
+        return self.own / "promotions.pending"
+
+    @property
+    def archive(self) -> Path:
+        return self.state / "archive"
+
+    @property
+    def record(self) -> Path:
+        return self.identity / candidates.RECORD
+
+    def role_file(self, role: str) -> Path:
+        return self.identity / f"{role}.md"
+
+
+def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
+                  digest: dict[str, Any] | None = None) -> set[int]:
+    """Carry out `journal`; the indexes of staged promotions identity turned out to hold.
+
+    `digest` is what `candidates.append` needs to write the candidate digest too;
+    a redo after a crash has no planner state and leaves the digest as it is.
+    """
+    for name, text in journal["files"].items():
+        atomic_write(paths.state / name, text)
+    if journal["candidates"]:
+        candidates.append(paths.identity, paths.staged_candidates, **(digest or {}))
+    skipped: set[int] = set()
+    if journal["promotions"]:
+        skipped = _promote(paths, journal["identity_sizes"], similarity)
+    _archive(paths, journal)
+    _rewrite_raw(paths, journal["raw"])
+    raw = journal["raw"]
+    processed = raw["end"] - raw["cut"]
+    write_json(paths.cursor, {**journal["cursor"], "processed": processed,
+                              "head_sha": sha256(read_head(paths.raw, processed))})
+    paths.journal.unlink()
+    paths.staged_candidates.unlink(missing_ok=True)
+    paths.staged_promotions.unlink(missing_ok=True)
+    return skipped
+
+
+def write_journal(paths: CuratorPaths, journal: dict) -> None:
+    """Atomically write the journal (compact: the C encoder is much faster than indented)."""
+    atomic_write(paths.journal, json.dumps(journal, ensure_ascii=False, separators=(",", ":")))
+
+
+def read_json(path: Path) -> dict:
+    """A curator state file, checked for its format version."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise UsageError(f"cannot read {path}: {e}") from None
+    if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
+        raise UsageError(f"{path}: unknown format; expected version {FORMAT_VERSION}")
+    return data
+
+
+def read_head(path: Path, n: int) -> bytes:
+    """The first `n` bytes of `path` (fewer if it is shorter; none if it is missing)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(n)
+    except FileNotFoundError:
+        return b""
+
+
+def read_text(path: Path) -> str:
+    """The file's text, or '' when it does not exist."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
+
+
+def _promote(paths: CuratorPaths, sizes: dict[str, int], similarity: float) -> set[int]:
+    """Append the staged promotions under the identity lock; skip what identity holds.
+
+    The plan checked identity already; a role file is checked again only if it
+    changed since (another mission's curator, or this step half done before).
+    """
+    skipped: set[int] = set()
+    outs: dict[str, Any] = {}
+    recheck: dict[str, IdentityIndex] = {}
+    with hold_lock(paths.identity / ".identity.lock"), \
+            open(paths.staged_promotions, encoding="utf-8") as staged:
+        try:
+            for n, (role, _, text, line) in enumerate(_staged_rows(staged)):
+                if role not in outs:
+                    path = paths.role_file(role)
+                    current = read_text(path)
+                    if len(current.encode()) != sizes.get(role):
+                        recheck[role] = IdentityIndex(similarity)
+                        recheck[role].add_text(role, current)
+                    outs[role] = out = open(path, "ab")
+                    if not current:
+                        out.write(f"# {role}\n\n".encode())
+                    elif not current.endswith("\n"):
+                        out.write(b"\n")
+                if role in recheck and recheck[role].knows(role, text):
+                    skipped.add(n)
+                    continue
+                outs[role].write(line.encode() + b"\n")
+        finally:
+            for out in outs.values():
+                out.flush()
+                os.fsync(out.fileno())
+                out.close()
+    return skipped
+
+
+def _staged_rows(staged: Iterable[str]) -> Iterator[list[str]]:
+    """The staged promotions, [role, kind, text, line] each: lines of many rows
+    (`_Planner._stage_promotions`), or of one row each as earlier versions staged them
+    (a run that crashed before an upgrade leaves those for the next to carry out)."""
+    for chunk in staged:
+        rows = orjson.loads(chunk)
+        if rows and isinstance(rows[0], str):
+            yield rows
+        else:
+            yield from rows
+
+
+def archive_sizes(archive: Path, months: list[str], memory_lines: bool) -> dict[str, int | None]:
+    """The sizes of the archive files a run will append to (None: not there yet)."""
+    names = sorted({f"{month}.md" for month in months})
+    if memory_lines:
+        names.append("memory-history.md")
+    return {name: (archive / name).stat().st_size if (archive / name).exists() else None
+            for name in names}
+
+
+def _archive(paths: CuratorPaths, journal: dict) -> None:
+    """Append the archived head of raw.md and the lines that left MEMORY.md, redo-safe.
+
+    Every attempt first cuts the files back to their sizes at planning time. Once
+    raw.md has been rewritten the archive was complete: then there is nothing to do.
+    """
+    raw = journal["raw"]
+    if raw["cut"] and not _raw_untouched(paths, raw):
+        return
+    for name, size in journal["archive_sizes"].items():
+        p = paths.archive / name
+        if size is None:
+            p.unlink(missing_ok=True)
+        elif p.exists():
+            os.truncate(p, size)
+    if not journal["archive_sizes"]:
+        return
+    paths.archive.mkdir(parents=True, exist_ok=True)
+    months = [tuple(m) for m in raw["months"]]
+    if raw["cut"]:
+        with open(paths.raw, "rb") as src:
+            for i, (off, month) in enumerate(months):
+                stop = months[i + 1][0] if i + 1 < len(months) else raw["cut"]
+                src.seek(off)
+                with open(paths.archive / f"{month}.md", "ab") as out:
+                    left = stop - off
+                    while left:
+                        chunk = src.read(min(CHUNK, left))
+                        out.write(chunk)
+                        left -= len(chunk)
+                    out.flush()
+                    os.fsync(out.fileno())
+    if journal["memory_archive"]:
+        with open(paths.archive / "memory-history.md", "a", encoding="utf-8") as out:
+            out.write("".join(line + "\n" for line in journal["memory_archive"]))
+            out.flush()
+            os.fsync(out.fileno())
+
+
+def _raw_untouched(paths: CuratorPaths, raw: dict) -> bool:
+    """Whether raw.md is still the file this run read (not yet rewritten)."""
+    try:
+        with open(paths.raw, "rb") as f:
+            if os.fstat(f.fileno()).st_ino != raw["inode"]:
+                return False
+            return sha256(f.read(min(raw["cut"], HEAD_BYTES))) == raw["head_sha"]
+    except FileNotFoundError:
+        return False
+
+
+def _rewrite_raw(paths: CuratorPaths, raw: dict) -> None:
+    """Drop raw.md's archived head under the raw lock, held only for this short copy."""
+    if not raw["cut"]:
+        return
+    with hold_lock(memory.raw_lock(paths.state)):
+        if not _raw_untouched(paths, raw):
+            return
+        with open(paths.raw, "rb") as f:
+            mode = os.fstat(f.fileno()).st_mode & 0o777
+            f.seek(raw["cut"])
+            tail = f.read()
+        atomic_write(paths.raw, tail)
+        os.chmod(paths.raw, mode)

@@ -1,0 +1,287 @@
+"""Promotion to L4 identity: which lessons have earned a line in identity/<role>.md.
+
+Evidence comes from the candidate record kept beside the identity files: one
+line per TRICK, FAIL or FORGOT note any mission's curator has seen,
+
+    <batch>:<seq> TAB ts TAB mission TAB role TAB kind TAB feature TAB run TAB text
+
+Notes that say the same thing (see `matching`) are one lesson per role and
+kind, and a lesson is promoted when
+
+- TRICK: two or more distinct workers reported it. A worker is a run of the
+  role (mission and run id); a note without a run id counts its feature
+  instead, so different features are different workers.
+- FAIL: it happened in two or more missions.
+- FORGOT: it was forgotten on two or more occasions: different runs, or for
+  notes without a run id, different features or times. A run restating what
+  it forgot is one occasion.
+
+A lesson already in the role's identity file, in any words, is not promoted
+again. A run plans only the lessons it gave a note to (`PromotionTracker.due`),
+so a line someone deleted from identity stays out until the lesson recurs. A
+promoted line carries its provenance, lists capped, count exact:
+
+    - TRICK: <text> [promoted 2026-05-01; seen 3x 2026-04-12..2026-04-20;
+      missions: shop, blog; features: F-003, F-007; runs: R1, R2, R3]
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from harness.curator.matching import Clusters, LessonIndex, normalize
+
+PROMOTABLE = ("TRICK", "FAIL", "FORGOT")
+LISTED = 3  # provenance values listed per field; the count stays exact
+_PROVENANCE = re.compile(r" \[promoted \d{4}-\d\d-\d\d;[^\[\]]*\]$")
+_KIND_PREFIX = re.compile(r"^(?:TRICK|GOTCHA|DECISION|FAIL|FORGOT): ")
+
+
+class Candidate(NamedTuple):
+    """One promotable note as recorded beside the identity files."""
+
+    ts: str
+    mission: str
+    role: str
+    kind: str
+    feature: str
+    run: str | None
+    text: str
+
+    def line(self, tag: str) -> str:
+        """The candidate record line, without the newline; `tag` is `batch:seq`."""
+        return candidate_line(tag, *self)
+
+
+def candidate_line(tag: str, ts: str, mission: str, role: str, kind: str, feature: str,
+                   run: str | None, text: str) -> str:
+    """`Candidate.line` from the fields, for a loop that has them and no Candidate."""
+    return "\t".join((tag, ts, mission, role, kind, feature, run or "-", text))
+
+
+def mission_name(mission: str) -> str:
+    """A mission name safe for the tab-separated record (interned: lessons keep it)."""
+    return sys.intern("_".join(mission.split()) or "-")
+
+
+def parse_candidate(line: str) -> tuple[str, int, Candidate] | None:
+    """(batch, seq, candidate) from a record line; None when the line is malformed."""
+    parts = line.rstrip("\n").split("\t", 7)
+    if len(parts) != 8 or parts[4] not in PROMOTABLE or not parts[7]:
+        return None
+    batch, _, seq = parts[0].rpartition(":")
+    if not batch or not seq.isdigit():
+        return None
+    run = None if parts[6] == "-" else parts[6]
+    return batch, int(seq), Candidate(parts[1], sys.intern(parts[2]), sys.intern(parts[3]),
+                                      sys.intern(parts[4]), sys.intern(parts[5]), run, parts[7])
+
+
+@dataclass(eq=False, slots=True)
+class Evidence:
+    """Everything known about one lesson across missions.
+
+    Provenance lists keep LISTED distinct values each (`more` marks a field
+    that had to drop some); `count` is exact. Two distinct workers or
+    occasions decide a rule, so only the first is kept, and a flag once a
+    second one shows up.
+    """
+
+    role: str
+    kind: str
+    text: str
+    count: int = 0
+    first: str = ""  # dates
+    last: str = ""
+    missions: tuple[str, ...] = ()
+    features: tuple[str, ...] = ()
+    runs: tuple[str, ...] = ()
+    more: int = 0  # bit 1 missions, 2 features, 4 runs: values were dropped
+    worker: str = ""  # the first worker and occasion, within the first mission listed
+    two_workers: bool = False
+    occasion: str = ""
+    two_occasions: bool = False
+
+    def note(self, day: str, ts: str, mission: str, feature: str, run: str | None) -> None:
+        """Count one more note of this lesson (`day` is ts[:10], interned)."""
+        # this runs once per note of a big log: comparisons rather than min() and max()
+        if not self.first or day < self.first:
+            self.first = day
+        if day > self.last:
+            self.last = day
+        first = self.count == 0
+        self.count += 1
+        # each list keeps its first LISTED values
+        if mission not in self.missions:
+            if len(self.missions) < LISTED:
+                self.missions = (*self.missions, mission)
+            else:
+                self.more |= 1
+        if feature not in self.features:
+            if len(self.features) < LISTED:
+                self.features = (*self.features, feature)
+            else:
+                self.more |= 2
+        if run and run not in self.runs:
+            if len(self.runs) < LISTED:
+                self.runs = (*self.runs, run)
+            else:
+                self.more |= 4
+        if first:
+            self.worker, self.occasion = run or feature, run or f"{feature}@{ts}"
+            return
+        if self.two_workers and self.two_occasions:
+            return  # both rules settled: no later note can unsettle them
+        same_mission = mission == self.missions[0]
+        self.two_workers = self.two_workers or not same_mission or (run or feature) != self.worker
+        self.two_occasions = (self.two_occasions or not same_mission
+                              or (run or f"{feature}@{ts}") != self.occasion)
+
+    def row(self) -> list:
+        """The evidence as a JSON-ready list (see `from_row`)."""
+        return [self.role, self.kind, self.text, self.count, self.first, self.last,
+                list(self.missions), list(self.features), list(self.runs), self.more,
+                self.worker, self.two_workers, self.occasion, self.two_occasions]
+
+    @classmethod
+    def from_row(cls, row: list) -> Evidence:
+        """Evidence back from `row()`."""
+        role, kind, text, count, first, last, missions, features, runs, *rest = row
+        more, worker, two_workers, occasion, two_occasions = rest
+        return cls(sys.intern(role), sys.intern(kind), text, count, sys.intern(first),
+                   sys.intern(last), tuple(sys.intern(m) for m in missions),
+                   tuple(sys.intern(f) for f in features), tuple(runs), more, worker,
+                   two_workers, occasion, two_occasions)
+
+    def due(self) -> bool:
+        """Whether the promotion rule for this kind holds."""
+        if self.kind == "TRICK":
+            return self.two_workers
+        if self.kind == "FAIL":
+            return len(self.missions) >= 2
+        return self.kind == "FORGOT" and self.two_occasions
+
+    def show(self, name: str) -> str:
+        """One provenance field as listed, `...` when some values were dropped."""
+        bit = {"missions": 1, "features": 2, "runs": 4}[name]
+        return ", ".join(getattr(self, name)) + (", ..." if self.more & bit else "")
+
+    def line(self, promoted_on: str, text: str | None = None) -> str:
+        """The identity line: the lesson (in other words if `text`), then its provenance."""
+        seen = self.first if self.first == self.last else f"{self.first}..{self.last}"
+        parts = [f"promoted {promoted_on}", f"seen {self.count}x {seen}",
+                 f"missions: {self.show('missions')}", f"features: {self.show('features')}"]
+        if self.runs:
+            parts.append(f"runs: {self.show('runs')}")
+        return f"- {self.kind}: {text or self.text} [{'; '.join(parts)}]"
+
+
+class PromotionTracker:
+    """Candidates clustered into lessons per role and kind."""
+
+    def __init__(self, similarity: float, clusters: Clusters | None = None) -> None:
+        self.clusters = clusters or Clusters(similarity)
+        self.lessons: list[Evidence | None] = []  # cluster id -> evidence
+        self.noted: set[int] = set()  # clusters given a note here, not just loaded (`put`)
+
+    def add(self, c: Candidate, cluster: int | None = None) -> Evidence:
+        """File one candidate under its lesson; `cluster` if the caller already matched it."""
+        if cluster is None:
+            cluster = self.clusters.assign_text((c.role, c.kind), c.text)
+        return self.note(cluster, c.role, c.kind, c.text, sys.intern(c.ts[:10]), c.ts,
+                         c.mission, c.feature, c.run)
+
+    def note(self, cluster: int, role: str, kind: str, text: str, day: str, ts: str,
+             mission: str, feature: str, run: str | None) -> Evidence:
+        """`add` for a note matched to `cluster` already, given by its fields: what a big
+        log's loop calls, with no Candidate to build (`day` is ts[:10], interned)."""
+        lessons = self.lessons
+        ev = lessons[cluster] if cluster < len(lessons) else None
+        if ev is None:
+            ev = self.put(cluster, Evidence(role, kind, text))
+        ev.note(day, ts, mission, feature, run)
+        self.noted.add(cluster)
+        return ev
+
+    def put(self, cluster: int, ev: Evidence) -> Evidence:
+        """File `ev` as the evidence of `cluster`."""
+        if cluster >= len(self.lessons):
+            self.lessons.extend([None] * (cluster + 1 - len(self.lessons)))
+        self.lessons[cluster] = ev
+        return ev
+
+    def due(self) -> list[Evidence]:
+        """Lessons whose rule holds, in cluster order, among those noted since loading.
+
+        A lesson only loaded (from the digest) and due was planned by the run that made it
+        due: it is in identity, or identity held it already. Not checking it again spares
+        a run over a long history seconds, and keeps a line out that someone deleted from
+        identity, until the lesson is noted again.
+        """
+        lessons = self.lessons
+        return [ev for cid in sorted(self.noted) if (ev := lessons[cid]) is not None
+                and ev.due()]
+
+
+def identity_lessons(text: str) -> Iterable[str]:
+    """The lesson text of each line of an identity file, provenance and kind stripped."""
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        line = _PROVENANCE.sub("", line.removeprefix("- ").removeprefix("* "))
+        yield _KIND_PREFIX.sub("", line)
+
+
+class IdentityIndex:
+    """What each role's identity file already says, to refuse a lesson in other words."""
+
+    def __init__(self, similarity: float) -> None:
+        self._index = LessonIndex(similarity)
+        self._n = 0
+
+    def add_text(self, role: str, text: str) -> None:
+        """Index every line of `role`'s identity file."""
+        for lesson in identity_lessons(text):
+            self.add(role, lesson)
+
+    def add(self, role: str, lesson: str) -> None:
+        self._index.add(role, normalize(lesson), self._n)
+        self._n += 1
+
+    def knows(self, role: str, lesson: str) -> bool:
+        """Whether `role`'s identity already holds this lesson, in any words."""
+        if not self._index.has(role):
+            return False  # an empty identity file: spare normalising every due lesson
+        return self._index.find(role, normalize(lesson)) is not None
+
+
+@dataclass
+class Promotion:
+    """A lesson to append to identity/<role>.md: its words and the evidence that earned it."""
+
+    role: str
+    kind: str
+    text: str
+    evidence: Evidence
+    promoted_on: str
+
+    @property
+    def line(self) -> str:
+        """The identity line (made when asked: a big first run may promote many)."""
+        return self.evidence.line(self.promoted_on, self.text)
+
+
+def plan_promotions(due: Iterable[Evidence], identity: IdentityIndex,
+                    promoted_on: str) -> list[Promotion]:
+    """The due lessons that identity does not hold yet.
+
+    Due lessons are distinct clusters already, so they are checked against the
+    identity files only, not against each other.
+    """
+    return [Promotion(ev.role, ev.kind, ev.text, ev, promoted_on)
+            for ev in due if not identity.knows(ev.role, ev.text)]

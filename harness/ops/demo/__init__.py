@@ -1,0 +1,76 @@
+"""`run.sh demo`: a whole mission cycle, offline, with the scripted backend.
+
+Copies `.harness.example/` and the tiny `textstats` project into a fresh folder, makes it a
+git repository, and runs planner, worker, validator (fail), worker (sees the fail), validator
+(pass) and the curator, exactly as `run.sh` would, each from the state on disk.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.paths import Paths
+from harness.run.runner import run_role
+from harness.state.plan import load_plan
+
+HERE = Path(__file__).resolve().parent
+STEPS = (  # role, feature, script, the exit code a correct harness gives
+    ("planner", None, "planner.yaml", 0),
+    ("worker", "F-004", "worker-1.yaml", 0),
+    ("validator", "F-004", "validator-1.yaml", 1),
+    ("worker", "F-004", "worker-2.yaml", 0),
+    ("validator", "F-004", "validator-2.yaml", 0),
+)
+
+
+@dataclass
+class Step:
+    role: str
+    feature: str | None
+    exit_code: int
+    expected: int
+    run_id: str | None
+    message: str
+
+
+def make_project(base: Path, home: Path) -> Paths:
+    """The demo project as a git repository, with the example mission as its state."""
+    project = base / "textstats"
+    shutil.copytree(HERE / "project", project, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(home / ".harness.example", project / ".harness")
+    shutil.copytree(home / "identity", base / "identity")
+    (project / ".gitignore").write_text(".harness/\n__pycache__/\n")
+    git = ["git", "-C", str(project), "-c", "user.name=demo", "-c", "user.email=demo@localhost"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "textstats with F-001..F-003"], check=True)
+    return Paths(home=home, state=project / ".harness", workdir=project,
+                 identity=base / "identity")
+
+
+def run_demo(home: Path, base: Path | None = None) -> tuple[Paths, list[Step]]:
+    """Run every step of the demo; returns where it ran and how each step ended."""
+    base = base or Path(tempfile.mkdtemp(prefix="harness-demo-"))
+    paths = make_project(base, home)
+    steps = []
+    for role, feature, script, expected in STEPS:
+        result = run_role(paths, role, feature, backend="scripted",
+                          backend_options={"script": str(HERE / "scripts" / script)})
+        steps.append(Step(role, feature, result.exit_code, expected, result.run_id,
+                          result.message))
+    return paths, steps
+
+
+def curate_demo(paths: Paths) -> str:
+    """The curator pass over the demo mission; its report."""
+    from harness.run.curation import run_curator
+
+    return run_curator(paths).describe()
+
+
+def feature_status(paths: Paths, fid: str) -> str:
+    return next(f.status for f in load_plan(paths.state) if f.id == fid)

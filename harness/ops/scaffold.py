@@ -1,0 +1,71 @@
+"""`run.sh init`: a new mission's state directory with defaults that validate."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from harness.errors import UsageError
+from harness.state.memory import MEMORY_SECTIONS, SUMMARY_SECTIONS, render_sections
+from harness.state.store import atomic_write
+
+CONFIG = """\
+# Mission config for autonomous-harness. Every key is optional; the values shown are defaults.
+# mission: my-project        # name used for cross-mission promotion (default: project folder)
+# budget_usd: 50             # mission-wide dollar budget, checked before each model call
+max_attempts: 3              # validator fails before a feature becomes `failed`
+# stuck_after: 3
+# prompt:                    # hard caps per prompt block (characters, lines or entries)
+#   summary_chars: 4000
+#   raw_entries: 20
+#   progress_lines: 30
+# prices:                    # $ per million tokens, by model
+#   claude-sonnet-4-5: {input_tokens: 3, output_tokens: 15,
+#                       cache_creation_input_tokens: 3.75, cache_read_input_tokens: 0.3}
+# curator: {mode: rules, similarity: 80}
+"""
+
+SPEC = "# Specification\n\nDescribe what to build here; the planner turns it into features.json.\n"
+
+
+def _in_git_repo(folder: Path) -> bool:
+    try:
+        result = subprocess.run(["git", "-C", str(folder), "rev-parse", "--is-inside-work-tree"],
+                                capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return result.returncode == 0 and result.stdout.strip() == "true"
+
+
+def _git_ignore(project: Path) -> bool:
+    """Add `.harness/` to the project's .gitignore; True if it is (now) ignored."""
+    ignore = project / ".gitignore"
+    lines = ignore.read_text().splitlines() if ignore.exists() else []
+    if not any(line.strip() in (".harness", ".harness/", "/.harness", "/.harness/")
+               for line in lines):
+        atomic_write(ignore, "\n".join([*lines, ".harness/"]) + "\n")
+    return True
+
+
+def init_state(project: Path) -> tuple[Path, bool]:
+    """Create `project/.harness`; returns it and whether it was git-ignored."""
+    project = project.resolve()
+    if not project.is_dir():
+        raise UsageError(f"project directory {project} does not exist")
+    state = project / ".harness"
+    if state.exists():
+        raise UsageError(f"{state} already exists; nothing changed")
+    files = {
+        "config.yaml": CONFIG,
+        "features.json": "[]\n",
+        "spec.md": SPEC,
+        "raw.md": "",
+        "summary.md": render_sections("Summary", {}, SUMMARY_SECTIONS),
+        "MEMORY.md": render_sections("Memory", {}, MEMORY_SECTIONS),
+    }
+    for name, text in files.items():
+        atomic_write(state / name, text)
+    for folder in ("memory", "ledger", "runs", "archive"):
+        (state / folder).mkdir()
+    ignored = _git_ignore(project) if _in_git_repo(project) else False
+    return state, ignored

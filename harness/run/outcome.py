@@ -1,0 +1,148 @@
+"""Apply a finished run's outcome: the harness, never the agent, flips status, writes the
+ledger, commits the worker's changes, blocks a stuck feature, and closes the record.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from typing import Any
+
+from harness.config import MissionConfig
+from harness.errors import BACKEND, BLOCKED, BUDGET, DONE, TASK_FAILED, HarnessError
+from harness.paths import Paths
+from harness.run import git as gitops
+from harness.run import stuck
+from harness.run.runner import Prepared, RunResult
+from harness.state import actions, ledger
+from harness.state import plan as plan_mod
+from harness.state.runs import recent_runs
+from harness.state.store import read_tail
+from harness.types import CAPPED, FINISHED, Outcome
+
+SIGNAL_EXIT = 143  # the shell's code for a process ended by SIGTERM
+
+
+class Interrupted(BaseException):
+    """SIGTERM reached the runner; the record is finished on the way out."""
+
+
+def apply_outcome(paths: Paths, role: str, prepared: Prepared, outcome: Outcome | None,
+                  error: BaseException | None, mission: MissionConfig) -> RunResult:
+    """Status, ledger, commit, spend, progress line and the finished record, on every path."""
+    record, feature = prepared.record, prepared.feature
+    cost = outcome.cost_usd if outcome else 0.0
+    exit_code, result, message = _judge(paths, role, prepared, outcome, error, mission)
+    fields: dict[str, Any] = {"cost_usd": round(cost, 6), "result": result}
+    if outcome:
+        fields.update(usage=vars(outcome.usage), turns=outcome.turns, outcome=outcome.status,
+                      detail=outcome.detail, summary=outcome.summary)
+    if error is not None:
+        fields["error"] = f"{type(error).__name__}: {error}"
+        reset_at = getattr(error, "reset_at", None) or (outcome.reset_at if outcome else None)
+        if reset_at:
+            fields["reset_at"] = reset_at
+            message += f" (usage limit resets at {reset_at})"
+    if role == "worker" and feature is not None and gitops.is_repo(paths.workdir):
+        partial = "" if exit_code == DONE else f" [partial: {result}]"
+        try:
+            sha = gitops.commit_all(paths.workdir, paths.state,
+                                    f"{feature.id}: {feature.title} (run {record.run_id}){partial}")
+        except (subprocess.SubprocessError, OSError) as e:
+            sha, fields["commit_error"] = None, getattr(e, "stderr", None) or str(e)
+            message += "; git commit failed (see the run's manifest)"
+        else:
+            message += f"; committed {sha[:10]}" if sha else "; no changes to commit"
+        fields["commit"] = sha
+    if feature is not None and error is None:
+        reason = _block_reason(paths, role, prepared, fields, mission)
+        if reason:
+            plan_mod.update_feature(paths.state, feature.id, lambda f: f.model_copy(
+                update={"status": "blocked", "blocked_reason": reason}))
+            exit_code, result = BLOCKED, "blocked"
+            message += f"; {feature.id} is now blocked: {reason}"
+            fields.update(result=result, blocked_reason=reason)
+    ledger.add_spend(paths.state, cost)
+    ledger.append_progress(paths.state, role, feature.id if feature else None, record.run_id,
+                           result, exit_code, cost)
+    interrupted = isinstance(error, Interrupted | KeyboardInterrupt)
+    record.finish("interrupted" if interrupted else "finished", exit_code, **fields)
+    return RunResult(exit_code, record.run_id, f"{record.run_id}: {message}")
+
+
+def _block_reason(paths: Paths, role: str, prepared: Prepared, fields: dict[str, Any],
+                  mission: MissionConfig) -> str | None:
+    """Why the feature must wait for a person: the agent said so, or it is stuck."""
+    feature, run_id = prepared.feature, prepared.record.run_id
+    assert feature is not None
+    asked = actions.read_block(paths.state, run_id)
+    if asked:
+        return f"{role} {run_id} needs: {asked}"
+    n = mission.stuck_after
+    if role == "worker":
+        earlier = [m for m in recent_runs(paths.state, "worker", feature.id, n)
+                   if m["run_id"] != run_id][-(n - 1):] if n > 1 else []
+        if stuck.no_change_streak([*earlier, {"status": "finished", **fields}], n):
+            return f"stuck: the last {n} worker runs changed nothing in the working tree"
+    if role == "validator" and fields.get("result") == "fail":
+        lines = read_tail(ledger.ledger_path(paths.state, feature.id), n)
+        verdicts = [json.loads(line) for line in lines if line.startswith("{")]
+        same = stuck.repeated_failure(verdicts, n)
+        if same:
+            return f"stuck: the same validator failure {n} times in a row: {same}"
+    return None
+
+
+def _judge(paths: Paths, role: str, prepared: Prepared, outcome: Outcome | None,
+           error: BaseException | None, mission: MissionConfig) -> tuple[int, str, str]:
+    """Exit code, one-word result and message; flips the feature's status where due."""
+    feature = prepared.feature
+    if isinstance(error, Interrupted | KeyboardInterrupt):
+        return SIGNAL_EXIT, "interrupted", f"interrupted by {error or 'SIGINT'}"
+    if isinstance(error, HarnessError):
+        # Backend trouble and a spent budget are not the agent's attempt: status stays.
+        result = {BACKEND: "backend-error", BUDGET: "budget"}.get(error.exit_code, "error")
+        return error.exit_code, result, str(error)
+    if error is not None:  # unexpected: not the agent's attempt either
+        return TASK_FAILED, "error", f"{type(error).__name__}: {error}"
+    assert outcome is not None
+    if role == "worker" and feature is not None:
+        _set_status(paths, feature.id, "in_progress")
+        if outcome.status == FINISHED:
+            return DONE, "in_progress", f"{feature.id} awaits validation"
+        return TASK_FAILED, outcome.status, f"{feature.id}: {outcome.detail or outcome.status}"
+    if role == "validator" and feature is not None:
+        return _apply_verdict(paths, prepared, outcome, mission)
+    if outcome.status == FINISHED:
+        return DONE, "done", outcome.summary or "finished"
+    return TASK_FAILED, outcome.status, outcome.detail or outcome.status
+
+
+def _apply_verdict(paths: Paths, prepared: Prepared, outcome: Outcome,
+                   mission: MissionConfig) -> tuple[int, str, str]:
+    feature, run_id = prepared.feature, prepared.record.run_id
+    assert feature is not None
+    given = actions.read_verdict(paths.state, run_id)
+    verify = prepared.record.manifest.get("verify")
+    if given is None:
+        cap = f" ({outcome.detail})" if outcome.status == CAPPED and outcome.detail else ""
+        given = {"verdict": "fail", "reason": f"the validator gave no verdict{cap}"}
+    verdict, reason = given["verdict"], given["reason"]
+    if verdict == "pass" and verify and verify["exit_code"] != 0:
+        verdict = "fail"
+        reason = f"verify `{verify['command']}` exited {verify['exit_code']}; overrides: {reason}"
+    ledger.append_verdict(paths.state, feature.id, {
+        "run_id": run_id, "verdict": verdict, "reason": reason,
+        "verify_exit": verify["exit_code"] if verify else None})
+    if verdict == "pass":
+        _set_status(paths, feature.id, "done")
+        return DONE, "pass", f"{feature.id} passed: {reason}"
+    updated = plan_mod.update_feature(paths.state, feature.id, lambda f: f.model_copy(update={
+        "attempts": f.attempts + 1,
+        "status": "failed" if f.attempts + 1 >= mission.max_attempts else "pending"}))
+    return TASK_FAILED, "fail", (f"{feature.id} failed ({updated.status}, attempt "
+                                 f"{updated.attempts} of {mission.max_attempts}): {reason}")
+
+
+def _set_status(paths: Paths, fid: str, status: str) -> None:
+    plan_mod.update_feature(paths.state, fid, lambda f: f.model_copy(update={"status": status}))

@@ -1,0 +1,53 @@
+"""The harness's own outcome records: per-feature verdict ledgers, progress.log and the
+mission's spend. Appends are single locked writes; spend is a locked read-modify-write.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.state.memory import utc_now
+from harness.state.store import append_record, hold_lock, lock_path, write_json
+
+
+def ledger_path(state: Path, feature_id: str) -> Path:
+    return state / "ledger" / f"{feature_id}.jsonl"
+
+
+def append_verdict(state: Path, feature_id: str, record: dict[str, Any]) -> dict[str, Any]:
+    """Append one verdict to `<state>/ledger/<feature>.jsonl`; returns the line's record."""
+    record = {"time": utc_now(), **record}
+    path = ledger_path(state, feature_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = json.dumps(record, ensure_ascii=False) + "\n"
+    append_record(path, line, lock_path(state, f"ledger-{feature_id}"))
+    return record
+
+
+def append_progress(state: Path, role: str, feature: str | None, run_id: str, result: str,
+                    exit_code: int, cost: float) -> str:
+    """One progress.log line per run outcome."""
+    line = (f"{utc_now()} {role} {feature or '-'} {run_id} {result} exit={exit_code} "
+            f"cost=${cost:.4f}")
+    append_record(state / "progress.log", line + "\n", lock_path(state, "progress"))
+    return line
+
+
+def spent(state: Path) -> float:
+    """Dollars spent by all finished runs of the mission."""
+    try:
+        return float(json.loads((state / "spend.json").read_text())["usd"])
+    except FileNotFoundError:
+        return 0.0
+
+
+def add_spend(state: Path, usd: float) -> float:
+    """Add a run's cost to the mission's spend under its lock; returns the new total."""
+    if usd <= 0:
+        return spent(state)
+    with hold_lock(lock_path(state, "spend")):
+        total = spent(state) + usd
+        write_json(state / "spend.json", {"usd": round(total, 6)})
+    return total

@@ -1,0 +1,156 @@
+"""The five memory layers on disk: L1 raw.md entries, L2 summary.md, L3 MEMORY.md,
+L4 identity/<role>.md, and long-form notes under memory/.
+
+Imported by `note`, which must start fast: keep this module's imports light.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import namedtuple
+from pathlib import Path
+
+from harness.state.store import append_record, lock_path, read_tail, write_record
+
+KINDS = ("TRICK", "GOTCHA", "DECISION", "FAIL", "FORGOT", "-")
+SUMMARY_SECTIONS = ("Lessons", "Decisions (current)", "Avoid")
+MEMORY_SECTIONS = ("Decisions", "Context", "History", "Lessons")
+SUMMARY_MAX_LINES = 40
+SUMMARY_MAX_TOKENS = 800
+MEMORY_MAX_LINES = 200
+RAW_KEEP = 10
+
+NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+FEATURE_REF = re.compile(r"^(F-\d{3,}|-)$")
+SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+ENTRY = re.compile(
+    r"^\[(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)\] (?P<role>\S+) (?P<feature>\S+) "
+    r"(?P<kind>TRICK|GOTCHA|DECISION|FAIL|FORGOT|-): (?P<text>.*?)"
+    r"(?: \(run (?P<run>[A-Za-z0-9_.-]+)\))?$"
+)
+
+
+class Entry(namedtuple("Entry", "ts role feature kind text run", defaults=(None,))):
+    """One L1 line: `[ts] role FEATURE KIND: text (run RUN_ID)`; the run part is optional."""
+
+    __slots__ = ()  # a namedtuple, not a dataclass: `note` must not pay for importing those
+
+    def line(self) -> str:
+        """The entry as one raw.md line, without the newline."""
+        tail = f" (run {self.run})" if self.run else ""
+        return f"[{self.ts}] {self.role} {self.feature} {self.kind}: {self.text}{tail}"
+
+
+def utc_now() -> str:
+    """The current time as ISO-8601 UTC to the second, e.g. 2026-04-24T10:05:12Z."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def fold(text: str) -> str:
+    """Text on one line: newlines and runs of whitespace become single spaces."""
+    return " ".join(text.split())
+
+
+def parse_entry(line: str) -> Entry | None:
+    """The entry on `line`, or None when the line does not parse (callers keep it as is)."""
+    m = ENTRY.match(line.rstrip("\n"))
+    if not m:
+        return None
+    return Entry(m["ts"], m["role"], m["feature"], m["kind"], m["text"], m["run"])
+
+
+def make_entry(role: str, feature: str | None, kind: str, text: str,
+               run: str | None = None, ts: str | None = None) -> Entry:
+    """A checked, folded entry; ValueError names what is wrong (redacted when written)."""
+    feature = feature or "-"
+    if kind not in KINDS:
+        raise ValueError(f"unknown note kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if not NAME.match(role):
+        raise ValueError(f"bad role name {role!r}")
+    if not FEATURE_REF.match(feature):
+        raise ValueError(f"bad feature id {feature!r}; expected F-001 style or -")
+    if run is not None and not re.fullmatch(r"[A-Za-z0-9_.-]+", run):
+        raise ValueError(f"bad run id {run!r}")
+    text = fold(text)
+    if not text:
+        raise ValueError("empty note text")
+    return Entry(ts or utc_now(), role, feature, kind, text, run)
+
+
+def raw_path(state: Path) -> Path:
+    return state / "raw.md"
+
+
+def raw_lock(state: Path) -> Path:
+    """The lock every raw.md writer holds: appenders and the curator's rewrite alike."""
+    return lock_path(state, "raw")
+
+
+def append_entry(state: Path, entry: Entry) -> None:
+    """Append one entry to raw.md as a single locked write."""
+    append_record(raw_path(state), entry.line() + "\n", raw_lock(state))
+
+
+def tail_entries(state: Path, n: int) -> list[str]:
+    """The last `n` raw.md lines as they are, parseable or not."""
+    return read_tail(raw_path(state), n)
+
+
+def write_long_note(state: Path, role: str, slug: str, body: str, day: str | None = None) -> Path:
+    """Write `memory/YYYY-MM-DD-<role>-<slug>.md`; refuses to overwrite an existing note."""
+    if not SLUG.match(slug):
+        raise ValueError(f"bad slug {slug!r}; use lower-case letters, digits and dashes")
+    if not NAME.match(role):
+        raise ValueError(f"bad role name {role!r}")
+    body = body.strip()
+    if not body:
+        raise ValueError("empty note body")
+    day = day or utc_now()[:10]
+    path = state / "memory" / f"{day}-{role}-{slug}.md"
+    if path.exists():
+        raise ValueError(f"{path} already exists; choose another slug")
+    write_record(path, body + "\n")
+    return path
+
+
+def long_note_titles(state: Path, cap: int) -> list[dict[str, str]]:
+    """Newest first, at most `cap`: each note's file name and title (its first line)."""
+    folder = state / "memory"
+    if not folder.is_dir():
+        return []
+    names = sorted((p.name for p in folder.glob("*.md")), reverse=True)[:cap]
+    notes = []
+    for name in names:
+        with open(folder / name, encoding="utf-8", errors="replace") as f:
+            first = f.readline(300).strip().lstrip("#").strip()
+        notes.append({"file": f"memory/{name}", "title": first or name})
+    return notes
+
+
+def parse_sections(text: str) -> dict[str, list[str]]:
+    """`## Heading` sections of a markdown file; lines before the first heading go under ''."""
+    sections: dict[str, list[str]] = {"": []}
+    current = ""
+    for line in text.splitlines():
+        if line.startswith("## "):
+            current = line[3:].strip()
+            sections.setdefault(current, [])
+        else:
+            sections[current].append(line)
+    return sections
+
+
+def render_sections(title: str, sections: dict[str, list[str]], order: tuple[str, ...]) -> str:
+    """A markdown file with `# title` and the `order`ed `## ` sections, no trailing blanks."""
+    out = [f"# {title}", ""]
+    for name in order:
+        out.append(f"## {name}")
+        out.extend(line for line in sections.get(name, []) if line.strip())
+        out.append("")
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def estimate_tokens(text: str) -> int:
+    """Token estimate: one per 4 characters, rounded up (close to Claude's tokenizer on English)."""
+    return (len(text) + 3) // 4

@@ -1,0 +1,164 @@
+"""Run records under `<state>/runs/<run-id>/`: manifest.json, prompt.md, transcript.jsonl.
+
+Every record is written through `store.write_record`/`append_record`, which redact secrets. A
+manifest is written with status `started` before the model is called and
+finished in a `finally`; a started run whose process is gone is `interrupted`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness import FORMAT_VERSION, __version__
+from harness.errors import UsageError
+from harness.state.memory import utc_now
+from harness.state.store import append_record, write_record
+
+RUN_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+
+
+def runs_dir(state: Path) -> Path:
+    return state / "runs"
+
+
+def claim_run_id(state: Path, role: str, feature: str | None, now: float | None = None) -> str:
+    """A new unique run id `<unix-seconds>-<role>-<FEATURE_ID>`, its folder created to claim it."""
+    base = f"{int(now if now is not None else time.time())}-{role}-{feature or 'mission'}"
+    runs_dir(state).mkdir(parents=True, exist_ok=True)
+    for n in range(1, 10_000):
+        run_id = base if n == 1 else f"{base}-{n}"
+        try:
+            (runs_dir(state) / run_id).mkdir()
+            return run_id
+        except FileExistsError:
+            continue
+    raise RuntimeError(f"could not claim a run id under {runs_dir(state)}")
+
+
+def _process_start(pid: int) -> str | None:
+    """The kernel's start time of `pid` (to tell a live process from a reused pid), if known."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _alive(pid: int, started: str | None) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return started is None or _process_start(pid) in (None, started)
+
+
+@dataclass
+class RunRecord:
+    """An open run record; `finish` closes it."""
+
+    state: Path
+    run_id: str
+    manifest: dict[str, Any]
+
+    @property
+    def folder(self) -> Path:
+        return runs_dir(self.state) / self.run_id
+
+    def save(self) -> None:
+        text = json.dumps(self.manifest, indent=2, ensure_ascii=False) + "\n"
+        write_record(self.folder / "manifest.json", text)
+
+    def write_file(self, name: str, text: str) -> None:
+        write_record(self.folder / name, text)
+
+    def record(self, event: dict[str, Any]) -> None:
+        """Append one event to transcript.jsonl (redacted; one writer per run)."""
+        event = {"time": utc_now(), **event}
+        line = json.dumps(event, ensure_ascii=False, default=str) + "\n"
+        append_record(self.folder / "transcript.jsonl", line, lock=None)
+
+    def finish(self, status: str, exit_code: int, **fields: Any) -> None:
+        self.manifest.update(fields)
+        self.manifest.update(status=status, exit_code=exit_code, finished_at=utc_now())
+        self.save()
+
+
+def start_run(state: Path, run_id: str, fields: dict[str, Any]) -> RunRecord:
+    """Write the manifest of a starting run: who, what, from which sources, by which process."""
+    pid = os.getpid()
+    manifest = {
+        "format": FORMAT_VERSION,
+        "harness_version": __version__,
+        "run_id": run_id,
+        **fields,
+        "status": "started",
+        "started_at": utc_now(),
+        "pid": pid,
+        "pid_start": _process_start(pid),
+    }
+    record = RunRecord(state, run_id, manifest)
+    record.save()
+    return record
+
+
+def check_run_id(run_id: str) -> str:
+    if not run_id or not set(run_id) <= RUN_ID_CHARS or run_id.startswith("."):
+        raise UsageError(f"bad run id {run_id!r}")
+    return run_id
+
+
+def load_manifest(state: Path, run_id: str) -> dict[str, Any]:
+    """The manifest of a run, with `status` shown as `interrupted` if its process is gone."""
+    path = runs_dir(state) / check_run_id(run_id) / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"no run {run_id} under {runs_dir(state)}") from None
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{path} line {e.lineno}: {e.msg}") from None
+    if manifest.get("status") == "started" and not _alive(
+        int(manifest.get("pid", 0)), manifest.get("pid_start")
+    ):
+        manifest["status"] = "interrupted"
+    return manifest
+
+
+def recent_runs(state: Path, role: str, feature: str | None, n: int) -> list[dict[str, Any]]:
+    """Manifests of the last `n` runs of `role` on `feature`, oldest first."""
+    if n <= 0:
+        return []
+    pattern = f"*-{role}-{feature or 'mission'}"
+    folders = [*runs_dir(state).glob(pattern), *runs_dir(state).glob(f"{pattern}-*")]
+    manifests = []
+    for folder in folders:
+        try:
+            manifests.append(load_manifest(state, folder.name))
+        except UsageError:
+            continue
+    manifests.sort(key=lambda m: (m.get("started_at", ""), m["run_id"]))
+    return manifests[-n:]
+
+
+def list_runs(state: Path) -> list[dict[str, Any]]:
+    """Manifests of all runs, oldest first; a folder without a readable manifest is skipped."""
+    out = []
+    folder = runs_dir(state)
+    if not folder.is_dir():
+        return out
+    for child in sorted(folder.iterdir(), key=lambda p: p.name):
+        if (child / "manifest.json").is_file():
+            try:
+                out.append(load_manifest(state, child.name))
+            except UsageError:
+                out.append({"run_id": child.name, "status": "unreadable"})
+    out.sort(key=lambda m: (m.get("started_at", ""), m["run_id"]))
+    return out

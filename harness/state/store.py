@@ -1,0 +1,206 @@
+"""The only place that writes state files.
+
+Every write is either atomic (temp file, fsync, rename) or a single locked
+append, so a crash at any point leaves each file as it was or as it should be.
+Locks are `flock` locks on files under `<state>/locks/`: the kernel drops them
+when the holding process dies, so a dead holder's lock is taken over for free.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+from pathlib import Path
+
+from harness.errors import BusyError
+
+# `note` imports this module and must start fast: hashlib and json are imported where used.
+
+
+def sha256(data: bytes | str) -> str:
+    """Hex sha256 of bytes or UTF-8 text."""
+    import hashlib
+
+    if isinstance(data, str):
+        data = data.encode()
+    return hashlib.sha256(data).hexdigest()
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: str | bytes) -> None:
+    """Replace `path` with `data` so readers see the old or the new file, never half."""
+    if isinstance(data, str):
+        data = data.encode()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_dir(path.parent)
+
+
+def write_json(path: Path, obj: object) -> None:
+    """Atomically write `obj` as indented JSON."""
+    import json
+
+    atomic_write(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def lock_path(state: Path, name: str) -> Path:
+    """Where the lock file called `name` lives."""
+    return state / "locks" / f"{name}.lock"
+
+
+class hold_lock:  # noqa: N801 - used like a function: `with hold_lock(path):`
+    """Hold an exclusive flock on `path`; without `wait`, raise BusyError at once if taken."""
+
+    def __init__(self, path: Path, *, wait: bool = True, what: str = "") -> None:
+        self.path, self.wait, self.what = path, wait, what
+        self.fd = -1
+
+    def __enter__(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if self.wait else fcntl.LOCK_NB))
+        except OSError as e:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip()
+            os.close(fd)
+            if e.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            raise BusyError(
+                f"busy: {self.what or self.path.name} is locked"
+                + (f" by {holder}" if holder else "")
+            ) from None
+        # Who holds it, for the busy message; the lock itself is the flock.
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()}".encode(), 0)
+        self.fd = fd
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)
+
+
+def locked_append(path: Path, text: str, lock: Path) -> None:
+    """Append `text` in one write while holding `lock`, so concurrent lines never interleave."""
+    data = text.encode()
+    with hold_lock(lock):
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data  # a half line left by a crash must not swallow this one
+            _write_all(fd, data)
+        finally:
+            os.close(fd)
+
+
+def write_record(path: Path, text: str) -> None:
+    """Atomically write a record (run files, verdicts, memory), secrets redacted.
+
+    Every record of the harness is written through this or `append_record`: the one
+    place where redaction happens, so no writer can forget it.
+    """
+    from harness.state.redact import redact
+
+    atomic_write(path, redact(text))
+
+
+def append_record(path: Path, text: str, lock: Path | None) -> None:
+    """Append a record line, secrets redacted; under `lock` when several processes write."""
+    from harness.state.redact import redact
+
+    data = redact(text)
+    if lock is None:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(data)
+    else:
+        locked_append(path, data, lock)
+
+
+def read_tail(path: Path, max_lines: int, block: int = 65536) -> list[str]:
+    """The last `max_lines` non-empty lines of `path`, reading from the end only."""
+    if max_lines <= 0:
+        return []
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        return []
+    with f:
+        pos = f.seek(0, os.SEEK_END)
+        data = b""
+        while True:
+            lines = [ln for ln in data.split(b"\n") if ln.strip()]
+            if pos > 0 and lines:
+                lines = lines[1:]  # the first line may be cut where the read began
+            if pos == 0 or len(lines) >= max_lines:
+                break
+            step = min(block, pos)
+            pos -= step
+            f.seek(pos)
+            data = f.read(step) + data
+    lines = [ln.decode(errors="replace") for ln in lines]
+    return lines[-max_lines:]
+
+
+def put_object(state: Path, data: str | bytes) -> str:
+    """Store `data` by content in `<state>/objects/`; return its sha256."""
+    if isinstance(data, str):
+        data = data.encode()
+    digest = sha256(data)
+    path = state / "objects" / digest[:2] / digest
+    if not path.exists():
+        atomic_write(path, data)
+    return digest
+
+
+def get_object(state: Path, digest: str) -> bytes:
+    """The content stored under `digest`; FileNotFoundError if it is missing."""
+    return (state / "objects" / digest[:2] / digest).read_bytes()
+
+
+def read_head(path: Path, size: int, *, encoding: str | None = None) -> bytes | str | None:
+    """The first `size` bytes of `path` (or, with `encoding`, characters, bad bytes replaced):
+    fewer if it is shorter; None if it is missing."""
+    try:
+        if encoding is None:
+            with open(path, "rb") as f:
+                return f.read(size)
+        with open(path, encoding=encoding, errors="replace") as f:
+            return f.read(size)
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+
+
+def count_lines(path: Path) -> int:
+    """How many newline-ended lines `path` holds (0 if it is missing), read in blocks."""
+    try:
+        with open(path, "rb") as f:
+            return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+    except FileNotFoundError:
+        return 0

@@ -1,0 +1,93 @@
+"""The types every layer speaks, and nothing else: one run's Session and Caps, what a
+backend reports (Outcome, Usage), what a tool gives back (ToolResult), and the Backend
+Protocol the runner depends on. No other harness module is imported here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+# Outcome.status values
+FINISHED = "finished"  # the agent ended its turn or called `finish`
+CAPPED = "capped"  # a turn, token, time or dollar cap stopped the run
+GAVE_UP = "gave_up"  # the agent (or CLI) reported failure
+
+
+class Caps(BaseModel):
+    """Limits for one run, from the role's `caps:`; None means no limit."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    turns: int | None = 50
+    max_tokens: int = 8192  # output tokens per model call
+    wall_seconds: float | None = 1800
+    dollars: float | None = None  # per run
+    bash_timeout: float = 120  # per bash command
+    output_chars: int = 20000  # per tool result, then a visible truncation marker
+
+
+@dataclass
+class Usage:
+    """Token counts summed over a run's model calls."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_creation_input_tokens += other.cache_creation_input_tokens
+        self.cache_read_input_tokens += other.cache_read_input_tokens
+
+
+@dataclass
+class Session:
+    """Everything a backend needs for one run."""
+
+    run_id: str
+    role: str
+    feature_id: str | None
+    workdir: Path
+    state: Path
+    home: Path
+    model: str
+    caps: Caps
+    tools: list[str]  # tool names this role may use
+    prices: dict[str, dict[str, float]]  # model -> $ per million tokens by usage field
+    record: Callable[[dict[str, Any]], None]  # append one event to transcript.jsonl
+    check_budget: Callable[[float], None]  # raises BudgetError when the mission budget is spent
+    options: dict[str, Any] = field(default_factory=dict)  # backend-specific, from the role YAML
+
+
+@dataclass
+class Outcome:
+    """What a backend reports when a run ends."""
+
+    status: str
+    summary: str = ""
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+    turns: int = 0
+    detail: str = ""  # why it stopped, for the record
+    reset_at: str | None = None  # when a usage limit lifts, if the backend was told
+
+
+@dataclass
+class ToolResult:
+    """What a tool call gives back to the model."""
+
+    text: str
+    is_error: bool = False
+
+
+class Backend(Protocol):
+    """Runs one prompt to completion under the session's caps."""
+
+    def run(self, prompt: str, session: Session) -> Outcome: ...
