@@ -100,54 +100,61 @@ class FakeAPI:
         self.server.server_close()
 
 
+class _Handler(BaseHTTPRequestHandler):
+    """Answers POST /v1/messages with the next reply queued on `api`."""
+
+    api: FakeAPI
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        api = self.api
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        api.requests.append(body)
+        api.headers.append({k.lower(): v for k, v in self.headers.items()})
+        if self.path != "/v1/messages":
+            return self._json(404, _error_body("not_found_error", self.path), {})
+        if not api.replies:
+            return self._json(500, _error_body("api_error", "fake API: no reply queued"),
+                              {"x-should-retry": "false"})
+        reply = api.replies.popleft()
+        if api.closing.wait(reply.delay):
+            return
+        if reply.error:
+            return self._json(reply.status, _error_body(*reply.error), reply.headers)
+        message = {
+            "id": f"msg_{next(_ids):04d}", "type": "message", "role": "assistant",
+            "model": body["model"], "content": reply.content, "stop_reason": reply.stop_reason,
+            "stop_sequence": None, "usage": reply.usage,
+        }
+        if body.get("stream"):
+            return self._sse(message)
+        return self._json(200, message, {})
+
+    def _json(self, status: int, obj: object, headers: dict[str, str]) -> None:
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.send_header("request-id", f"req_{next(_ids):04d}")
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _sse(self, message: dict[str, Any]) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.end_headers()
+        for name, data in stream_events(message):
+            self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+            self.wfile.flush()
+
+
 def _handler(api: FakeAPI) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-            api.requests.append(body)
-            api.headers.append({k.lower(): v for k, v in self.headers.items()})
-            if self.path != "/v1/messages":
-                return self._json(404, _error_body("not_found_error", self.path), {})
-            if not api.replies:
-                return self._json(500, _error_body("api_error", "fake API: no reply queued"),
-                                  {"x-should-retry": "false"})
-            reply = api.replies.popleft()
-            if api.closing.wait(reply.delay):
-                return
-            if reply.error:
-                return self._json(reply.status, _error_body(*reply.error), reply.headers)
-            message = {
-                "id": f"msg_{next(_ids):04d}", "type": "message", "role": "assistant",
-                "model": body["model"], "content": reply.content, "stop_reason": reply.stop_reason,
-                "stop_sequence": None, "usage": reply.usage,
-            }
-            if body.get("stream"):
-                return self._sse(message)
-            return self._json(200, message, {})
-
-        def _json(self, status: int, obj: object, headers: dict[str, str]) -> None:
-            data = json.dumps(obj).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.send_header("request-id", f"req_{next(_ids):04d}")
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
-
-        def _sse(self, message: dict[str, Any]) -> None:
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
-            self.end_headers()
-            for name, data in stream_events(message):
-                self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
-                self.wfile.flush()
-
-    return Handler
+    """A handler class that serves `api` (the server makes one handler per request)."""
+    return type("Handler", (_Handler,), {"api": api})
 
 
 def _error_body(kind: str, message: str) -> dict[str, Any]:

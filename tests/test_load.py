@@ -50,12 +50,9 @@ def loop(deadline: float, action, results: list) -> None:
         results.append(action())
 
 
-def test_workers_notes_curator_and_status_all_at_once(tmp_path: Path) -> None:
-    project = make_project(tmp_path)
-    state = project / ".harness"
-    script = tmp_path / "work.yaml"
-    script.write_text(WORK)
-    deadline = time.time() + SECONDS
+def run_lanes(project: Path, script: Path, seconds: float) -> dict[str, list]:
+    """Every lane's exit codes, each lane calling run.sh in a loop for `seconds`."""
+    deadline = time.time() + seconds
     lanes: dict[str, list] = {}
     threads = []
 
@@ -83,14 +80,11 @@ def test_workers_notes_curator_and_status_all_at_once(tmp_path: Path) -> None:
         t.start()
     for t in threads:
         t.join()
+    return lanes
 
-    assert set(lanes["status"]) == {0}
-    assert set(lanes["curator"]) <= {0, 3} and 0 in lanes["curator"]
-    worker_codes = [c for name, codes in lanes.items() if name.startswith("w-") for c in codes]
-    assert set(worker_codes) <= {0, 3}, worker_codes
-    assert worker_codes.count(0) >= len(FEATURES)
 
-    # every lock honoured: a feature's runs never overlapped
+def check_locks_honoured(project: Path) -> None:
+    """Every lock honoured: a feature's runs never overlapped."""
     for fid in FEATURES:
         lines = (project / f"lock-{fid}.log").read_text().splitlines()
         assert lines, f"no run of {fid} got through"
@@ -98,7 +92,9 @@ def test_workers_notes_curator_and_status_all_at_once(tmp_path: Path) -> None:
             assert start.split()[0] == "start" and end.split()[0] == "end", f"{fid} overlapped"
             assert start.split()[1] == end.split()[1], f"{fid} runs overlapped"
 
-    # nothing lost or duplicated: every finished run's notes are in raw.md or the archive once
+
+def check_notes_kept_once(state: Path) -> None:
+    """Nothing lost or duplicated: every finished run's notes are in raw.md or the archive once."""
     finished = {m["run_id"] for m in map(json.loads, (p.read_text() for p in
                 state.glob("runs/*/manifest.json"))) if m["status"] == "finished"}
     lines = (state / "raw.md").read_text().splitlines()
@@ -113,6 +109,22 @@ def test_workers_notes_curator_and_status_all_at_once(tmp_path: Path) -> None:
             seen.add(line)
             per_run[entry.run] = per_run.get(entry.run, 0) + 1
     assert per_run == {run_id: NOTES_PER_RUN for run_id in finished}
+
+
+def test_workers_notes_curator_and_status_all_at_once(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    state = project / ".harness"
+    script = tmp_path / "work.yaml"
+    script.write_text(WORK)
+    lanes = run_lanes(project, script, SECONDS)
+
+    assert set(lanes["status"]) == {0}
+    assert set(lanes["curator"]) <= {0, 3} and 0 in lanes["curator"]
+    worker_codes = [c for name, codes in lanes.items() if name.startswith("w-") for c in codes]
+    assert set(worker_codes) <= {0, 3}, worker_codes
+    assert worker_codes.count(0) >= len(FEATURES)
+    check_locks_honoured(project)
+    check_notes_kept_once(state)
     check_every_file(state)
     assert len((state / "summary.md").read_text().splitlines()) <= 40
     assert len((state / "MEMORY.md").read_text().splitlines()) <= 200

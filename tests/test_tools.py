@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from fake_api import make_session
 
+from harness.agent.output import truncate
 from harness.agent.tools import ToolBox
-from harness.agent.workspace import truncate
 from harness.errors import UsageError
 from harness.state.plan import load_plan
 from harness.types import Caps

@@ -3,15 +3,16 @@
 
 `ToolBox.execute` never raises for an agent's mistake: a bad path, a failed match or an
 invalid plan comes back as an error result the agent can read and fix. The shell and the
-editor themselves live in harness/workspace.py.
+editor themselves live in harness/agent/shell.py and harness/agent/editor.py.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from harness.agent.editor import Editor
 from harness.agent.env import agent_env
-from harness.agent.workspace import Editor, Shell
+from harness.agent.shell import Shell
 from harness.errors import UsageError
 from harness.state import actions, memory
 from harness.types import Session, ToolResult

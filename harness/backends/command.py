@@ -3,15 +3,15 @@
 The prompt goes in on stdin; the run is named in the environment so the agent can call
 `run.sh note` and `run.sh verdict`; the CLI runs in its own process group under a hard
 wall-clock cap. Where the CLI prints a JSON result, success is decided from it, never from
-the exit code or free text. A usage or rate limit is an infrastructure error, not the
-agent's failure: it raises `UsageLimitReached` carrying the reset time when one is given.
+the exit code or free text (harness/backends/cli_results.py reads it). A usage or rate limit
+is an infrastructure error, not the agent's failure: it raises `UsageLimitReached` carrying
+the reset time when one is given.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import signal
 import subprocess
@@ -20,12 +20,16 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from harness.agent.env import agent_env
 from harness.agent.procs import die_with_parent
+from harness.backends.cli_results import (
+    CodexEvents,
+    check_usage_limit,
+    claude_outcome,
+    find_claude_result,
+)
 from harness.backends.pricing import cost_of
 from harness.errors import BackendError, UsageError
 from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session, Usage
@@ -52,16 +56,6 @@ PRESETS = {
     "codex": Preset(("codex", "exec", "--json"), "codex", ("OPENAI_API_KEY", "CODEX_API_KEY")),
     "generic": Preset((), "generic"),
 }
-
-
-class UsageLimitReached(BackendError):
-    """The CLI hit a usage or rate limit; `reset_at` is when it lifts (ISO-8601 UTC), if known."""
-
-    def __init__(self, message: str, reset: datetime | None = None):
-        utc = reset.astimezone(timezone.utc) if reset else None
-        self.reset_at = utc.strftime("%Y-%m-%dT%H:%M:%SZ") if utc else None
-        when = f"resets at {self.reset_at}" if utc else "no reset time given"
-        super().__init__(f"agent CLI usage limit reached ({when}): {message.strip()[:300]}")
 
 
 def build_argv(options: dict[str, Any], model: str, turns: int | None) -> tuple[list[str], Preset]:
@@ -115,22 +109,7 @@ class CommandBackend:
             raise UsageError(f"working directory {session.workdir} does not exist")
         session.check_budget(0.0)
         session.record({"type": "command", "argv": argv, "cwd": str(session.workdir)})
-        try:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=session.workdir,
-                env=build_env(session, preset.key_vars),
-                start_new_session=True,
-                preexec_fn=die_with_parent,
-            )
-        except (FileNotFoundError, PermissionError) as e:
-            raise BackendError(
-                f"cannot run agent CLI {argv[0]!r}: {e.strerror}; install it or put it on PATH,"
-                " or set the role's `command` option to its full path"
-            ) from e
+        proc = _start(argv, session, preset)
         codex = CodexEvents() if preset.parser == "codex" else None
         out = _Output(proc, prompt.encode("utf-8"), session.record, codex.feed if codex else None)
         timed_out = _wait(proc, session.caps.wall_seconds, session.options.get("kill_grace", 5))
@@ -140,25 +119,53 @@ class CommandBackend:
         code, stdout, stderr = proc.returncode, out.stdout(), out.stderr()
         session.record({"type": "command_exit", "returncode": code, "stderr_tail": stderr})
         if timed_out:
-            usage = codex.usage if codex else Usage()
-            cost = cost_of(usage, session.model, session.prices)
-            turns = codex.turns if codex else 0
-            return Outcome(CAPPED, usage=usage, cost_usd=cost, turns=turns, detail="wall-clock cap")
-        if codex:
-            outcome = codex.outcome(session.model, session.prices)
-        else:
-            result = find_claude_result(stdout)
-            outcome = claude_outcome(result, session.model, session.prices) if result else None
-        if outcome is None and preset.parser == "generic":
+            return _wall_capped(codex, session)
+        if (outcome := _parsed_outcome(codex, stdout, session)) is not None:
+            return outcome
+        if preset.parser == "generic":
             detail = f"exit code {code}" if code else ""
             return Outcome(GAVE_UP if code else FINISHED, summary=stdout[-2000:], detail=detail)
-        if outcome is None:
-            check_usage_limit(f"{stdout}\n{stderr}")
-            raise BackendError(
-                f"{argv[0]} printed no {preset.parser} JSON result (exit code {code});"
-                f" output starts: {stdout[:500]!r}; stderr ends: {stderr[-500:]!r}"
-            )
-        return outcome
+        check_usage_limit(f"{stdout}\n{stderr}")
+        raise BackendError(
+            f"{argv[0]} printed no {preset.parser} JSON result (exit code {code});"
+            f" output starts: {stdout[:500]!r}; stderr ends: {stderr[-500:]!r}"
+        )
+
+
+def _start(argv: list[str], session: Session, preset: Preset) -> subprocess.Popen:
+    """Start the CLI in its own process group, in the working directory."""
+    try:
+        return subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=session.workdir,
+            env=build_env(session, preset.key_vars),
+            start_new_session=True,
+            preexec_fn=die_with_parent,
+        )
+    except (FileNotFoundError, PermissionError) as e:
+        raise BackendError(
+            f"cannot run agent CLI {argv[0]!r}: {e.strerror}; install it or put it on PATH,"
+            " or set the role's `command` option to its full path"
+        ) from e
+
+
+def _wall_capped(codex: CodexEvents | None, session: Session) -> Outcome:
+    """A run stopped at the wall-clock cap, with what Codex reported using until then."""
+    usage = codex.usage if codex else Usage()
+    cost = cost_of(usage, session.model, session.prices)
+    turns = codex.turns if codex else 0
+    return Outcome(CAPPED, usage=usage, cost_usd=cost, turns=turns, detail="wall-clock cap")
+
+
+def _parsed_outcome(codex: CodexEvents | None, stdout: str, session: Session) -> Outcome | None:
+    """The Outcome the CLI's JSON gives (Codex's events, else a Claude result), if any."""
+    if codex:
+        return codex.outcome(session.model, session.prices)
+    result = find_claude_result(stdout)
+    return claude_outcome(result, session.model, session.prices) if result else None
 
 
 def _wait(proc: subprocess.Popen, wall: float | None, grace: float) -> bool:
@@ -252,156 +259,3 @@ class _Output:
 
     def stderr(self) -> str:
         return self._err.decode("utf-8", "replace")
-
-
-# Parsing: pure functions over what the CLI printed.
-
-CLAUDE_CAPS = {"error_max_turns": "turn cap", "error_max_budget_usd": "dollar cap"}
-
-
-def find_claude_result(text: str) -> dict[str, Any] | None:
-    """The result object in Claude Code output: one object, a message array, or JSON lines."""
-    for chunk in (text.strip(), *(ln for ln in reversed(text.splitlines()) if ln.strip())):
-        try:
-            data = json.loads(chunk)
-        except ValueError:
-            continue
-        for item in reversed(data if isinstance(data, list) else [data]):
-            if isinstance(item, dict) and (item.get("type") == "result" or "is_error" in item):
-                return item
-    return None
-
-
-def claude_outcome(result: dict[str, Any], model: str, prices: dict) -> Outcome:
-    """Map a Claude Code result object to an Outcome; a usage limit raises UsageLimitReached."""
-    subtype, text = str(result.get("subtype") or ""), result.get("result")
-    text = text if isinstance(text, str) else "" if text is None else json.dumps(text)
-    raw = result.get("usage") or {}
-    usage = Usage(**{k: int(raw.get(k) or 0) for k in Usage.__dataclass_fields__})
-    cost = result.get("total_cost_usd", result.get("cost_usd"))
-    cost = float(cost) if isinstance(cost, int | float) else cost_of(usage, model, prices)
-    if subtype in CLAUDE_CAPS:
-        status, detail = CAPPED, CLAUDE_CAPS[subtype]
-    elif subtype == "success" and result.get("is_error") is False:
-        status, detail = FINISHED, ""
-    else:
-        check_usage_limit(text)
-        status, detail = GAVE_UP, f"{subtype or 'error'}: {text[:300]}"
-    turns = int(result.get("num_turns") or 0)
-    return Outcome(status, summary=text, usage=usage, cost_usd=cost, turns=turns, detail=detail)
-
-
-class CodexEvents:
-    """Folds `codex exec --json` events: usage summed over turns, last message, failure."""
-
-    def __init__(self) -> None:
-        self.usage, self.turns, self.summary = Usage(), 0, ""
-        self.failure: str | None = None  # a turn.failed, or an error no turn.completed outlived
-
-    def feed(self, event: dict[str, Any]) -> None:
-        """Take one event."""
-        kind = event.get("type")
-        if kind in ("turn.completed", "turn.failed") and isinstance(event.get("usage"), dict):
-            raw = event["usage"]
-            cached = int(raw.get("cached_input_tokens") or 0)
-            # Codex counts cached tokens inside input_tokens; Usage keeps them apart.
-            uncached = int(raw.get("input_tokens") or 0) - cached
-            out = int(raw.get("output_tokens") or 0)
-            self.usage.add(Usage(uncached, out, cache_read_input_tokens=cached))
-        if kind == "turn.completed":
-            self.turns += 1
-            self.failure = None
-        elif kind == "turn.failed":
-            error = event.get("error")
-            message = error.get("message") if isinstance(error, dict) else error
-            self.failure = str(message or "turn failed")
-        elif kind == "error":
-            self.failure = str(event.get("message") or "error")
-        elif kind == "item.completed" and isinstance(item := event.get("item"), dict):
-            if item.get("type") == "agent_message":
-                self.summary = str(item.get("text") or "")
-
-    def outcome(self, model: str, prices: dict) -> Outcome | None:
-        """The run's Outcome, or None when no turn ended; a usage limit raises."""
-        if self.failure is None and not self.turns:
-            return None
-        if self.failure is not None:
-            check_usage_limit(self.failure)
-        return Outcome(
-            FINISHED if self.failure is None else GAVE_UP,
-            summary=self.summary,
-            usage=self.usage,
-            cost_usd=cost_of(self.usage, model, prices),
-            turns=self.turns,
-            detail=(self.failure or "")[:500],
-        )
-
-
-def parse_codex(
-    lines: Iterable[str], model: str = "", prices: dict | None = None
-) -> Outcome | None:
-    """The Outcome of `codex exec --json` output lines, or None when no turn ended."""
-    events = CodexEvents()
-    for line in lines:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict):
-            events.feed(event)
-    return events.outcome(model, prices or {})
-
-
-LIMIT_TEXT = re.compile(
-    r"usage limit|limit reached|hit your (?:\w+ )?limit|out of extra usage|rate.?limit"
-    r"|quota exceeded|too many requests",
-    re.I,
-)
-MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-_EPOCH = re.compile(r"\|\s*(\d{10})\b|\"?resets_at\"?\s*[:=]\s*(\d{10})\b")
-_CLOCK = re.compile(  # "resets 6:30pm (Asia/Jerusalem)", "try again at Apr 28th, 2026 10:03 PM"
-    r"(?:resets?|try again)\s+(?:at\s+)?"
-    r"(?:(?P<mon>[a-z]{3})[a-z]*\.?\s+(?P<day>\d{1,2})(?:st|nd|rd|th)?,?\s+"
-    r"(?:(?P<year>\d{4})\s+)?(?:at\s+)?)?"
-    r"(?P<h>\d{1,2})(?::(?P<m>\d{2}))?\s*(?P<ap>[ap])\.?m\b\.?(?:\s*\((?P<tz>[^)]+)\))?",
-    re.I,
-)
-_RELATIVE = re.compile(r"try again in((?:[\s,]*\d+\s*(?:day|hour|hr|min|sec)\w*)+)", re.I)
-
-
-def check_usage_limit(
-    message: str, now: datetime | None = None, local: tzinfo | None = None
-) -> None:
-    """Raise UsageLimitReached when `message` reports a usage or rate limit."""
-    if LIMIT_TEXT.search(message):
-        raise UsageLimitReached(message, reset_time(message, now, local))
-
-
-def reset_time(
-    message: str, now: datetime | None = None, local: tzinfo | None = None
-) -> datetime | None:
-    """When a reported limit lifts, from the shapes Claude Code and Codex print; else None."""
-    now = now or datetime.now(timezone.utc)
-    local = local or datetime.now().astimezone().tzinfo  # Codex prints the machine's local time
-    if m := _EPOCH.search(message):
-        return datetime.fromtimestamp(int(m[1] or m[2]), timezone.utc)
-    if m := _CLOCK.search(message):
-        try:
-            tz = ZoneInfo(m["tz"].strip()) if m["tz"] else local
-        except (ZoneInfoNotFoundError, ValueError):
-            tz = local
-        hour, minute = int(m["h"]) % 12 + (12 if m["ap"] in "pP" else 0), int(m["m"] or 0)
-        today = now.astimezone(tz)
-        if m["mon"] and m["mon"].lower() in MONTHS:
-            month, year = MONTHS.index(m["mon"].lower()) + 1, int(m["year"] or today.year)
-            when = datetime(year, month, int(m["day"]), hour, minute, tzinfo=tz)
-            if not m["year"] and when < now - timedelta(days=1):
-                when = when.replace(year=year + 1)
-            return when
-        when = today.replace(hour=hour, minute=minute, second=0, microsecond=0)
-        return when if when > now else when + timedelta(days=1)
-    if m := _RELATIVE.search(message):
-        units = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
-        parts = re.findall(r"(\d+)\s*([dhms])", m[1].lower())
-        return now + timedelta(**{units[u]: int(n) for n, u in parts})
-    return None

@@ -369,46 +369,66 @@ def run_id(mission: str, feature: str, tag: str, role: str) -> str:
     return f"{n}-{role}-{feature}"
 
 
+Row = tuple[str, str, str, str, str, str | None]  # family, role, feature, kind, text, run
+
+
 def build(seed: int = 4) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
     """The corpus rows (mission, family, line) in time order per mission, and expectations."""
     rng = random.Random(seed)
-    rows: dict[str, list[tuple[str, str, str, str, str, str | None]]] = {m: [] for m in MISSIONS}
+    rows = _reports()
+    for mission in MISSIONS:
+        rows[mission] += _noise(rng, mission)
+    corpus = [row for mission in MISSIONS for row in _timeline(rng, mission, rows[mission])]
+    expected = [(f.role, f.kind, f.name) for f in FAMILIES if f.promote]
+    return corpus, expected
+
+
+def _reports() -> dict[str, list[Row]]:
+    """Each mission's labelled reports, in the order the families list them."""
+    rows: dict[str, list[Row]] = {m: [] for m in MISSIONS}
     for fam in FAMILIES:
         for i, report in enumerate(fam.reports):
             mission, feature, tag = report.split()
             text = fam.texts[i % len(fam.texts)]
             rows[mission].append((fam.name, fam.role, feature, fam.kind, text,
                                   run_id(mission, feature, tag, fam.role)))
-    for mission in MISSIONS:
-        features = [f"F-{n:03d}" for n in range(1, 35)]
-        for _ in range(55):
-            f = rng.choice(features)
-            role = rng.choice(("worker", "worker", "validator"))
-            rows[mission].append(("-", role, f, "-", rng.choice(PLAIN).format(f=f),
-                                  run_id(mission, f, "n", role) if rng.random() < 0.7 else None))
-        for text in rng.sample(GOTCHAS, 5):
-            f = rng.choice(features)
-            run = run_id(mission, f, "g", "worker")
-            rows[mission].append(("-", "worker", f, "GOTCHA", text, run))
-        for text in rng.sample(DECISIONS, 3):
-            rows[mission].append(("-", "planner", "-", "DECISION", text, None))
-        for text in rng.sample(UNPARSED, 2):
-            rows[mission].append(("-", "", "", "", text, None))
+    return rows
+
+
+def _noise(rng: random.Random, mission: str) -> list[Row]:
+    """A mission's unlabelled lines: plain notes, gotchas, decisions and unparsable lines."""
+    rows: list[Row] = []
+    features = [f"F-{n:03d}" for n in range(1, 35)]
+    for _ in range(55):
+        f = rng.choice(features)
+        role = rng.choice(("worker", "worker", "validator"))
+        rows.append(("-", role, f, "-", rng.choice(PLAIN).format(f=f),
+                     run_id(mission, f, "n", role) if rng.random() < 0.7 else None))
+    for text in rng.sample(GOTCHAS, 5):
+        f = rng.choice(features)
+        run = run_id(mission, f, "g", "worker")
+        rows.append(("-", "worker", f, "GOTCHA", text, run))
+    for text in rng.sample(DECISIONS, 3):
+        rows.append(("-", "planner", "-", "DECISION", text, None))
+    for text in rng.sample(UNPARSED, 2):
+        rows.append(("-", "", "", "", text, None))
+    return rows
+
+
+def _timeline(rng: random.Random, mission: str, items: list[Row]) -> list[tuple[str, str, str]]:
+    """A mission's rows shuffled (in place) and written as raw.md lines at rising times."""
     corpus: list[tuple[str, str, str]] = []
-    for mission in MISSIONS:
-        items = rows[mission]
-        rng.shuffle(items)
-        t = START[mission]
-        for fam, role, feature, kind, text, run in items:
-            t += rng.randint(60, 3600)
-            if not role:
-                corpus.append((mission, "-", text))
-                continue
-            ts = _iso(t)
-            tail = f" (run {run})" if run else ""
-            corpus.append((mission, fam, f"[{ts}] {role} {feature} {kind}: {text}{tail}"))
-    expected = [(f.role, f.kind, f.name) for f in FAMILIES if f.promote]
-    return corpus, expected
+    rng.shuffle(items)
+    t = START[mission]
+    for fam, role, feature, kind, text, run in items:
+        t += rng.randint(60, 3600)
+        if not role:
+            corpus.append((mission, "-", text))
+            continue
+        ts = _iso(t)
+        tail = f" (run {run})" if run else ""
+        corpus.append((mission, fam, f"[{ts}] {role} {feature} {kind}: {text}{tail}"))
+    return corpus
 
 
 def _iso(t: int) -> str:
