@@ -12,7 +12,7 @@ popularity. The identity folder starts with a candidate record from three
 other missions (N/20 lines) sharing part of the pool, so cross-mission
 promotion has work to do. Each run happens in a fresh subprocess, which
 reports its own wall time and CPU time, and those of the raw.md reader
-process the curator starts for a big log (harness/rawscan.py). "peak-MiB" is
+process the curator starts for a big log (harness/curator/reader.py). "peak-MiB" is
 the peak of the two processes' resident sets added up, sampled every 20 ms
 while they run (the reader exits before the curator's own peak, at its
 commit); "curator-MiB" and "reader-MiB" are each one's own peak.

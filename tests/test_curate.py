@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from harness.curator import commit as curate_commit
-from harness.curator import curate as curate_mod
-from harness.curator import promotion
+from harness.curator import planning, promotion
 from harness.curator import record as candidates
+from harness.curator.book import Bounds
+from harness.curator.check import ModelResult
 from harness.curator.curate import CuratorSettings, curate
 from harness.curator.promotion import Candidate, parse_candidate
-from harness.curator.scan import parse_fields
 from harness.errors import BusyError, UsageError
 from harness.state import memory
 from harness.state.memory import (
@@ -129,26 +129,6 @@ def test_few_entries_stay_put(state, identity) -> None:
     assert (state / "raw.md").read_text().splitlines() == appended
 
 
-def test_parse_fields_agrees_with_memory_parse_entry() -> None:
-    lines = [line.rstrip("\n").split("\t", 2)[2]
-             for line in (CORPUS / "corpus.tsv").read_text().splitlines(True)]
-    rng = random.Random(7)
-    alphabet = " \t[]():-_.Z0123456789TFabc\u00a0\r\x1c\x85\u2028\u0663"
-    fuzzed = []
-    for _ in range(20000):
-        chars = list(rng.choice(lines) or "x")
-        for _ in range(rng.randint(1, 3)):
-            i = rng.randrange(len(chars))
-            chars[i:i + rng.randint(0, 1)] = rng.choice(alphabet)
-        fuzzed.append("".join(chars))
-    fuzzed += ["[2026-04-24T10:05:12Z] w F TRICK: a (run b) (run c)",
-               "[2026-04-24T10:05:12Z] w F TRICK: a (run b)x (run )",
-               "[2026-04-24T10:05:12Z] w F TRICK: ", "[2026-04-24T10:05:12Z] w F TRICK:"]
-    assert sum(parse_entry(line) is not None for line in fuzzed) > 5000
-    assert [parse_fields(line) for line in lines + fuzzed] == [
-        parse_entry(line) for line in lines + fuzzed]
-
-
 # --- idempotence, bounds, dry run ---------------------------------------------
 
 
@@ -195,9 +175,9 @@ def mixed_notes(state: Path, rng: random.Random, n: int, day: int) -> list[str]:
 def assert_bounds(state: Path, settings: CuratorSettings = SETTINGS) -> None:
     summary = (state / "summary.md").read_text()
     mem = (state / "MEMORY.md").read_text()
-    assert len(summary.splitlines()) <= settings.summary_max_lines
-    assert estimate_tokens(summary) <= settings.summary_max_tokens
-    assert len(mem.splitlines()) <= settings.memory_max_lines
+    assert len(summary.splitlines()) <= settings.bounds.summary_max_lines
+    assert estimate_tokens(summary) <= settings.bounds.summary_max_tokens
+    assert len(mem.splitlines()) <= settings.bounds.memory_max_lines
     assert [h for h in parse_sections(summary) if h] == ["Lessons", "Decisions (current)",
                                                           "Avoid"]
     assert [h for h in parse_sections(mem) if h] == ["Decisions", "Context", "History",
@@ -214,9 +194,8 @@ def test_bounds_hold_after_many_runs_with_notes_in_between(state, identity, runs
         # spare it the disk flushes that would dominate its time
         monkeypatch.setattr(os, "fsync", lambda fd: None)
     rng = random.Random(runs)
-    settings = CuratorSettings() if runs < 1000 else CuratorSettings(memory_max_lines=60,
-                                                                    summary_max_lines=20,
-                                                                    summary_max_tokens=400)
+    settings = CuratorSettings() if runs < 1000 else CuratorSettings(
+        bounds=Bounds(memory_max_lines=60, summary_max_lines=20, summary_max_tokens=400))
     appended: list[str] = []
     per_run = 300 if runs == 1 else 40 if runs == 10 else 3
     for n in range(runs):
@@ -362,7 +341,7 @@ def test_a_crash_before_the_commit_changes_nothing_visible(state, identity, monk
     for n in range(15):
         note(state, f"note {n}")
     before = snapshot(state)
-    monkeypatch.setattr(curate_mod.MemoryBook, "compact", _boom)
+    monkeypatch.setattr(planning.MemoryBook, "compact", _boom)
     with pytest.raises(RuntimeError):
         run(state, identity)
     after = snapshot(state)
@@ -377,7 +356,7 @@ def test_notes_written_during_a_run_are_not_blocked_and_not_lost(state, identity
                                                                   monkeypatch) -> None:
     appended = [note(state, f"before {n}") for n in range(15)]
     during: list[str] = []
-    real = curate_mod.MemoryBook.compact
+    real = planning.MemoryBook.compact
 
     def compact_while_a_worker_writes(self):
         # the raw lock must be free while the curator plans: a note goes straight in
@@ -386,7 +365,7 @@ def test_notes_written_during_a_run_are_not_blocked_and_not_lost(state, identity
         during.append(note(state, "written during the run", "TRICK", run="rdur"))
         return real(self)
 
-    monkeypatch.setattr(curate_mod.MemoryBook, "compact", compact_while_a_worker_writes)
+    monkeypatch.setattr(planning.MemoryBook, "compact", compact_while_a_worker_writes)
     run(state, identity)
     monkeypatch.undo()
     assert (state / "raw.md").read_text().splitlines()[-1] == during[0]
@@ -520,7 +499,7 @@ def test_what_identity_gained_since_the_plan_is_not_promoted_again(state, identi
     # another mission's curator appends one of the lessons, in other words, between this
     # run's plan and its commit; three staged promotions a line, so the skipped one is the
     # second on the first line and the report must drop that one, not the line's first
-    monkeypatch.setattr(curate_mod, "STAGED_ROWS", 3)
+    monkeypatch.setattr(planning, "STAGED_ROWS", 3)
     identity.mkdir()
     (identity / "worker.md").write_text("# worker\n\n")
     tools = ["make -n", "pnpm lint", "cargo check", "go vet"]
@@ -528,14 +507,14 @@ def test_what_identity_gained_since_the_plan_is_not_promoted_again(state, identi
         for n in range(2):
             note(state, f"{tool} in ci/{tool.split()[0]}.yml catches it early", "TRICK",
                  feature=f"F-00{n}", run=f"{tool.split()[0]}-r{n}")
-    stage = curate_mod._Planner._stage_promotions
+    stage = planning.Planner._stage_promotions
 
     def stage_then_another_curator_appends(self, promotions):
         stage(self, promotions)
         with open(identity / "worker.md", "a") as f:
             f.write("- running `pnpm lint` in ci/pnpm.yml catches it early [promoted]\n")
 
-    monkeypatch.setattr(curate_mod._Planner, "_stage_promotions",
+    monkeypatch.setattr(planning.Planner, "_stage_promotions",
                         stage_then_another_curator_appends)
     report = run(state, identity)
     assert [p.text.split(" in ")[0] for p in report.promoted] == ["make -n", "cargo check",
@@ -687,6 +666,46 @@ def test_an_edited_raw_md_is_read_again_from_the_start(state, identity) -> None:
     report = run(state, identity)
     assert report.processed == 6 and report.unparsed == 1
     assert any("does not start where" in c for c in report.changes)
+
+
+# --- a model's rewrite ------------------------------------------------------------------
+
+
+def model_notes(state: Path) -> None:
+    for n in range(3):
+        note(state, "uv run pytest -x stops at the first failure", "TRICK", run=f"r{n}")
+    note(state, "db: use postgres 16", "DECISION", role="planner", feature="-")
+
+
+def test_the_report_holds_the_rules_texts_a_dry_run_and_a_model_run_planned(state,
+                                                                           identity) -> None:
+    model_notes(state)
+    dry = run(state, identity, dry_run=True)
+    assert set(dry.planned) == {"summary.md", "MEMORY.md"} and "pytest -x" in dry.planned[
+        "summary.md"]
+    assert not (state / "summary.md").exists()
+    shown = {}
+
+    def refine(summary: str, memory: str, promotions: list) -> ModelResult:
+        shown.update({"summary.md": summary, "MEMORY.md": memory})
+        return ModelResult(summary.replace("\n- ", "\n- Lesson: ", 1), memory)
+
+    report = run(state, identity, refine=refine)
+    assert report.model == "accepted"
+    # the rules' texts, as the model was shown them, not the model's rewrite that was written
+    assert report.planned == dry.planned == shown
+    assert (state / "summary.md").read_text() == shown["summary.md"].replace(
+        "\n- ", "\n- Lesson: ", 1)
+
+
+def test_a_refine_that_gives_a_reason_instead_of_an_answer_leaves_the_rules_texts(
+        state, identity) -> None:
+    model_notes(state)
+    report = run(state, identity, refine=lambda summary, memory, promotions: "it timed out")
+    assert report.model == "rejected: it timed out"
+    assert (state / "summary.md").read_text() == report.planned["summary.md"]
+    assert (state / "MEMORY.md").read_text() == report.planned["MEMORY.md"]
+    assert [p.text for p in report.promoted] == ["uv run pytest -x stops at the first failure"]
 
 
 # --- quality: the labelled corpus ------------------------------------------------------

@@ -12,16 +12,11 @@ from pathlib import Path
 import pytest
 
 from harness.curator import matching
-from harness.curator.book import (
-    Bounds,
-    MemoryBook,
-    ModelResult,
-    ProposedPromotion,
-    check_model_result,
-    topic_of,
-)
+from harness.curator import text as norm_text
+from harness.curator.book import Bounds, MemoryBook, topic_of
+from harness.curator.check import ModelResult, ProposedPromotion, check_model_result
 from harness.curator.items import clip, memory_ids, parse_item, summary_refs
-from harness.curator.matching import LessonIndex, normalize, same_lesson, stem
+from harness.curator.matching import LessonIndex, same_lesson
 from harness.curator.promotion import (
     Candidate,
     Evidence,
@@ -32,6 +27,7 @@ from harness.curator.promotion import (
     parse_candidate,
     plan_promotions,
 )
+from harness.curator.text import normalize, stem
 from harness.state.memory import Entry, estimate_tokens, parse_sections
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -132,7 +128,7 @@ def test_stem_changes_only_words_with_the_endings_normalize_sends_it() -> None:
                      for _ in range(rng.randint(1, 10))) for _ in range(20000)}
     words = roots | {root + end for root in roots
                      for end in ("s", "es", "ies", "ied", "ing", "ed", "e", "ss", "ches")}
-    assert [w for w in words if stem(w) != w and w[-1] not in matching._STEM_ENDINGS] == []
+    assert [w for w in words if stem(w) != w and w[-1] not in norm_text._STEM_ENDINGS] == []
 
 
 def test_index_clusters_paraphrases_and_keeps_near_misses_apart() -> None:
@@ -187,7 +183,7 @@ def test_the_shortlist_ranks_as_documented() -> None:
         for n in range(rng.randrange(1, 120)):
             # skewed: a few words everywhere, most rare, so postings of every length occur
             words = {rng.choice(vocabulary[: rng.choice((3, 10, 40))]) for _ in range(6)}
-            idx.add("b", matching.Norm(" ".join(sorted(words))), n)
+            idx.add("b", norm_text.Norm(" ".join(sorted(words))), n)
         bucket = idx._buckets["b"]
         for _ in range(20):
             query = set(rng.sample(vocabulary, rng.randrange(1, 8)))
@@ -592,7 +588,8 @@ def test_matching_does_not_depend_on_the_string_hash_seed() -> None:
     # Words of equal rarity used to be taken in set order, which differs from one process
     # to the next (PYTHONHASHSEED): the same notes could cluster differently run to run.
     script = (
-        "from harness.curator.matching import LessonIndex, _shortlist, normalize\n"
+        "from harness.curator.matching import LessonIndex, _shortlist\n"
+        "from harness.curator.text import normalize\n"
         "idx = LessonIndex(75)\n"
         "for n, t in enumerate(['alpha one', 'bravo two', 'charlie three', 'delta four']):\n"
         "    idx.add('b', normalize(t), n)\n"

@@ -1,3 +1,5 @@
+import random
+import re
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,7 @@ from harness.state.memory import (
     long_note_titles,
     make_entry,
     parse_entry,
+    parse_fields,
     parse_sections,
     render_sections,
     tail_entries,
@@ -37,6 +40,61 @@ def test_entry_line_round_trips_with_and_without_run() -> None:
 ])
 def test_lines_that_do_not_parse_give_none(line: str) -> None:
     assert parse_entry(line) is None
+
+
+CORPUS = Path(__file__).resolve().parent / "data" / "curator_corpus"
+TS = "[2026-04-24T10:05:12Z]"
+# The entry grammar written plainly, a lazy text before an optional run: the parser, one
+# greedy match with the run split off after, must read every line as this does.
+GRAMMAR = re.compile(
+    r"^\[(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)\] (?P<role>\S+) (?P<feature>\S+) "
+    r"(?P<kind>TRICK|GOTCHA|DECISION|FAIL|FORGOT|-): (?P<text>.*?)"
+    r"(?: \(run (?P<run>[A-Za-z0-9_.-]+)\))?$")
+
+
+def grammar_fields(line: str) -> tuple | None:
+    m = GRAMMAR.match(line.rstrip("\n"))
+    return None if m is None else (m["ts"], m["role"], m["feature"], m["kind"], m["text"],
+                                   m["run"])
+
+
+@pytest.mark.parametrize("line, fields", [
+    (f"{TS} worker F-023 TRICK: psql -f x (run 1745-worker-F-023)\n",
+     ("2026-04-24T10:05:12Z", "worker", "F-023", "TRICK", "psql -f x", "1745-worker-F-023")),
+    (f"{TS} validator - -: F-023 verified", ("2026-04-24T10:05:12Z", "validator", "-", "-",
+                                             "F-023 verified", None)),
+    (f"{TS} w F TRICK: a (run b) (run c)", ("2026-04-24T10:05:12Z", "w", "F", "TRICK",
+                                             "a (run b)", "c")),
+    (f"{TS} w F TRICK: a (run b)x (run )", ("2026-04-24T10:05:12Z", "w", "F", "TRICK",
+                                             "a (run b)x (run )", None)),
+    (f"{TS} w F TRICK: a (run b c)", ("2026-04-24T10:05:12Z", "w", "F", "TRICK", "a (run b c)",
+                                       None)),
+    (f"{TS} w F TRICK: ", ("2026-04-24T10:05:12Z", "w", "F", "TRICK", "", None)),
+    (f"{TS} w F TRICK:", None),
+    (f"{TS} w F HINT: unknown kind", None),
+])
+def test_parse_fields_reads_an_entry_line(line: str, fields: tuple | None) -> None:
+    assert parse_fields(line) == fields == grammar_fields(line)
+    assert parse_entry(line) == (None if fields is None else Entry(*fields))
+
+
+def test_parse_fields_reads_the_corpus_and_fuzzed_lines_as_the_grammar_does() -> None:
+    lines = [line.rstrip("\n").split("\t", 2)[2]
+             for line in (CORPUS / "corpus.tsv").read_text().splitlines(True)]
+    rng = random.Random(7)
+    alphabet = " \t[]():-_.Z0123456789TFabc\u00a0\r\x1c\x85\u2028\u0663"
+    fuzzed = []
+    for _ in range(20000):
+        chars = list(rng.choice(lines) or "x")
+        for _ in range(rng.randint(1, 3)):
+            i = rng.randrange(len(chars))
+            chars[i:i + rng.randint(0, 1)] = rng.choice(alphabet)
+        fuzzed.append("".join(chars))
+    expected = [grammar_fields(line) for line in lines + fuzzed]
+    assert sum(fields is not None for fields in expected[len(lines):]) > 5000
+    assert [parse_fields(line) for line in lines + fuzzed] == expected
+    assert [parse_entry(line) for line in lines + fuzzed] == [
+        None if fields is None else Entry(*fields) for fields in expected]
 
 
 def test_make_entry_folds_newlines_and_checks_fields() -> None:

@@ -10,13 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.curator import scan as rawscan
-from harness.curator.book import MemoryBook
+from harness.curator import reader as rawreader
+from harness.curator.book import Bounds, MemoryBook
 from harness.curator.curate import CuratorSettings, curate
-from harness.curator.matching import normalize
-from harness.curator.scan import RawPass, RawReader, ScanJob
-from harness.errors import BackendError
+from harness.curator.reader import RawReader
+from harness.curator.scan import RawPass, ScanJob
+from harness.curator.text import normalize
+from harness.errors import BackendError, BusyError
 from harness.state.memory import append_entry, make_entry
+from harness.state.store import hold_lock, lock_path
 
 ROOT = Path(__file__).resolve().parent.parent
 NOW = "2026-07-01T00:00:00Z"
@@ -66,32 +68,6 @@ def test_a_reader_process_gives_what_the_inline_pass_gives(tmp_path) -> None:
         report = curate(folder / "state", folder / "identity", "bench",
                         CuratorSettings(reader=reader), now=NOW)
         assert report.promoted == [] and report.archived == 0 and report.diffs == {}
-
-
-def test_texts_the_reader_leaves_unnormalised_give_the_same_outcome(tmp_path,
-                                                                   monkeypatch) -> None:
-    """A reader process that falls behind leaves normalising to the curator (see
-    `_FrameWriter.ahead`); the clusters must not change with who did it."""
-    bench_data(tmp_path / "a", 4000)
-    shutil.copytree(tmp_path / "a", tmp_path / "b")
-    folder = tmp_path / "a"
-    curate(folder / "state", folder / "identity", "bench", CuratorSettings(reader="inline"),
-           now=NOW)
-    expected = outcome(folder / "state", folder / "identity")
-    calls = 0
-
-    def leave_half(self, bucket, text):
-        nonlocal calls
-        calls += 1
-        self.normalizing = calls % 2 == 0
-        return ref(self, bucket, text)
-
-    ref = RawPass._ref
-    monkeypatch.setattr(RawPass, "_ref", leave_half)
-    folder = tmp_path / "b"
-    curate(folder / "state", folder / "identity", "bench", CuratorSettings(reader="inline"),
-           now=NOW)
-    assert calls > 2000 and outcome(folder / "state", folder / "identity") == expected
 
 
 def write_notes(state: Path) -> list[str]:
@@ -183,8 +159,8 @@ def test_the_curator_keeps_the_plain_notes_a_book_fed_entry_by_entry_keeps(tmp_p
             text = f"topic{rng.randrange(8)}: choice {n}"
         entries.append(make_entry("worker", f"F-{n % 17:03d}", kind, text, f"r{n}",
                                   f"2026-04-{1 + n % 28:02d}T10:00:{n % 60:02d}Z"))
-    settings = CuratorSettings(memory_max_lines=60, summary_max_lines=12)
-    book = MemoryBook("", settings.bounds(), similarity=settings.similarity,
+    settings = CuratorSettings(bounds=Bounds(memory_max_lines=60, summary_max_lines=12))
+    book = MemoryBook("", settings.bounds, similarity=settings.similarity,
                       topic_similarity=settings.topic_similarity)
     for e in entries:
         book.add(e)
@@ -218,9 +194,8 @@ def test_the_reader_process_sends_what_the_pass_finds(tmp_path) -> None:
     with RawReader(job, process=True) as reader:
         got_candidates = [list(batch) for batch in reader.candidates()]
         got = [list(batch) for batch in reader]
-    # a process that is not ahead of the curator may leave a text unnormalised: None
-    assert same_but_norms(got, expected) and reader.scan == inline.scan
-    assert same_but_norms(got_candidates, expected_candidates)
+    assert got == expected and reader.scan == inline.scan
+    assert got_candidates == expected_candidates
     assert reader.record == inline.record
     # the line the digest covers, the batch line given twice and the unfinished one are left
     texts = [record[6] for batch in got_candidates for record in batch]
@@ -229,14 +204,6 @@ def test_the_reader_process_sends_what_the_pass_finds(tmp_path) -> None:
     assert expected_candidates[0][0][7] == (norm.key, norm.anchors, norm.strict, norm.packed)
     assert reader.record.batches == {"old": 1, "new": 0}
     assert reader.record.end == len("".join([*lines, lines[2]]))
-
-
-def same_but_norms(got: list[list[tuple]], expected: list[list[tuple]]) -> bool:
-    """The same records, each norm (the last field) the expected one or None."""
-    pairs = [(g, e) for gb, eb in zip(got, expected, strict=True)
-             for g, e in zip(gb, eb, strict=True)]
-    return all(g == e if type(e) is int else g[:-1] == e[:-1] and g[-1] in (None, e[-1])
-               for g, e in pairs)
 
 
 def test_raw_md_entries_come_after_the_record_candidates(tmp_path) -> None:
@@ -276,17 +243,32 @@ def test_a_reader_process_that_dies_is_a_backend_error(tmp_path) -> None:
                 reader._proc.kill()
 
 
+def test_a_reader_process_holds_the_curators_lock_while_it_lives(tmp_path) -> None:
+    state, _ = bench_data(tmp_path, 20000)
+    job = ScanJob(str(state / "raw.md"), 0, 10, "unparsed", None, "b1", "shop")
+    lock = hold_lock(lock_path(state, "curator"), wait=False)
+    with lock:
+        reader = RawReader(job, process=True, lock_fd=lock.fd)
+    # the curator's own hold is gone, as when it dies: the reader process keeps the lock
+    with reader:
+        with pytest.raises(BusyError):
+            hold_lock(lock_path(state, "curator"), wait=False).__enter__()
+        assert sum(1 for _ in reader) > 0
+    with hold_lock(lock_path(state, "curator"), wait=False):
+        pass
+
+
 def test_a_second_process_only_for_a_big_log_on_two_cores(tmp_path, monkeypatch) -> None:
     raw = tmp_path / "raw.md"
     raw.write_bytes(b"x" * 1000 + b"\n")
     job = ScanJob(str(raw), 0, 10, "unparsed", None, "b1", "shop")
-    monkeypatch.setattr(rawscan, "PROCESS_MIN_BYTES", 1000)
-    monkeypatch.setattr(rawscan.os, "cpu_count", lambda: 2)
-    assert rawscan.use_process(job)
-    assert not rawscan.use_process(ScanJob(**{**vars(job), "start": 500}))
-    monkeypatch.setattr(rawscan.os, "cpu_count", lambda: 1)
-    assert not rawscan.use_process(job)
-    assert not rawscan.use_process(ScanJob(**{**vars(job), "raw": str(tmp_path / "none")}))
+    monkeypatch.setattr(rawreader, "PROCESS_MIN_BYTES", 1000)
+    monkeypatch.setattr(rawreader.os, "cpu_count", lambda: 2)
+    assert rawreader.use_process(job)
+    assert not rawreader.use_process(ScanJob(**{**vars(job), "start": 500}))
+    monkeypatch.setattr(rawreader.os, "cpu_count", lambda: 1)
+    assert not rawreader.use_process(job)
+    assert not rawreader.use_process(ScanJob(**{**vars(job), "raw": str(tmp_path / "none")}))
 
 
 def test_a_dry_run_with_a_reader_process_writes_nothing(tmp_path) -> None:

@@ -20,7 +20,7 @@ from harness.curator import record as candidates
 from harness.curator.promotion import IdentityIndex
 from harness.errors import UsageError
 from harness.state import memory
-from harness.state.store import atomic_write, hold_lock, sha256, write_json
+from harness.state.store import atomic_write, hold_lock, read_head, sha256, write_json
 
 FORMAT_VERSION = 1
 HEAD_BYTES = 65536  # how much of raw.md's head identifies it before the rewrite
@@ -89,7 +89,7 @@ def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
     raw = journal["raw"]
     processed = raw["end"] - raw["cut"]
     write_json(paths.cursor, {**journal["cursor"], "processed": processed,
-                              "head_sha": sha256(read_head(paths.raw, processed))})
+                              "head_sha": sha256(read_head(paths.raw, processed) or b"")})
     paths.journal.unlink()
     paths.staged_candidates.unlink(missing_ok=True)
     paths.staged_promotions.unlink(missing_ok=True)
@@ -110,15 +110,6 @@ def read_json(path: Path) -> dict:
     if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
         raise UsageError(f"{path}: unknown format; expected version {FORMAT_VERSION}")
     return data
-
-
-def read_head(path: Path, n: int) -> bytes:
-    """The first `n` bytes of `path` (fewer if it is shorter; none if it is missing)."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(n)
-    except FileNotFoundError:
-        return b""
 
 
 def read_text(path: Path) -> str:
@@ -167,7 +158,7 @@ def _promote(paths: CuratorPaths, sizes: dict[str, int], similarity: float) -> s
 
 def _staged_rows(staged: Iterable[str]) -> Iterator[list[str]]:
     """The staged promotions, [role, kind, text, line] each: lines of many rows
-    (`_Planner._stage_promotions`), or of one row each as earlier versions staged them
+    (`planning.Planner._stage_promotions`), or of one row each as earlier versions staged them
     (a run that crashed before an upgrade leaves those for the next to carry out)."""
     for chunk in staged:
         rows = orjson.loads(chunk)

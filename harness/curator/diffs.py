@@ -11,6 +11,8 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
+from harness.state.store import count_lines
+
 DIFF_PREVIEW = 200
 
 
@@ -31,7 +33,7 @@ def drop_head_diff(path: Path, shown: list[str], total: int) -> str:
 
 def append_diff(path: Path, shown: list[str], total: int) -> str:
     """A diff appending `total` lines to `path`; `shown` are the first of them."""
-    before = _count_lines(path)
+    before = count_lines(path)
     shown = shown[:DIFF_PREVIEW]
     body = [f"--- {path}\n", f"+++ {path}\n", f"@@ -{before},0 +{before + 1},{total} @@\n"]
     body += ["+" + _nl(line) for line in shown]
@@ -42,11 +44,3 @@ def append_diff(path: Path, shown: list[str], total: int) -> str:
 
 def _nl(line: str) -> str:
     return line if line.endswith("\n") else line + "\n"
-
-
-def _count_lines(path: Path) -> int:
-    try:
-        with open(path, "rb") as f:
-            return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
-    except FileNotFoundError:
-        return 0

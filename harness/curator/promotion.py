@@ -33,7 +33,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from harness.curator.matching import Clusters, LessonIndex, normalize
+from harness.curator.clusters import Clusters
+from harness.curator.matching import LessonIndex
+from harness.curator.text import normalize
 
 PROMOTABLE = ("TRICK", "FAIL", "FORGOT")
 LISTED = 3  # provenance values listed per field; the count stays exact
@@ -63,8 +65,9 @@ def candidate_line(tag: str, ts: str, mission: str, role: str, kind: str, featur
     return "\t".join((tag, ts, mission, role, kind, feature, run or "-", text))
 
 
-def mission_name(mission: str) -> str:
-    """A mission name safe for the tab-separated record (interned: lessons keep it)."""
+def mission_token(mission: str) -> str:
+    """The mission's name as one token for the tab-separated record, whitespace runs made
+    `_` (interned: lessons keep it)."""
     return sys.intern("_".join(mission.split()) or "-")
 
 
@@ -134,8 +137,7 @@ class Evidence:
         if first:
             self.worker, self.occasion = run or feature, run or f"{feature}@{ts}"
             return
-        if self.two_workers and self.two_occasions:
-            return  # both rules settled: no later note can unsettle them
+        # once a rule is settled, its `or` stops at the first term: no later note unsettles it
         same_mission = mission == self.missions[0]
         self.two_workers = self.two_workers or not same_mission or (run or feature) != self.worker
         self.two_occasions = (self.two_occasions or not same_mission

@@ -46,7 +46,6 @@ class RecordRead:
     end: int = 0
     tail_sha: str = ""
     batches: dict[str, int] = field(default_factory=dict)
-    from_digest: bool = False
 
 
 def load_digest(identity: Path, similarity: float) -> tuple[PromotionTracker, RecordRead]:
@@ -107,7 +106,7 @@ def _load_digest(identity: Path, similarity: float) -> tuple[PromotionTracker, R
                     for n, key, packed in rows:
                         ev = tracker.lessons[local[n]]
                         add((ev.role, ev.kind), key, packed, local[n])
-            read = RecordRead(head["end"], head["tail_sha"], dict(head["batches"]), True)
+            read = RecordRead(head["end"], head["tail_sha"], dict(head["batches"]))
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             return None  # a damaged cache: the record itself will do
     return tracker, read
@@ -158,38 +157,48 @@ def append(identity: Path, staged: Path, *, tracker: PromotionTracker | None = N
 def _write_digest(identity: Path, tracker: PromotionTracker, read: RecordRead) -> None:
     head = {"version": DIGEST_VERSION, "similarity": tracker.clusters.index.threshold,
             "end": read.end, "tail_sha": read.tail_sha, "batches": read.batches}
-    local: dict[int, int] = {}
+    local: dict[int, int] = {}  # cluster id -> its number in the digest
     fd, tmp = tempfile.mkstemp(dir=identity, prefix=f".{DIGEST}.", suffix=".tmp")
     try:
         # orjson: a big digest is a few hundred thousand rows, 2-3 s with the json module
         with os.fdopen(fd, "wb") as out:
             out.write(orjson.dumps(head) + b"\n")
-            rows: list = ["E"]
-            for cid, ev in enumerate(tracker.lessons):
-                if ev is not None:
-                    local[cid] = len(local)
-                    rows.append(ev.row())
-                    if len(rows) > DIGEST_ROWS:
-                        out.write(orjson.dumps(rows) + b"\n")
-                        rows = ["E"]
-            if len(rows) > 1:
-                out.write(orjson.dumps(rows) + b"\n")
-            rows = ["P"]
-            index = tracker.clusters.index
-            for bucket in index.buckets():
-                for cid, key, packed in index.phrasings(bucket):
-                    if cid in local:
-                        rows.append((local[cid], key, packed))
-                        if len(rows) > DIGEST_ROWS:
-                            out.write(orjson.dumps(rows) + b"\n")
-                            rows = ["P"]
-            if len(rows) > 1:
-                out.write(orjson.dumps(rows) + b"\n")
+            _write_rows(out, "E", _evidence_rows(tracker, local))
+            _write_rows(out, "P", _phrasing_rows(tracker, local))
         # no fsync: a digest torn by a power cut fails to load and is rebuilt
         os.replace(tmp, identity / DIGEST)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _evidence_rows(tracker: PromotionTracker, local: dict[int, int]) -> Iterator[list]:
+    """Each lesson's evidence row, numbering its cluster in `local` as it goes."""
+    for cid, ev in enumerate(tracker.lessons):
+        if ev is not None:
+            local[cid] = len(local)
+            yield ev.row()
+
+
+def _phrasing_rows(tracker: PromotionTracker, local: dict[int, int]) -> Iterator[tuple]:
+    """(lesson number, key, packed anchors) of each phrasing indexed for a lesson."""
+    index = tracker.clusters.index
+    for bucket in index.buckets():
+        for cid, key, packed in index.phrasings(bucket):
+            if cid in local:
+                yield local[cid], key, packed
+
+
+def _write_rows(out: BinaryIO, tag: str, rows: Iterable) -> None:
+    """`rows` as JSON lines of up to DIGEST_ROWS each, `tag` first on each line."""
+    line: list = [tag]
+    for row in rows:
+        line.append(row)
+        if len(line) > DIGEST_ROWS:
+            out.write(orjson.dumps(line) + b"\n")
+            line = [tag]
+    if len(line) > 1:
+        out.write(orjson.dumps(line) + b"\n")
 
 
 def append_text(path: Path, chunks: Iterable[bytes]) -> None:

@@ -7,6 +7,7 @@ Imported by `note`, which must start fast: keep this module's imports light.
 from __future__ import annotations
 
 import re
+import sys
 import time
 from collections import namedtuple
 from pathlib import Path
@@ -16,19 +17,15 @@ from harness.state.store import append_record, lock_path, read_tail, write_recor
 KINDS = ("TRICK", "GOTCHA", "DECISION", "FAIL", "FORGOT", "-")
 SUMMARY_SECTIONS = ("Lessons", "Decisions (current)", "Avoid")
 MEMORY_SECTIONS = ("Decisions", "Context", "History", "Lessons")
-SUMMARY_MAX_LINES = 40
-SUMMARY_MAX_TOKENS = 800
-MEMORY_MAX_LINES = 200
-RAW_KEEP = 10
 
 NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 FEATURE_REF = re.compile(r"^(F-\d{3,}|-)$")
 SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
-ENTRY = re.compile(
-    r"^\[(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)\] (?P<role>\S+) (?P<feature>\S+) "
-    r"(?P<kind>TRICK|GOTCHA|DECISION|FAIL|FORGOT|-): (?P<text>.*?)"
-    r"(?: \(run (?P<run>[A-Za-z0-9_.-]+)\))?$"
-)
+# `[ts] role FEATURE KIND: text`, the text greedy: its optional ` (run RUN_ID)` tail is split
+# off after (`parse_fields`), where a lazy text would try the run's pattern at every character
+ENTRY = re.compile(r"\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)\] (\S+) (\S+) ("
+                   + "|".join(map(re.escape, KINDS)) + r"): (.*)")
+RUN_ID = re.compile(r"[A-Za-z0-9_.-]+")
 
 
 class Entry(namedtuple("Entry", "ts role feature kind text run", defaults=(None,))):
@@ -54,10 +51,26 @@ def fold(text: str) -> str:
 
 def parse_entry(line: str) -> Entry | None:
     """The entry on `line`, or None when the line does not parse (callers keep it as is)."""
-    m = ENTRY.match(line.rstrip("\n"))
-    if not m:
+    fields = parse_fields(line.rstrip("\n"))
+    return None if fields is None else Entry._make(fields)
+
+
+def parse_fields(line: str) -> tuple[str, str, str, str, str, str | None] | None:
+    """An entry's fields (ts, role, feature, kind, text, run) as a plain tuple, or None;
+    `line` may end with its newline. Role, feature and kind come interned, since millions
+    of entries share a few: the curator's pass over raw.md calls this once per line."""
+    m = ENTRY.fullmatch(line, 0, len(line) - 1 if line[-1:] == "\n" else len(line))
+    if m is None:
         return None
-    return Entry(m["ts"], m["role"], m["feature"], m["kind"], m["text"], m["run"])
+    ts, role, feature, kind, text = m.groups()
+    run = None
+    if text[-1:] == ")":
+        i = text.rfind(" (run ")
+        # only the last " (run " can be the run: a run id has no space
+        if i >= 0 and RUN_ID.fullmatch(text, i + 6, len(text) - 1):
+            text, run = text[:i], text[i + 6:-1]
+    intern = sys.intern
+    return ts, intern(role), intern(feature), intern(kind), text, run
 
 
 def make_entry(role: str, feature: str | None, kind: str, text: str,
@@ -70,7 +83,7 @@ def make_entry(role: str, feature: str | None, kind: str, text: str,
         raise ValueError(f"bad role name {role!r}")
     if not FEATURE_REF.match(feature):
         raise ValueError(f"bad feature id {feature!r}; expected F-001 style or -")
-    if run is not None and not re.fullmatch(r"[A-Za-z0-9_.-]+", run):
+    if run is not None and not RUN_ID.fullmatch(run):
         raise ValueError(f"bad run id {run!r}")
     text = fold(text)
     if not text:

@@ -1,0 +1,276 @@
+"""Phase one of a curator run: read everything and decide everything, changing nothing.
+
+The plan reads the candidate record and raw.md (`scan`), clusters what they hand
+over into MEMORY.md (`book.MemoryBook`) and the promotion evidence
+(`promotion.PromotionTracker`), compacts, and stages the new candidate lines and
+the promotions under `<state>/curator/`. What it returns is the journal that
+`commit.apply_journal` carries out (see `curate`'s docstring).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+from dataclasses import replace
+
+import orjson
+
+from harness.curator import record as candidates
+from harness.curator.book import LESSON_KINDS, MemoryBook
+from harness.curator.check import check_model_result
+from harness.curator.commit import (
+    FORMAT_VERSION,
+    HEAD_BYTES,
+    CuratorPaths,
+    archive_sizes,
+    read_json,
+    read_text,
+)
+from harness.curator.diffs import DIFF_PREVIEW, append_diff, drop_head_diff, rewrite_diff
+from harness.curator.promotion import (
+    PROMOTABLE,
+    Candidate,
+    IdentityIndex,
+    Promotion,
+    PromotionTracker,
+    mission_token,
+    plan_promotions,
+)
+from harness.curator.reader import RawReader, use_process
+from harness.curator.scan import Record, Scan, ScanJob
+from harness.curator.settings import CuratorReport, CuratorSettings, Refine
+from harness.curator.text import Norm
+from harness.state import memory
+from harness.state.store import read_head, sha256
+
+STAGED_ROWS = 1000  # staged promotions per line: a JSON call per line, not per promotion
+
+
+class Planner:
+    """Phase one: read everything and decide everything; stage, but change nothing."""
+
+    def __init__(self, paths: CuratorPaths, mission: str, settings: CuratorSettings,
+                 today: str, report: CuratorReport, refine: Refine | None = None, *,
+                 lock_fd: int | None = None) -> None:
+        self.paths, self.settings, self.refine = paths, settings, refine
+        self.lock_fd = lock_fd  # the curator's lock, for a reader process to hold too
+        self.mission = mission_token(mission)
+        self.today, self.dry_run = today, report.dry_run
+        self.batch = secrets.token_hex(6)
+        self.report = report  # filled in as the plan goes
+        self.preview: list[str] = []  # the first staged candidate lines, for the diff
+        self.n_staged = 0
+        self.tracker: PromotionTracker | None = None
+        self.record: candidates.RecordRead | None = None
+        self._text_clusters: list[int] = []  # the pass's text number -> cluster
+
+    def plan(self) -> dict | None:
+        """The journal of what to change, or None when nothing would (or in a dry run)."""
+        paths = self.paths
+        cursor = read_json(paths.cursor) if paths.cursor.exists() else {}
+        start = self._checked_start(cursor)
+        old = {name: read_text(paths.state / name) for name in ("summary.md", "MEMORY.md")}
+        scan, book = self._read(start, cursor.get("last_month", "unparsed"), old["MEMORY.md"],
+                                cursor.get("next_ids"))
+        compacted = book.compact()
+        promotions = self._promotions()
+        self.report.promoted = promotions
+        self.report.memory_archived = len(compacted.archived)
+        files = {"summary.md": compacted.summary, "MEMORY.md": compacted.memory}
+        self.report.planned = dict(files)
+        if self.refine is not None and not self.dry_run:
+            files, promotions = self._refined(files, promotions)
+            self.report.promoted = promotions
+        changed = {name: text for name, text in files.items() if text != old[name]}
+        months = _months_before(scan.months, scan.cut)
+        self._diffs(scan, months, changed, old, compacted.archived, promotions)
+        if self.dry_run or not (changed or self.n_staged or promotions or compacted.archived
+                                or scan.cut or scan.end != start
+                                or cursor.get("next_ids") != compacted.next_ids):
+            self._discard_staged()
+            return None
+        self._stage_promotions(promotions)
+        last_month = months[-1][2] if months else cursor.get("last_month", "unparsed")
+        return {
+            "version": FORMAT_VERSION, "batch": self.batch,
+            "files": changed, "candidates": self.n_staged, "promotions": len(promotions),
+            "identity_sizes": self.identity_sizes, "memory_archive": compacted.archived,
+            "archive_sizes": archive_sizes(paths.archive, [m for _, _, m in months],
+                                           bool(compacted.archived)),
+            "raw": {"end": scan.end, "cut": scan.cut, "inode": scan.inode,
+                    "head_sha": sha256(scan.head[: min(scan.cut, HEAD_BYTES)]),
+                    "months": [[off, month] for off, _, month in months]},
+            "cursor": {"version": FORMAT_VERSION, "last_month": last_month,
+                       "next_ids": compacted.next_ids},
+        }
+
+    def _refined(self, files: dict[str, str], promotions: list[Promotion]
+                 ) -> tuple[dict[str, str], list[Promotion]]:
+        """The model's files and promotion words if they pass every check, else the rules'."""
+        assert self.refine is not None
+        answer = self.refine(files["summary.md"], files["MEMORY.md"], promotions)
+        if answer is None or isinstance(answer, str):
+            self.report.model = "rejected: " + (answer or "the model gave no answer")
+            return files, promotions
+        problems = check_model_result(
+            answer, rules_memory=files["MEMORY.md"], rules_promotions=promotions,
+            identity=self.identity_texts, bounds=self.settings.bounds,
+            similarity=self.settings.similarity)
+        if problems:
+            self.report.model = "rejected: " + "; ".join(problems[:5])
+            return files, promotions
+        self.report.model = "accepted"
+        if answer.promotions is not None:
+            words = {p.number: p.words for p in answer.promotions}
+            promotions = [replace(p, text=words[n]) for n, p in enumerate(promotions, 1)]
+        return {"summary.md": answer.summary, "MEMORY.md": answer.memory}, promotions
+
+    def _checked_start(self, cursor: dict) -> int:
+        """The cursor's offset if raw.md still starts with what it hashed, else 0."""
+        start = int(cursor.get("processed", 0))
+        if not start:
+            return 0
+        head = read_head(self.paths.raw, start) or b""
+        if len(head) == start and sha256(head) == cursor.get("head_sha"):
+            return start
+        self.report.changes.append("raw.md does not start where the last run left it; "
+                                   "reading it from the start")
+        return 0
+
+    def _read(self, start: int, month: str, old_memory: str, next_ids: dict | None
+              ) -> tuple[Scan, MemoryBook]:
+        """Stream raw.md (see `scan`) into a MemoryBook and the promotion tracker."""
+        paths, settings = self.paths, self.settings
+        if not self.dry_run:
+            paths.own.mkdir(parents=True, exist_ok=True)
+        # the digest first: the reader takes the candidate record from where it ends
+        self.tracker, digest_read = candidates.load_digest(paths.identity, settings.similarity)
+        job = ScanJob(str(paths.raw), start, settings.raw_keep, month,
+                      None if self.dry_run else str(paths.staged_candidates), self.batch,
+                      self.mission, str(paths.identity), digest_read.end, digest_read.batches,
+                      settings.bounds.notes_kept())
+        process = settings.reader == "process" or (
+            settings.reader == "auto" and use_process(job))
+        with RawReader(job, process=process, lock_fd=self.lock_fd) as reader:
+            add, cluster_of = self.tracker.add, self._cluster_of
+            for batch in reader.candidates():
+                for *fields, ref in batch:
+                    c = Candidate(*fields)
+                    add(c, cluster=cluster_of((c.role, c.kind), ref))
+            self.record = reader.record
+            book = MemoryBook(old_memory, settings.bounds, similarity=settings.similarity,
+                              topic_similarity=settings.topic_similarity,
+                              next_ids=next_ids, clusters=self.tracker.clusters)
+            for batch in reader:
+                self._learn(batch, book)
+            scan = reader.scan
+        assert scan is not None
+        book.keep_notes((n, memory.Entry(ts, role, feature, "-", text, run))
+                        for n, ts, role, feature, text, run in scan.notes)
+        self.report.processed, self.report.unparsed = scan.processed, scan.unparsed
+        self.report.archived = scan.cut_line
+        self.n_staged, self.preview = scan.staged, scan.staged_preview
+        return scan, book
+
+    def _cluster_of(self, bucket: tuple[str, str], ref: int | tuple[str, str, str, str]) -> int:
+        """The cluster of a text the pass handed over with `ref` (see `scan.Record`)."""
+        if type(ref) is int:
+            return self._text_clusters[ref]
+        cid = self.tracker.clusters.assign(bucket, Norm(*ref))
+        self._text_clusters.append(cid)
+        return cid
+
+    def _learn(self, batch: list[Record | int], book: MemoryBook) -> None:
+        # Runs once per note of a big log: no Entry or Candidate is built for a lesson, and
+        # role, feature and kind come interned (memory.parse_fields; marshal keeps that).
+        tracker, mission, intern = self.tracker, self.mission, sys.intern
+        known, cluster_of = self._text_clusters, self._cluster_of
+        note_lesson, note_candidate = book.note_lesson, tracker.note
+        for record in batch:
+            if type(record) is int:  # plain notes: the pass hands the newest over at the end
+                book.count_notes(record)
+                continue
+            ts, role, feature, kind, text, run, ref = record
+            if kind not in LESSON_KINDS:
+                book.add(memory.Entry(ts, role, feature, kind, text, run))
+                continue
+            # most notes repeat a text the pass has numbered: one list lookup
+            cid = known[ref] if type(ref) is int else cluster_of((role, kind), ref)
+            day = intern(ts[:10])
+            note_lesson(cid, role, kind, text, day, run or feature)
+            if kind in PROMOTABLE:
+                note_candidate(cid, role, kind, text, day, ts, mission, feature, run)
+
+    def _discard_staged(self) -> None:
+        if not self.dry_run:
+            self.paths.staged_candidates.unlink(missing_ok=True)
+
+    def _promotions(self) -> list[Promotion]:
+        due = [ev for ev in self.tracker.due() if memory.NAME.match(ev.role)]
+        identity = IdentityIndex(self.settings.similarity)
+        self.identity_sizes: dict[str, int] = {}  # role file sizes the plan was checked on
+        self.identity_texts: dict[str, str] = {}
+        for role in sorted({ev.role for ev in due}):
+            text = self.identity_texts[role] = read_text(self.paths.role_file(role))
+            self.identity_sizes[role] = len(text.encode())
+            identity.add_text(role, text)
+        return plan_promotions(due, identity, self.today)
+
+    def _stage_promotions(self, promotions: list[Promotion]) -> None:
+        if not promotions:
+            return
+        with open(self.paths.staged_promotions, "wb") as out:
+            for first in range(0, len(promotions), STAGED_ROWS):
+                rows = [(p.role, p.kind, p.text, p.line)
+                        for p in promotions[first:first + STAGED_ROWS]]
+                out.write(orjson.dumps(rows) + b"\n")
+            out.flush()
+            os.fsync(out.fileno())
+
+    def _diffs(self, scan: Scan, months: list[tuple[int, int, str]], changed: dict[str, str],
+               old: dict[str, str], memory_archived: list[str],
+               promotions: list[Promotion]) -> None:
+        report, paths = self.report, self.paths
+        for name, text in changed.items():
+            path = paths.state / name
+            report.diffs[str(path)] = rewrite_diff(path, old[name], text)
+            report.changes.append(f"{'would rewrite' if self.dry_run else 'rewrote'} {path}")
+        if scan.cut_line:
+            report.diffs[str(paths.raw)] = drop_head_diff(
+                paths.raw, scan.preview[: scan.cut_line], scan.cut_line)
+            shown: dict[str, list[str]] = {}
+            counts: dict[str, int] = {}
+            for i, (_, line, month) in enumerate(months):
+                stop = months[i + 1][1] if i + 1 < len(months) else scan.cut_line
+                shown.setdefault(month, []).extend(scan.preview[line:stop])
+                counts[month] = counts.get(month, 0) + stop - line
+            for month, lines in shown.items():
+                path = paths.archive / f"{month}.md"
+                report.diffs[str(path)] = append_diff(path, lines, counts[month])
+        if memory_archived:
+            path = paths.archive / "memory-history.md"
+            report.diffs[str(path)] = append_diff(
+                path, [line + "\n" for line in memory_archived], len(memory_archived))
+        if self.n_staged:
+            report.diffs[str(paths.record)] = append_diff(paths.record, self.preview,
+                                                           self.n_staged)
+        shown_lines: dict[str, list[str]] = {}  # only what the diff shows: there may be many
+        per_role: dict[str, int] = {}
+        for p in promotions:
+            shown = shown_lines.setdefault(p.role, [])
+            if len(shown) < DIFF_PREVIEW:
+                shown.append(p.line + "\n")
+            per_role[p.role] = per_role.get(p.role, 0) + 1
+        for role, lines in shown_lines.items():
+            path = paths.role_file(role)
+            report.diffs[str(path)] = append_diff(path, lines, per_role[role])
+
+
+def _months_before(months: list[tuple[int, int, str]], cut: int) -> list[tuple[int, int, str]]:
+    """The month changes that apply to raw.md's bytes before `cut`."""
+    out = [m for m in months if m[0] < cut]
+    # an entry at offset 0 overrides the month carried over from the last run
+    while len(out) > 1 and out[1][0] == out[0][0]:
+        out.pop(0)
+    return out

@@ -1,0 +1,140 @@
+"""Normalising a note's text for matching: its words, stemmed, and its technical words.
+
+- Words: lower case, split on anything that is not a letter or digit (backticks,
+  slashes and dashes go), a short stopword list dropped and common English
+  suffixes stripped (sorted -> sort, migrations -> migration, file/files -> fil),
+  so a score sees wording, not inflection.
+- Anchors: words from technical tokens (paths, flags, numbers, `code`, key=value,
+  camelCase). Strict anchors are the flags, the numbers, and the subcommand after
+  a known CLI such as `pnpm lint` or `uv run pytest` (see `matching` for what
+  each kind decides).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+STOPWORDS = frozenset(
+    "a an the to of in on at by for with and or is are was were be been being it its "
+    "this that these those from into onto via when then than as so if also just you "
+    "your we our i my me he she they them there here which who what where how do does "
+    "did doing done has have had having can could should would will shall may might "
+    "must any some all each every very too quite again once run running runs ran "
+    "use using used".split()
+)
+# The word after one of these CLIs is a subcommand ("pnpm lint" vs "pnpm typecheck"), unless an
+# article shows the name is used as a noun ("the git folder"). After a runner subcommand
+# ("uv run", "npm exec") the next word is the program run, a command word too.
+LAUNCHERS = frozenset(
+    "git gh docker compose podman kubectl helm terraform npm pnpm yarn bun npx bunx deno cargo "
+    "uv uvx pip pipx poetry alembic systemctl apt apt-get aws gcloud supabase prisma "
+    "drizzle-kit wrangler vercel heroku".split())
+RUNNERS = frozenset("run exec dlx x".split())
+ARTICLES = frozenset("the a an this that our your their its".split())
+_WORD = re.compile(r"[a-z0-9]+")
+_CAMEL = re.compile(r"[a-z][A-Z]")
+_TECH_CHARS = re.compile(r"[/._=:@~$<>|*#\\\[\]{}()0-9]|^-")
+_LEAD_PUNCT = "\"'([{"
+_TRAIL_PUNCT = ".,;:!?\"')]}"
+
+_STEM_ENDINGS = "sdge"  # `stem` leaves any other word as it is: spare it the call
+
+
+@lru_cache(maxsize=1 << 14)
+def stem(word: str) -> str:
+    """A trivial stemmer: strip plural, -ed, -ing and a final e, so inflections meet."""
+    if len(word) > 4 and not word.isdigit():
+        if word.endswith("ies") or word.endswith("ied"):
+            word = word[:-3] + "y"
+        elif word.endswith(("ing", "ed")):
+            word = word[:-3] if word.endswith("ing") else word[:-2]
+            if len(word) > 3 and word[-1] == word[-2] and word[-1] in "bdfgmnprtz":
+                word = word[:-1]  # running -> runn -> run
+        elif word.endswith(("sses", "shes", "ches", "xes", "zes")):
+            word = word[:-2]
+        elif word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+    if len(word) > 3 and word.endswith("e"):
+        word = word[:-1]
+    return word
+
+
+@dataclass(frozen=True, slots=True)
+class Norm:
+    """A normalised text: its words, its technical words, and the flags and subcommands.
+
+    `key` is the words joined by spaces; `anchors` and `strict` are space-joined too, and
+    `packed` is the anchors with each strict one marked "!", as the index keeps them.
+    """
+
+    key: str
+    anchors: str = ""
+    strict: str = ""
+    packed: str = ""
+
+
+@lru_cache(maxsize=1 << 12)
+def _token(token: str) -> tuple[str, tuple[str, ...], tuple[str, ...], bool, bool]:
+    """What a token says on its own: its bare lower form, its stemmed words (all of them,
+    and without stopwords), whether it looks technical, and whether it is a flag."""
+    token = token.lstrip(_LEAD_PUNCT).rstrip(_TRAIL_PUNCT)
+    low = token.lower()
+    flag = low.startswith("-")
+    technical = flag or bool(_TECH_CHARS.search(token) or _CAMEL.search(token))
+    found = _WORD.findall(low)
+    every = tuple([stem(w) if w[-1] in _STEM_ENDINGS else w for w in found])
+    if STOPWORDS.isdisjoint(found):
+        return low, every, every, technical, flag
+    return (low, every, tuple([s for w, s in zip(found, every, strict=True)
+                               if w not in STOPWORDS]),
+            technical, flag)
+
+
+def _step(token: str, in_code: bool, after_launcher: bool) -> tuple:
+    """What `token` adds in its context: (words, anchors, strict words, whether it is a
+    launcher, whether it is an article, whether a command word follows it)."""
+    low, every, content, technical, flag = _token(token)
+    subcommand = after_launcher and not flag and (low not in STOPWORDS or low in RUNNERS)
+    if in_code or technical or subcommand:
+        strict = every if flag or subcommand else tuple([w for w in every if w[0].isdigit()])
+        return (every, every, strict, low in LAUNCHERS, low in ARTICLES,
+                subcommand and low in RUNNERS)
+    return content, (), (), low in LAUNCHERS, low in ARTICLES, False
+
+
+# _step's answers by context (in code * 2 + after a launcher), then token: normalising
+# is most of the curator's reading, and tokens recur far more than texts do
+_STEPS: tuple[dict[str, tuple], ...] = ({}, {}, {}, {})
+STEP_CACHE = 1 << 12  # tokens remembered per context before that cache starts over
+
+
+@lru_cache(maxsize=1 << 10)
+def normalize(text: str) -> Norm:
+    """Normalise a note's text for matching (see the module docstring)."""
+    words: list[str] = []
+    anchors: set[str] = set()
+    strict: set[str] = set()
+    prev_article = after_launcher = False
+    for i, segment in enumerate(text.split("`")):
+        in_code = i % 2
+        for token in segment.split():
+            cache = _STEPS[in_code * 2 + after_launcher]
+            step = cache.get(token)
+            if step is None:
+                if len(cache) >= STEP_CACHE:
+                    cache.clear()
+                step = cache[token] = _step(token, bool(in_code), bool(after_launcher))
+            more, anchored, strict_words, launcher, article, command_next = step
+            words += more
+            if anchored:
+                anchors.update(anchored)
+                if strict_words:
+                    strict.update(strict_words)
+            after_launcher = (launcher and not prev_article) or command_next
+            prev_article = article
+    ordered = sorted(anchors)
+    joined = " ".join(ordered)
+    packed = " ".join(["!" + w if w in strict else w for w in ordered]) if strict else joined
+    return Norm(" ".join(words), joined, " ".join(sorted(strict)), packed)
