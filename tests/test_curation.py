@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from harness.curator.book import ModelResult, ProposedPromotion
+from harness.curator.check import ModelResult, ProposedPromotion
 from harness.state.memory import parse_entry
 from harness.state.store import hold_lock, lock_path
 
@@ -198,3 +198,73 @@ def test_a_curation_with_malformed_promotions_is_refused_and_a_good_one_kept(sta
     actions.record_curation(state, "r1", "s", "m", [{"number": 1, "text": "new words"}])
     assert actions.read_curation(state, "r1") == {
         "summary": "s", "memory": "m", "promotions": [{"number": 1, "text": "new words"}]}
+
+
+class CuratingBackend:
+    """Answers the curator's prompt with `answer` through the `curation` tool, at a cost, and
+    notes what held while it ran: the garbage collector, and whether the curator's lock was
+    free."""
+
+    def __init__(self, answer: dict, cost: float = 0.25) -> None:
+        self.answer, self.cost, self.seen = answer, cost, {}
+
+    def run(self, prompt: str, session):
+        import gc
+
+        from harness.errors import BusyError
+        from harness.state import actions
+        from harness.types import FINISHED, Outcome
+
+        self.seen["gc"] = gc.isenabled()
+        try:
+            with hold_lock(lock_path(session.state, "curator"), wait=False):
+                self.seen["lock_free"] = True
+        except BusyError:
+            self.seen["lock_free"] = False
+        actions.record_curation(session.state, session.run_id, self.answer["summary"],
+                                self.answer["memory"], self.answer.get("promotions"))
+        return Outcome(FINISHED, "ok", cost_usd=self.cost, turns=1)
+
+
+def test_model_mode_calls_the_model_outside_the_curator_lock_with_the_collector_on(
+        invoke, state: Path, isolated_env: Path, tmp_path: Path, monkeypatch) -> None:
+    import harness.run.runner
+
+    expected = rules_only(state, isolated_env, tmp_path)
+    backend = CuratingBackend({"summary": expected["summary.md"], "memory": expected["MEMORY.md"]})
+    model_mode(state, tmp_path, {})
+    monkeypatch.setattr(harness.run.runner, "load_backend", lambda name: backend)
+    result = invoke("curator")
+    assert result.exit_code == 0, result.output
+    assert backend.seen == {"gc": True, "lock_free": True}
+    assert "model's rewrite: accepted" in result.output
+    run = next(state.glob("runs/*-curator-mission"))
+    assert json.loads((run / "manifest.json").read_text())["cost_usd"] == 0.25
+    assert json.loads((state / "spend.json").read_text())["usd"] == 0.25
+
+
+def test_a_curator_failing_after_the_model_call_still_finishes_its_record_and_books_the_spend(
+        invoke, state: Path, isolated_env: Path, tmp_path: Path, monkeypatch) -> None:
+    import pytest
+
+    import harness.run.curation
+    import harness.run.runner
+
+    model_mode(state, tmp_path, {})
+    backend = CuratingBackend({"summary": "s", "memory": "m"}, cost=0.5)
+    monkeypatch.setattr(harness.run.runner, "load_backend", lambda name: backend)
+    real_curate = harness.run.curation.curate
+
+    def curate_then_fail(*args, refine=None, **kwargs):
+        if refine is not None:  # the pass that takes the model's answer
+            raise RuntimeError("disk on fire")
+        return real_curate(*args, **kwargs)
+
+    monkeypatch.setattr(harness.run.curation, "curate", curate_then_fail)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        invoke("curator")
+    manifest = json.loads(next(state.glob("runs/*-curator-mission/manifest.json")).read_text())
+    assert manifest["status"] == "finished" and manifest["exit_code"] == 1
+    assert "RuntimeError: disk on fire" in manifest["error"] and manifest["cost_usd"] == 0.5
+    assert json.loads((state / "spend.json").read_text())["usd"] == 0.5
+    assert (state / "progress.log").read_text().splitlines()[-1].split()[3] == manifest["run_id"]

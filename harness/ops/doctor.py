@@ -29,7 +29,7 @@ from harness.config import mission_name as mission_name_of
 from harness.errors import DONE, USAGE
 from harness.paths import Paths
 from harness.run import prompt
-from harness.run.runner import FEATURE_ROLES
+from harness.run.prepare import FEATURE_ROLES
 from harness.state.plan import Feature, load_plan
 from harness.state.redact import redact_data
 

@@ -1,24 +1,32 @@
-"""`run.sh curator`: the curator's rules from the mission config, optionally a model's
-rewrite of the prose (`curator.mode: model`), and a progress.log line.
+"""`run.sh curator`: one curator pass with the mission's settings and a progress.log line;
+with `curator.mode: model`, a model's rewrite of the prose as well.
 
-With a model, the curator role's prompt is rendered and recorded like any run; the model
-answers with the `curation` tool; `curate` checks the answer and writes the rules' texts
-instead when it fails, and the run record says which stood and why.
+In model mode the model is called like any role, through the runner's lifecycle, and
+outside the curator's lock: the rules' pass is planned first without changing anything
+(a dry run), the curator role's prompt shows its result, and the model answers with the
+`curation` tool. A real pass then takes the answer and checks it against its own rules'
+result (`curator.check`); the answer stands only if it passes and the memory did not change
+while the model worked. The run record says which stood and why.
 """
 
 from __future__ import annotations
 
-from harness.backends import load_backend
 from harness.config import MissionConfig, load_mission_config, mission_name
-from harness.curator.book import ModelResult, ProposedPromotion
+from harness.curator.check import ModelResult, ProposedPromotion
+from harness.curator.commit import CuratorPaths
 from harness.curator.curate import CuratorReport, CuratorSettings, curate
 from harness.curator.promotion import Promotion
-from harness.errors import HarnessError
+from harness.errors import DONE
 from harness.paths import Paths, check_state
-from harness.run.runner import Prepared, prepare
+from harness.run.outcome import Interrupted, Judged, judge_error, outcome_fields
+from harness.run.prepare import Prepared, prepare
+from harness.run.runner import call_and_close
 from harness.state import actions, ledger
 from harness.state.plan import load_plan
 from harness.types import Outcome
+
+NO_ANSWER = "the model gave no answer"
+CHANGED = "the memory changed while the model worked"
 
 
 def settings_for(config: MissionConfig) -> CuratorSettings:
@@ -29,68 +37,77 @@ def settings_for(config: MissionConfig) -> CuratorSettings:
     return settings
 
 
-class ModelRewrite:
-    """The `refine` step of a curator run: ask the curator role's model for better prose."""
-
-    def __init__(self, paths: Paths, config: MissionConfig) -> None:
-        self.paths, self.config = paths, config
-        self.prepared: Prepared | None = None
-        self.outcome: Outcome | None = None
-        self.error = ""
-
-    def __call__(self, summary: str, memory: str,
-                 promotions: list[Promotion]) -> ModelResult | None:
-        from harness.run.cycle import make_session
-
-        rules = "\n".join([
-            "### summary.md (rules)", "```", summary.rstrip(), "```", "",
-            "### MEMORY.md (rules)", "```", memory.rstrip(), "```", "",
-            "### Promotions the rules make (you may reword them, all or none, by number)",
-            *[f"{n}. identity/{p.role}.md: {p.line}" for n, p in enumerate(promotions, 1)],
-            ""])
-        self.prepared = prepare(self.paths, "curator", None, load_plan(self.paths.state),
-                                self.config, extra={"curation": rules})
-        try:
-            self.outcome = load_backend(self.prepared.role_config.backend).run(
-                self.prepared.rendered.text, make_session(self.paths, self.prepared))
-        except HarnessError as e:
-            self.error = f"{type(e).__name__}: {e}"
-            self.outcome = getattr(e, "outcome", None)
-            return None
-        answer = actions.read_curation(self.paths.state, self.prepared.record.run_id)
-        if answer is None:
-            return None
-        words = answer.get("promotions")
-        return ModelResult(answer["summary"], answer["memory"], None if words is None else [
-            ProposedPromotion(p["number"], p["text"]) for p in words])
-
-    def finish(self, report: CuratorReport) -> None:
-        """Close the curator run's record with what became of its answer."""
-        if self.prepared is None:
-            return
-        cost = self.outcome.cost_usd if self.outcome else 0.0
-        fields = {"cost_usd": round(cost, 6), "curation": report.model, "result": "done"}
-        if self.outcome:
-            fields.update(usage=vars(self.outcome.usage), turns=self.outcome.turns,
-                          outcome=self.outcome.status, detail=self.outcome.detail)
-        if self.error:
-            fields["error"] = self.error
-        ledger.add_spend(self.paths.state, cost)
-        self.prepared.record.finish("finished", 0, **fields)
-
-
 def run_curator(paths: Paths, *, dry_run: bool = False) -> CuratorReport:
     """One curator pass over the mission's memory; with `curator.mode: model`, a model too."""
     state = check_state(paths.state)
     config = load_mission_config(state)
-    rewrite = ModelRewrite(paths, config) if config.curator.mode == "model" else None
+    if config.curator.mode == "model" and not dry_run:
+        return ModelCuration(paths, config).run()
     report = curate(state, paths.identity, mission_name(config, state), settings_for(config),
-                    dry_run=dry_run, refine=rewrite)
-    run_id = "-"
-    if rewrite is not None and rewrite.prepared is not None:
-        rewrite.finish(report)
-        run_id = rewrite.prepared.record.run_id
+                    dry_run=dry_run)
     if not dry_run:
-        cost = rewrite.outcome.cost_usd if rewrite and rewrite.outcome else 0.0
-        ledger.append_progress(state, "curator", None, run_id, "done", 0, cost)
+        ledger.append_progress(state, "curator", None, "-", "done", 0, 0.0)
     return report
+
+
+class ModelCuration:
+    """A curator run in model mode (see the module docstring)."""
+
+    def __init__(self, paths: Paths, config: MissionConfig) -> None:
+        self.paths, self.config = paths, config
+        self.mission = mission_name(config, paths.state)
+        self.settings = settings_for(config)
+        self.report = CuratorReport()
+
+    def run(self) -> CuratorReport:
+        """Plan, ask the model, then curate with its answer; the report of the real pass."""
+        paths = self.paths
+        if CuratorPaths(paths.state, paths.identity).journal.exists():
+            # an interrupted run is finished first, by the rules alone: a dry run cannot plan
+            self._curate()
+        preview = curate(paths.state, paths.identity, self.mission, self.settings, dry_run=True)
+        prepared = prepare(paths, "curator", None, load_plan(paths.state), self.config,
+                           extra={"curation": rules_shown(preview)})
+        self.expected = _result_of(preview.planned, preview.promoted)
+        call_and_close(paths, prepared, self._judge)
+        return self.report
+
+    def _judge(self, paths: Paths, prepared: Prepared, outcome: Outcome | None,
+               error: BaseException | None) -> Judged:
+        if isinstance(error, Interrupted | KeyboardInterrupt):
+            code, result, message = judge_error(error)
+            fields, message = outcome_fields(outcome, error, message)
+            return Judged(code, result, message, {**fields, "result": result})
+        answer = self._answer(prepared, error)
+        self.report = self._curate(lambda s, m, p: answer if _result_of(
+            {"summary.md": s, "MEMORY.md": m}, p) == self.expected else CHANGED)
+        fields, message = outcome_fields(outcome, error, self.report.model)
+        return Judged(DONE, "done", message,
+                      {**fields, "curation": self.report.model, "result": "done"})
+
+    def _answer(self, prepared: Prepared, error: BaseException | None) -> ModelResult | str:
+        answer = None if error else actions.read_curation(self.paths.state,
+                                                          prepared.record.run_id)
+        if answer is None:
+            return NO_ANSWER
+        words = answer.get("promotions")
+        return ModelResult(answer["summary"], answer["memory"], None if words is None else [
+            ProposedPromotion(p["number"], p["text"]) for p in words])
+
+    def _curate(self, refine=None) -> CuratorReport:
+        return curate(self.paths.state, self.paths.identity, self.mission, self.settings,
+                      refine=refine)
+
+
+def rules_shown(preview: CuratorReport) -> str:
+    """The rules' summary.md, MEMORY.md and promotions as the curator's prompt shows them."""
+    return "\n".join([
+        "### summary.md (rules)", "```", preview.planned["summary.md"].rstrip(), "```", "",
+        "### MEMORY.md (rules)", "```", preview.planned["MEMORY.md"].rstrip(), "```", "",
+        "### Promotions the rules make (you may reword them, all or none, by number)",
+        *[f"{n}. identity/{p.role}.md: {p.line}" for n, p in enumerate(preview.promoted, 1)],
+        ""])
+
+
+def _result_of(texts: dict[str, str], promotions: list[Promotion]) -> tuple:
+    return texts["summary.md"], texts["MEMORY.md"], [p.line for p in promotions]

@@ -1,19 +1,19 @@
-"""Apply a finished run's outcome: the harness, never the agent, flips status, writes the
-ledger, commits the worker's changes, blocks a stuck feature, and closes the record.
+"""Judge a finished run: the harness, never the agent, flips status, writes the ledger,
+commits the worker's changes and blocks a stuck feature. What it decides comes back as a
+`Judged`; the runner writes the spend, the progress line and the finished record.
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
+from dataclasses import dataclass, field
 from typing import Any
 
-from harness.config import MissionConfig
 from harness.errors import BACKEND, BLOCKED, BUDGET, DONE, TASK_FAILED, HarnessError
 from harness.paths import Paths
-from harness.run import git as gitops
-from harness.run import stuck
-from harness.run.runner import Prepared, RunResult
+from harness.run import git, stuck
+from harness.run.prepare import Prepared
 from harness.state import actions, ledger
 from harness.state import plan as plan_mod
 from harness.state.runs import recent_runs
@@ -27,13 +27,30 @@ class Interrupted(BaseException):
     """SIGTERM reached the runner; the record is finished on the way out."""
 
 
-def apply_outcome(paths: Paths, role: str, prepared: Prepared, outcome: Outcome | None,
-                  error: BaseException | None, mission: MissionConfig) -> RunResult:
-    """Status, ledger, commit, spend, progress line and the finished record, on every path."""
-    record, feature = prepared.record, prepared.feature
-    cost = outcome.cost_usd if outcome else 0.0
-    exit_code, result, message = _judge(paths, role, prepared, outcome, error, mission)
-    fields: dict[str, Any] = {"cost_usd": round(cost, 6), "result": result}
+@dataclass
+class RunResult:
+    """How a role run ended, for the CLI to print and exit with."""
+
+    exit_code: int
+    run_id: str | None
+    message: str
+
+
+@dataclass
+class Judged:
+    """What the harness made of a run: exit code, one-word result, message, manifest fields."""
+
+    exit_code: int
+    result: str
+    message: str
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+def outcome_fields(outcome: Outcome | None, error: BaseException | None,
+                   message: str) -> tuple[dict[str, Any], str]:
+    """The manifest fields any run gets from its outcome and error, and the message with the
+    usage limit's reset time added."""
+    fields: dict[str, Any] = {}
     if outcome:
         fields.update(usage=vars(outcome.usage), turns=outcome.turns, outcome=outcome.status,
                       detail=outcome.detail, summary=outcome.summary)
@@ -43,11 +60,21 @@ def apply_outcome(paths: Paths, role: str, prepared: Prepared, outcome: Outcome 
         if reset_at:
             fields["reset_at"] = reset_at
             message += f" (usage limit resets at {reset_at})"
-    if role == "worker" and feature is not None and gitops.is_repo(paths.workdir):
+    return fields, message
+
+
+def judge_role_run(paths: Paths, prepared: Prepared, outcome: Outcome | None,
+                   error: BaseException | None) -> Judged:
+    """A planner, worker or validator run: status, ledger, commit and blocking."""
+    role, record, feature = prepared.role, prepared.record, prepared.feature
+    exit_code, result, message = _judge(paths, role, prepared, outcome, error)
+    fields, message = outcome_fields(outcome, error, message)
+    fields["result"] = result
+    if role == "worker" and feature is not None and git.is_repo(paths.workdir):
         partial = "" if exit_code == DONE else f" [partial: {result}]"
         try:
-            sha = gitops.commit_all(paths.workdir, paths.state,
-                                    f"{feature.id}: {feature.title} (run {record.run_id}){partial}")
+            sha = git.commit_all(paths.workdir, paths.state,
+                                 f"{feature.id}: {feature.title} (run {record.run_id}){partial}")
         except (subprocess.SubprocessError, OSError) as e:
             sha, fields["commit_error"] = None, getattr(e, "stderr", None) or str(e)
             message += "; git commit failed (see the run's manifest)"
@@ -55,30 +82,36 @@ def apply_outcome(paths: Paths, role: str, prepared: Prepared, outcome: Outcome 
             message += f"; committed {sha[:10]}" if sha else "; no changes to commit"
         fields["commit"] = sha
     if feature is not None and error is None:
-        reason = _block_reason(paths, role, prepared, fields, mission)
+        reason = _block_reason(paths, role, prepared, fields)
         if reason:
             plan_mod.update_feature(paths.state, feature.id, lambda f: f.model_copy(
                 update={"status": "blocked", "blocked_reason": reason}))
             exit_code, result = BLOCKED, "blocked"
             message += f"; {feature.id} is now blocked: {reason}"
             fields.update(result=result, blocked_reason=reason)
-    ledger.add_spend(paths.state, cost)
-    ledger.append_progress(paths.state, role, feature.id if feature else None, record.run_id,
-                           result, exit_code, cost)
-    interrupted = isinstance(error, Interrupted | KeyboardInterrupt)
-    record.finish("interrupted" if interrupted else "finished", exit_code, **fields)
-    return RunResult(exit_code, record.run_id, f"{record.run_id}: {message}")
+    return Judged(exit_code, result, message, fields)
 
 
-def _block_reason(paths: Paths, role: str, prepared: Prepared, fields: dict[str, Any],
-                  mission: MissionConfig) -> str | None:
+def judge_error(error: BaseException) -> tuple[int, str, str]:
+    """Exit code, one-word result and message of a run that ended in `error`."""
+    if isinstance(error, Interrupted | KeyboardInterrupt):
+        return SIGNAL_EXIT, "interrupted", f"interrupted by {error or 'SIGINT'}"
+    if isinstance(error, HarnessError):
+        # Backend trouble and a spent budget are not the agent's attempt: status stays.
+        result = {BACKEND: "backend-error", BUDGET: "budget"}.get(error.exit_code, "error")
+        return error.exit_code, result, str(error)
+    # unexpected: not the agent's attempt either
+    return TASK_FAILED, "error", f"{type(error).__name__}: {error}"
+
+
+def _block_reason(paths: Paths, role: str, prepared: Prepared,
+                  fields: dict[str, Any]) -> str | None:
     """Why the feature must wait for a person: the agent said so, or it is stuck."""
-    feature, run_id = prepared.feature, prepared.record.run_id
+    feature, run_id, n = prepared.feature, prepared.record.run_id, prepared.mission.stuck_after
     assert feature is not None
     asked = actions.read_block(paths.state, run_id)
     if asked:
         return f"{role} {run_id} needs: {asked}"
-    n = mission.stuck_after
     if role == "worker":
         earlier = [m for m in recent_runs(paths.state, "worker", feature.id, n)
                    if m["run_id"] != run_id][-(n - 1):] if n > 1 else []
@@ -94,17 +127,11 @@ def _block_reason(paths: Paths, role: str, prepared: Prepared, fields: dict[str,
 
 
 def _judge(paths: Paths, role: str, prepared: Prepared, outcome: Outcome | None,
-           error: BaseException | None, mission: MissionConfig) -> tuple[int, str, str]:
+           error: BaseException | None) -> tuple[int, str, str]:
     """Exit code, one-word result and message; flips the feature's status where due."""
     feature = prepared.feature
-    if isinstance(error, Interrupted | KeyboardInterrupt):
-        return SIGNAL_EXIT, "interrupted", f"interrupted by {error or 'SIGINT'}"
-    if isinstance(error, HarnessError):
-        # Backend trouble and a spent budget are not the agent's attempt: status stays.
-        result = {BACKEND: "backend-error", BUDGET: "budget"}.get(error.exit_code, "error")
-        return error.exit_code, result, str(error)
-    if error is not None:  # unexpected: not the agent's attempt either
-        return TASK_FAILED, "error", f"{type(error).__name__}: {error}"
+    if error is not None:
+        return judge_error(error)
     assert outcome is not None
     if role == "worker" and feature is not None:
         _set_status(paths, feature.id, "in_progress")
@@ -112,15 +139,14 @@ def _judge(paths: Paths, role: str, prepared: Prepared, outcome: Outcome | None,
             return DONE, "in_progress", f"{feature.id} awaits validation"
         return TASK_FAILED, outcome.status, f"{feature.id}: {outcome.detail or outcome.status}"
     if role == "validator" and feature is not None:
-        return _apply_verdict(paths, prepared, outcome, mission)
+        return _apply_verdict(paths, prepared, outcome)
     if outcome.status == FINISHED:
         return DONE, "done", outcome.summary or "finished"
     return TASK_FAILED, outcome.status, outcome.detail or outcome.status
 
 
-def _apply_verdict(paths: Paths, prepared: Prepared, outcome: Outcome,
-                   mission: MissionConfig) -> tuple[int, str, str]:
-    feature, run_id = prepared.feature, prepared.record.run_id
+def _apply_verdict(paths: Paths, prepared: Prepared, outcome: Outcome) -> tuple[int, str, str]:
+    feature, run_id, mission = prepared.feature, prepared.record.run_id, prepared.mission
     assert feature is not None
     given = actions.read_verdict(paths.state, run_id)
     verify = prepared.record.manifest.get("verify")

@@ -22,7 +22,7 @@ from harness.config import PromptCaps
 from harness.errors import UsageError
 from harness.state.memory import long_note_titles, tail_entries
 from harness.state.plan import Feature
-from harness.state.store import get_object, read_tail
+from harness.state.store import get_object, read_head, read_tail
 
 PROJECT_DOCS = ("AGENTS.md", "CLAUDE.md")
 
@@ -30,13 +30,10 @@ PROJECT_DOCS = ("AGENTS.md", "CLAUDE.md")
 # ---- reading what is on disk (bounded: never whole history files) ----
 
 
-def read_head(path: Path, max_chars: int) -> str | None:
-    """At most `max_chars` + 1 characters from the start of `path`, or None if absent."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read(max_chars + 1)
-    except (FileNotFoundError, IsADirectoryError):
-        return None
+def read_start(path: Path, max_chars: int) -> str | None:
+    """At most `max_chars` + 1 characters from the start of `path` (one more than a cap
+    keeps, so that `cap_text` marks the cut), or None if it is absent."""
+    return read_head(path, max_chars + 1, encoding="utf-8")
 
 
 def cap_text(text: str, limit: int, keep: str = "head") -> str:
@@ -67,21 +64,21 @@ def read_sources(role: str, feature_id: str | None, state: Path, workdir: Path,
     """Read every prompt input from disk, each within its cap."""
     docs = []
     for name in PROJECT_DOCS:
-        text = read_head(workdir / name, caps.project_docs_chars)
+        text = read_start(workdir / name, caps.project_docs_chars)
         if text is not None:
             docs.append({"name": name, "text": cap_text(text, caps.project_docs_chars)})
     ledger = []
     if feature_id:
         ledger = read_tail(state / "ledger" / f"{feature_id}.jsonl", caps.ledger_entries)
     return Sources(
-        identity=read_head(identity_dir / f"{role}.md", caps.identity_chars) or "",
+        identity=read_start(identity_dir / f"{role}.md", caps.identity_chars) or "",
         project_docs=docs,
-        summary=read_head(state / "summary.md", caps.summary_chars) or "",
+        summary=read_start(state / "summary.md", caps.summary_chars) or "",
         long_notes=long_note_titles(state, caps.note_titles),
         ledger=ledger,
         progress=read_tail(state / "progress.log", caps.progress_lines),
         raw=tail_entries(state, caps.raw_entries),
-        spec=read_head(state / "spec.md", caps.spec_chars) if role == "planner" else None,
+        spec=read_start(state / "spec.md", caps.spec_chars) if role == "planner" else None,
     )
 
 

@@ -1,133 +1,38 @@
-"""The role runner: pick the feature, lock it, render the prompt, record the run, call the
-backend, let the harness (never the agent) apply the outcome, and finish the record.
+"""The one run lifecycle: resolve the feature, lock it, prepare (render and record), call
+the backend, judge what came of it, and close the record.
+
+Every run that calls a model (worker, validator, planner, and the curator in model mode)
+goes through `call_and_close`: whatever happens after the record is opened, its record is
+finished and its spend reaches the ledger before the runner returns or raises.
 """
 
 from __future__ import annotations
 
-import time
-from contextlib import ExitStack
-from dataclasses import dataclass
+import signal
+from collections.abc import Callable
 from typing import Any
 
-from harness.config import MissionConfig, RoleConfig, load_mission_config, load_role_config
-from harness.config import mission_name as mission_name_of
-from harness.errors import BlockedError, BudgetError, NothingToDo, UsageError
+from harness.backends import load_backend
+from harness.config import MissionConfig, load_mission_config
+from harness.errors import BudgetError, HarnessError
 from harness.paths import Paths, check_state
-from harness.run.prompt import (
-    RecordingLoader,
-    Rendered,
-    build_context,
-    canonical,
-    read_sources,
-    render,
-    template_dirs,
+from harness.run.outcome import (
+    Interrupted,
+    Judged,
+    RunResult,
+    judge_error,
+    judge_role_run,
+    outcome_fields,
 )
+from harness.run.prepare import Prepared, prepare, resolve_feature, role_config_for
+from harness.run.verify import validator_evidence
+from harness.state import ledger
 from harness.state import plan as plan_mod
-from harness.state.plan import Feature
-from harness.state.redact import redact_data
-from harness.state.runs import RunRecord, claim_run_id, start_run
-from harness.state.store import hold_lock, lock_path, put_object, sha256
+from harness.state.store import hold_lock, lock_path
+from harness.types import Outcome, Session
 
-FEATURE_ROLES = ("worker", "validator")
-NEXT_STATUS = {"worker": "pending", "validator": "in_progress"}
-
-
-@dataclass
-class RunResult:
-    """How a role run ended, for the CLI to print and exit with."""
-
-    exit_code: int
-    run_id: str | None
-    message: str
-
-
-@dataclass
-class Prepared:
-    """A rendered prompt and the open record of its run."""
-
-    record: RunRecord
-    rendered: Rendered
-    feature: Feature | None
-    role_config: RoleConfig
-    mission: MissionConfig
-
-
-def resolve_feature(role: str, target: str | None, plan: list[Feature]) -> Feature | None:
-    """The feature a run is for: an explicit id, or `next` by status; None for mission roles."""
-    if role not in FEATURE_ROLES:
-        if target not in (None, "next"):
-            raise UsageError(f"the {role} works on the whole mission; it takes no feature id")
-        return None
-    if target is None:
-        raise UsageError(f"{role} needs a FEATURE_ID or `next`")
-    if target == "next":
-        feature = plan_mod.select_next(plan, NEXT_STATUS[role])
-        if feature is None:
-            raise NothingToDo(f"nothing to do: no {NEXT_STATUS[role]} feature for the {role}")
-        return feature
-    feature = plan_mod.find_feature(plan, target)
-    if feature.status == "blocked":
-        reason = feature.blocked_reason or "no reason given"
-        raise BlockedError(f"{feature.id} is blocked: {reason}")
-    if feature.status == "failed":
-        raise BudgetError(f"{feature.id} failed: attempt cap reached ({feature.attempts} attempts)")
-    if feature.status == "done" and role == "worker":
-        raise NothingToDo(f"nothing to do: {feature.id} is already done")
-    return feature
-
-
-def prepare(paths: Paths, role: str, feature: Feature | None, plan: list[Feature],
-            mission: MissionConfig, *, extra: dict[str, Any] | None = None,
-            backend: str | None = None, backend_options: dict[str, Any] | None = None,
-            dry_run: bool = False) -> Prepared:
-    """Claim a run id, render the prompt from disk and write the run's starting record.
-
-    `backend` and `backend_options` (from the command line) override the role's config.
-    """
-    role_config, role_path, role_text = load_role_config(role, paths.state, paths.home)
-    options = dict(backend_options or {})
-    role_config = role_config.model_copy(update={
-        "backend": backend or role_config.backend,
-        "model": options.pop("model", None) or role_config.model,
-        "options": {**role_config.options, **options},
-    })
-    fid = feature.id if feature else None
-    run_id = claim_run_id(paths.state, role, fid)
-    runtime = {
-        "FEATURE_ID": fid or "-",
-        "role": role,
-        "run_id": run_id,
-        "workdir": str(paths.workdir),
-        "state": str(paths.state),
-        "mission": mission_name_of(mission, paths.state),
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
-    sources = read_sources(role, fid, paths.state, paths.workdir, paths.identity, mission.prompt)
-    context = build_context(role=role, feature=feature, plan=plan, sources=sources,
-                            caps=mission.prompt, runtime=runtime, extra=extra)
-    context_json = canonical(redact_data(context))
-    loader = RecordingLoader(template_dirs(paths.state, paths.home))
-    try:
-        rendered = render(role_config.template, context_json, loader)
-    except UsageError:
-        (paths.state / "runs" / run_id).rmdir()  # nothing was recorded; release the id
-        raise
-    record = start_run(paths.state, run_id, {
-        "role": role,
-        "feature": fid,
-        "backend": role_config.backend,
-        "model": role_config.model,
-        "options": role_config.options,
-        "dry_run": dry_run,
-        "template": rendered.template,
-        "templates": {n: put_object(paths.state, s) for n, s in sorted(rendered.sources.items())},
-        "context_sha256": put_object(paths.state, context_json),
-        "role_config": {"path": str(role_path), "sha256": put_object(paths.state, role_text)},
-        "prompt_sha256": sha256(rendered.text),
-        "workdir": str(paths.workdir),
-    })
-    record.write_file("prompt.md", rendered.text)
-    return Prepared(record, rendered, feature, role_config, mission)
+# Decides a finished call: status flips, ledger, commits; returns what the record says.
+Judge = Callable[[Paths, Prepared, Outcome | None, BaseException | None], Judged]
 
 
 def run_role(paths: Paths, role: str, target: str | None, *, dry_run: bool = False,
@@ -139,9 +44,8 @@ def run_role(paths: Paths, role: str, target: str | None, *, dry_run: bool = Fal
     plan = plan_mod.load_plan(paths.state)
     feature = resolve_feature(role, target, plan)
     lock_name = f"{role}-{feature.id if feature else 'mission'}"
-    with ExitStack() as stack:
-        stack.enter_context(hold_lock(lock_path(paths.state, lock_name), wait=False,
-                                      what=f"{role} on {feature.id if feature else 'the mission'}"))
+    with hold_lock(lock_path(paths.state, lock_name), wait=False,
+                   what=f"{role} on {feature.id if feature else 'the mission'}"):
         if dry_run:
             prepared = prepare(paths, role, feature, plan, mission, backend=backend,
                                backend_options=backend_options, dry_run=True)
@@ -149,7 +53,92 @@ def run_role(paths: Paths, role: str, target: str | None, *, dry_run: bool = Fal
             return RunResult(0, prepared.record.run_id,
                              f"dry run {prepared.record.run_id}: prompt at "
                              f"{prepared.record.folder / 'prompt.md'}")
-        from harness.run.cycle import run_cycle  # imports the backends only when a model is called
+        check_budget_left(paths, mission)
+        extra = None
+        if role == "validator" and feature is not None:
+            options = role_config_for(paths, role, backend, backend_options)[0].options
+            extra = validator_evidence(paths, feature, mission, options)
+        prepared = prepare(paths, role, feature, plan, mission, extra=extra, backend=backend,
+                           backend_options=backend_options)
+        if extra and extra["verify"]:
+            prepared.record.manifest["verify"] = {k: extra["verify"][k]
+                                                  for k in ("command", "exit_code", "timed_out")}
+        return call_and_close(paths, prepared, judge_role_run)
 
-        return run_cycle(paths, role, feature, plan, mission, backend=backend,
-                         backend_options=backend_options)
+
+def check_budget_left(paths: Paths, mission: MissionConfig) -> None:
+    """BudgetError (exit 4) when the mission's budget is already spent."""
+    if mission.budget_usd is not None and ledger.spent(paths.state) >= mission.budget_usd:
+        raise BudgetError(f"mission budget ${mission.budget_usd:.2f} is spent")
+
+
+def call_and_close(paths: Paths, prepared: Prepared, judge: Judge) -> RunResult:
+    """Call the backend, judge, and close the record on every path (see the module doc).
+
+    A backend's HarnessError or a SIGTERM is the run's result; any other exception, from
+    the backend or from `judge`, is raised after the record is closed.
+    """
+    outcome, error = call_backend(paths, prepared)
+    try:
+        judged = judge(paths, prepared, outcome, error)
+    except BaseException as failure:
+        code, result, message = judge_error(failure)
+        fields, message = outcome_fields(outcome, error or failure, message)
+        close_run(paths, prepared, outcome, error or failure,
+                  Judged(code, result, message, {**fields, "result": result}))
+        raise
+    result = close_run(paths, prepared, outcome, error, judged)
+    if error is not None and not isinstance(error, HarnessError | Interrupted | KeyboardInterrupt):
+        raise error
+    return result
+
+
+def call_backend(paths: Paths, prepared: Prepared
+                 ) -> tuple[Outcome | None, BaseException | None]:
+    """The backend's outcome, or the error it ended in (with what it spent, if it says)."""
+    previous = signal.signal(signal.SIGTERM, _raise_interrupted)
+    try:
+        backend = load_backend(prepared.role_config.backend)
+        return backend.run(prepared.rendered.text, make_session(paths, prepared)), None
+    except BaseException as e:  # the record is closed whatever happened; see call_and_close
+        return getattr(e, "outcome", None), e
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def close_run(paths: Paths, prepared: Prepared, outcome: Outcome | None,
+              error: BaseException | None, judged: Judged) -> RunResult:
+    """Spend to the ledger, a progress line, and the finished record."""
+    record, feature = prepared.record, prepared.feature
+    cost = outcome.cost_usd if outcome else 0.0
+    ledger.add_spend(paths.state, cost)
+    ledger.append_progress(paths.state, prepared.role, feature.id if feature else None,
+                           record.run_id, judged.result, judged.exit_code, cost)
+    interrupted = isinstance(error, Interrupted | KeyboardInterrupt)
+    record.finish("interrupted" if interrupted else "finished", judged.exit_code,
+                  cost_usd=round(cost, 6), **{"result": judged.result, **judged.fields})
+    return RunResult(judged.exit_code, record.run_id, f"{record.run_id}: {judged.message}")
+
+
+def make_session(paths: Paths, prepared: Prepared) -> Session:
+    """The Session a backend runs with, its budget check counting what the mission spent."""
+    cfg, record, mission = prepared.role_config, prepared.record, prepared.mission
+    already = ledger.spent(paths.state)
+
+    def check_budget(run_cost: float) -> None:
+        if mission.budget_usd is not None and already + run_cost >= mission.budget_usd:
+            raise BudgetError(f"mission budget ${mission.budget_usd:.2f} spent "
+                              f"(${already + run_cost:.4f})")
+
+    return Session(
+        run_id=record.run_id, role=prepared.role,
+        feature_id=prepared.feature.id if prepared.feature else None,
+        workdir=paths.workdir, state=paths.state, home=paths.home, model=cfg.model,
+        caps=cfg.caps.model_copy(), tools=list(cfg.tools), prices=mission.prices,
+        record=record.record, check_budget=check_budget, options=dict(cfg.options),
+    )
+
+
+def _raise_interrupted(signum: int, _frame: Any) -> None:
+    raise Interrupted(signal.Signals(signum).name)
+

@@ -1,0 +1,140 @@
+"""Before the model is called: which feature a run is for, and its prompt rendered from
+disk and recorded (run id, template and context objects, prompt.md) so that it can be
+rebuilt byte for byte later.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.config import MissionConfig, RoleConfig, load_role_config, mission_name
+from harness.errors import BlockedError, BudgetError, NothingToDo, UsageError
+from harness.paths import Paths
+from harness.run.prompt import (
+    RecordingLoader,
+    Rendered,
+    build_context,
+    canonical,
+    read_sources,
+    render,
+    template_dirs,
+)
+from harness.state import plan as plan_mod
+from harness.state.plan import Feature
+from harness.state.redact import redact_data
+from harness.state.runs import RunRecord, claim_run_id, start_run
+from harness.state.store import put_object, sha256
+
+FEATURE_ROLES = ("worker", "validator")
+NEXT_STATUS = {"worker": "pending", "validator": "in_progress"}
+
+
+@dataclass
+class Prepared:
+    """A rendered prompt and the open record of its run."""
+
+    record: RunRecord
+    rendered: Rendered
+    feature: Feature | None
+    role_config: RoleConfig
+    mission: MissionConfig
+
+    @property
+    def role(self) -> str:
+        return self.record.manifest["role"]
+
+
+def resolve_feature(role: str, target: str | None, plan: list[Feature]) -> Feature | None:
+    """The feature a run is for: an explicit id, or `next` by status; None for mission roles."""
+    if role not in FEATURE_ROLES:
+        if target not in (None, "next"):
+            raise UsageError(f"the {role} works on the whole mission; it takes no feature id")
+        return None
+    if target is None:
+        raise UsageError(f"{role} needs a FEATURE_ID or `next`")
+    if target == "next":
+        feature = plan_mod.select_next(plan, NEXT_STATUS[role])
+        if feature is None:
+            raise NothingToDo(f"nothing to do: no {NEXT_STATUS[role]} feature for the {role}")
+        return feature
+    feature = plan_mod.find_feature(plan, target)
+    if feature.status == "blocked":
+        reason = feature.blocked_reason or "no reason given"
+        raise BlockedError(f"{feature.id} is blocked: {reason}")
+    if feature.status == "failed":
+        raise BudgetError(f"{feature.id} failed: attempt cap reached ({feature.attempts} attempts)")
+    if feature.status == "done" and role == "worker":
+        raise NothingToDo(f"nothing to do: {feature.id} is already done")
+    return feature
+
+
+def role_config_for(paths: Paths, role: str, backend: str | None,
+                    backend_options: dict[str, Any] | None) -> tuple[RoleConfig, Path, str]:
+    """The role's config with the command line's backend and options over it; its file and text."""
+    role_config, role_path, role_text = load_role_config(role, paths.state, paths.home)
+    options = dict(backend_options or {})
+    role_config = role_config.model_copy(update={
+        "backend": backend or role_config.backend,
+        "model": options.pop("model", None) or role_config.model,
+        "options": {**role_config.options, **options},
+    })
+    return role_config, role_path, role_text
+
+
+def prepare(paths: Paths, role: str, feature: Feature | None, plan: list[Feature],
+            mission: MissionConfig, *, extra: dict[str, Any] | None = None,
+            backend: str | None = None, backend_options: dict[str, Any] | None = None,
+            dry_run: bool = False) -> Prepared:
+    """Claim a run id, render the prompt from disk and write the run's starting record.
+
+    `backend` and `backend_options` (from the command line) override the role's config.
+    """
+    role_config, role_path, role_text = role_config_for(paths, role, backend, backend_options)
+    fid = feature.id if feature else None
+    run_id = claim_run_id(paths.state, role, fid)
+    context_json = _context_json(paths, role, run_id, feature, plan, mission, extra)
+    loader = RecordingLoader(template_dirs(paths.state, paths.home))
+    try:
+        rendered = render(role_config.template, context_json, loader)
+    except UsageError:
+        (paths.state / "runs" / run_id).rmdir()  # nothing was recorded; release the id
+        raise
+    record = start_run(paths.state, run_id, {
+        "role": role,
+        "feature": fid,
+        "backend": role_config.backend,
+        "model": role_config.model,
+        "options": role_config.options,
+        "dry_run": dry_run,
+        "template": rendered.template,
+        "templates": {n: put_object(paths.state, s) for n, s in sorted(rendered.sources.items())},
+        "context_sha256": put_object(paths.state, context_json),
+        "role_config": {"path": str(role_path), "sha256": put_object(paths.state, role_text)},
+        "prompt_sha256": sha256(rendered.text),
+        "workdir": str(paths.workdir),
+    })
+    record.write_file("prompt.md", rendered.text)
+    return Prepared(record, rendered, feature, role_config, mission)
+
+
+def _context_json(paths: Paths, role: str, run_id: str, feature: Feature | None,
+                  plan: list[Feature], mission: MissionConfig,
+                  extra: dict[str, Any] | None) -> str:
+    """The render context, secrets redacted, as the canonical JSON that is recorded."""
+    fid = feature.id if feature else None
+    runtime = {
+        "FEATURE_ID": fid or "-",
+        "role": role,
+        "run_id": run_id,
+        "workdir": str(paths.workdir),
+        "state": str(paths.state),
+        "mission": mission_name(mission, paths.state),
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    sources = read_sources(role, fid, paths.state, paths.workdir, paths.identity, mission.prompt)
+    context = build_context(role=role, feature=feature, plan=plan, sources=sources,
+                            caps=mission.prompt, runtime=runtime, extra=extra)
+    return canonical(redact_data(context))
