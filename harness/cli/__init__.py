@@ -1,0 +1,3 @@
+"""The command line: the click app, the click-free fast path for `run.sh note`, and
+the console script's entry.
+"""

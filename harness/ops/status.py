@@ -8,16 +8,9 @@ from typing import Any
 from harness.state.memory import parse_entry, raw_path
 from harness.state.plan import load_plan
 from harness.state.runs import list_runs
+from harness.state.store import count_lines
 
 STATUSES = ("pending", "in_progress", "done", "failed", "blocked")
-
-
-def _count_lines(path: Path) -> int:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return sum(1 for line in f if line.strip())
-    except FileNotFoundError:
-        return 0
 
 
 def _raw_stats(path: Path) -> dict[str, int]:
@@ -75,8 +68,8 @@ def collect_status(state: Path) -> dict[str, Any]:
                       for r in runs[-5:]],
         "memory": {
             "raw": _raw_stats(raw_path(state)),
-            "summary_lines": _count_lines(state / "summary.md"),
-            "memory_lines": _count_lines(state / "MEMORY.md"),
+            "summary_lines": count_lines(state / "summary.md"),
+            "memory_lines": count_lines(state / "MEMORY.md"),
             "long_notes": len(list((state / "memory").glob("*.md"))),
         },
     }
