@@ -32,15 +32,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness.curator.curate import CuratorSettings, curate  # noqa: E402
 from harness.paths import Paths  # noqa: E402
 from harness.run.runner import run_role  # noqa: E402
 from harness.state import memory  # noqa: E402 - the path above makes a checkout importable
 from harness.state.ledger import append_progress, append_verdict  # noqa: E402
-
-try:
-    from harness.curator.curate import CuratorSettings, curate
-except ImportError:  # the curator is built in another issue; without it memory is unbounded
-    curate = None
 
 CURATE_EVERY = 50
 PREVIOUS_MISSION_RUNS = 2000  # the earlier mission whose lessons fill identity/
@@ -203,8 +199,6 @@ class Mission:
 
     def curate(self) -> None:
         """One curator pass, as the cron job would run it."""
-        if curate is None:
-            return
         started = time.perf_counter()
         curate(self.state, self.identity, self.name, CuratorSettings(), now=iso(self.clock))
         self.curator_seconds += time.perf_counter() - started
@@ -312,8 +306,7 @@ def main() -> None:
     snapshots, mission, seconds = simulate([int(n) for n in args.runs.split(",")])
     print(f"{mission.runs} runs simulated in {seconds:.1f} s: {len(mission.plan)} features, "
           f"{mission.notes} notes, {mission.long_notes} long notes, "
-          + (f"{mission.curator_passes} curator passes ({mission.curator_seconds:.1f} s)"
-             if curate else "no curator (harness.curator.curate not found)"))
+          + f"{mission.curator_passes} curator passes ({mission.curator_seconds:.1f} s)")
     names = list(dict.fromkeys(name for s in snapshots for name in s.blocks))
     print(f"{'prompt block (tokens)':<42}" + "".join(f"{s.runs:>9}" for s in snapshots))
     for name in names:

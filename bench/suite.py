@@ -243,8 +243,7 @@ def prompt_rows(checkpoints: tuple[int, ...]) -> tuple[list[Row], str]:
         mid = checkpoints[-2]
         rows.append(Row(f"  prompt at {last:,} / at {mid:,} runs",
                         f"{tokens[last] / tokens[mid]:.2f}x"))
-    curator = (f"{mission.curator_passes} curator passes took {mission.curator_seconds:.0f} s"
-               if history.curate else "harness.curator.curate not found, so no curator passes")
+    curator = f"{mission.curator_passes} curator passes took {mission.curator_seconds:.0f} s"
     note = (f"history: {mission.runs:,} runs simulated in {seconds:.0f} s ({len(mission.plan):,} "
             f"features, {mission.notes:,} notes, {mission.long_notes} long notes; {curator})")
     return rows, note

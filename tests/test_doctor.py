@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from conftest import unwritable
 
-from harness.cli.app import cli
 from harness.ops.doctor import (
     CRON_PATH,
     Check,
@@ -258,8 +257,6 @@ def test_cron_check_reports_a_doctor_that_cannot_run(paths: Paths, tmp_path: Pat
     assert ("python3: not found" if body else "No such file") in check.detail
 
 
-# Needs `run.sh doctor --no-cron` (wired by the lead in cli.py); skipped until it exists.
-@pytest.mark.skipif("doctor" not in cli.commands, reason="`run.sh doctor` is not wired yet")
 def test_key_only_in_the_interactive_shell_is_a_problem_under_cron(paths: Paths, keyed) -> None:
     bad = failing(diagnose(paths))
     assert set(bad) == {f"backend {r} (under cron)" for r in MODEL_ROLES}  # and none outside
