@@ -80,6 +80,15 @@ class Outcome:
 
 
 @dataclass
+class RunResult:
+    """How a role run ended, for the CLI to print and exit with."""
+
+    exit_code: int
+    run_id: str | None
+    message: str
+
+
+@dataclass
 class ToolResult:
     """What a tool call gives back to the model."""
 

@@ -228,12 +228,12 @@ class CuratingBackend:
 
 def test_model_mode_calls_the_model_outside_the_curator_lock_with_the_collector_on(
         invoke, state: Path, isolated_env: Path, tmp_path: Path, monkeypatch) -> None:
-    import harness.run.runner
+    import harness.run.lifecycle
 
     expected = rules_only(state, isolated_env, tmp_path)
     backend = CuratingBackend({"summary": expected["summary.md"], "memory": expected["MEMORY.md"]})
     model_mode(state, tmp_path, {})
-    monkeypatch.setattr(harness.run.runner, "load_backend", lambda name: backend)
+    monkeypatch.setattr(harness.run.lifecycle, "load_backend", lambda name: backend)
     result = invoke("curator")
     assert result.exit_code == 0, result.output
     assert backend.seen == {"gc": True, "lock_free": True}
@@ -248,11 +248,11 @@ def test_a_curator_failing_after_the_model_call_still_finishes_its_record_and_bo
     import pytest
 
     import harness.run.curation
-    import harness.run.runner
+    import harness.run.lifecycle
 
     model_mode(state, tmp_path, {})
     backend = CuratingBackend({"summary": "s", "memory": "m"}, cost=0.5)
-    monkeypatch.setattr(harness.run.runner, "load_backend", lambda name: backend)
+    monkeypatch.setattr(harness.run.lifecycle, "load_backend", lambda name: backend)
     real_curate = harness.run.curation.curate
 
     def curate_then_fail(*args, refine=None, **kwargs):

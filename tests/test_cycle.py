@@ -271,13 +271,13 @@ def test_an_agents_shell_can_call_run_sh_for_its_own_run(project: Path, tmp_path
 
 def test_an_unexpected_backend_exception_surfaces_and_the_record_is_finished(
         project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import harness.run.runner
+    import harness.run.lifecycle
 
     class Broken:
         def run(self, prompt, session):
             raise RuntimeError("boom in the backend")
 
-    monkeypatch.setattr(harness.run.runner, "load_backend", lambda name: Broken())
+    monkeypatch.setattr(harness.run.lifecycle, "load_backend", lambda name: Broken())
     state = project / ".harness"
     with pytest.raises(RuntimeError, match="boom in the backend"):
         run(project, "worker", "F-004", "unused.yaml")

@@ -28,15 +28,6 @@ class Interrupted(BaseException):
 
 
 @dataclass
-class RunResult:
-    """How a role run ended, for the CLI to print and exit with."""
-
-    exit_code: int
-    run_id: str | None
-    message: str
-
-
-@dataclass
 class Judged:
     """What the harness made of a run: exit code, one-word result, message, manifest fields."""
 

@@ -1,0 +1,94 @@
+"""Calling the model and closing the record: every run that calls a model (worker,
+validator, planner, and the curator in model mode) goes through `call_and_close`, so
+whatever happens after its record is opened, the record is finished and its spend reaches
+the ledger before the runner returns or raises.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from typing import Any
+
+from harness.backends import load_backend
+from harness.errors import BudgetError, HarnessError
+from harness.paths import Paths
+from harness.run.outcome import Interrupted, Judged, judge_error, outcome_fields
+from harness.run.prepare import Prepared
+from harness.state import ledger
+from harness.types import Outcome, RunResult, Session
+
+# Decides a finished call: status flips, ledger, commits; returns what the record says.
+Judge = Callable[[Paths, Prepared, Outcome | None, BaseException | None], Judged]
+
+
+def call_and_close(paths: Paths, prepared: Prepared, judge: Judge) -> RunResult:
+    """Call the backend, judge, and close the record on every path (see the module doc).
+
+    A backend's HarnessError or a SIGTERM is the run's result; any other exception, from
+    the backend or from `judge`, is raised after the record is closed.
+    """
+    outcome, error = call_backend(paths, prepared)
+    try:
+        judged = judge(paths, prepared, outcome, error)
+    except BaseException as failure:
+        code, result, message = judge_error(failure)
+        fields, message = outcome_fields(outcome, error or failure, message)
+        close_run(paths, prepared, outcome, error or failure,
+                  Judged(code, result, message, {**fields, "result": result}))
+        raise
+    result = close_run(paths, prepared, outcome, error, judged)
+    if error is not None and not isinstance(error, HarnessError | Interrupted | KeyboardInterrupt):
+        raise error
+    return result
+
+
+def call_backend(paths: Paths, prepared: Prepared
+                 ) -> tuple[Outcome | None, BaseException | None]:
+    """The backend's outcome, or the error it ended in (with what it spent, if it says)."""
+    previous = signal.signal(signal.SIGTERM, _raise_interrupted)
+    try:
+        backend = load_backend(prepared.role_config.backend)
+        return backend.run(prepared.rendered.text, make_session(paths, prepared)), None
+    except BaseException as e:  # the record is closed whatever happened; see call_and_close
+        return getattr(e, "outcome", None), e
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def close_run(paths: Paths, prepared: Prepared, outcome: Outcome | None,
+              error: BaseException | None, judged: Judged) -> RunResult:
+    """Spend to the ledger, a progress line, and the finished record."""
+    record, feature = prepared.record, prepared.feature
+    cost = outcome.cost_usd if outcome else 0.0
+    ledger.add_spend(paths.state, cost)
+    ledger.append_progress(paths.state, prepared.role, feature.id if feature else None,
+                           record.run_id, judged.result, judged.exit_code, cost)
+    interrupted = isinstance(error, Interrupted | KeyboardInterrupt)
+    record.finish("interrupted" if interrupted else "finished", judged.exit_code,
+                  cost_usd=round(cost, 6), **{"result": judged.result, **judged.fields})
+    return RunResult(judged.exit_code, record.run_id, f"{record.run_id}: {judged.message}")
+
+
+def make_session(paths: Paths, prepared: Prepared) -> Session:
+    """The Session a backend runs with, its budget check counting what the mission spent."""
+    cfg, record, mission = prepared.role_config, prepared.record, prepared.mission
+    already = ledger.spent(paths.state)
+
+    def check_budget(run_cost: float) -> None:
+        if mission.budget_usd is not None and already + run_cost >= mission.budget_usd:
+            raise BudgetError(f"mission budget ${mission.budget_usd:.2f} spent "
+                              f"(${already + run_cost:.4f})")
+
+    return Session(
+        run_id=record.run_id, role=prepared.role,
+        feature_id=prepared.feature.id if prepared.feature else None,
+        workdir=paths.workdir, state=paths.state, home=paths.home, model=cfg.model,
+        caps=cfg.caps.model_copy(), tools=list(cfg.tools), prices=mission.prices,
+        record=record.record, check_budget=check_budget, options=dict(cfg.options),
+    )
+
+
+def _raise_interrupted(signum: int, _frame: Any) -> None:
+    raise Interrupted(signal.Signals(signum).name)
+
