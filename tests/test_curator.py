@@ -399,8 +399,10 @@ def test_trick_from_two_workers_is_promoted_but_one_worker_twice_is_not() -> Non
                                                            run="r2"))
     assert not due(cand(PSQL, feature="F-003", run="r1"), cand(PSQL_OTHER_WORDS, feature="F-003",
                                                                run="r1"))
-    # the same feature worked by two runs is two workers; no run id: features decide
-    assert due(cand(PSQL, feature="F-003", run="r1"), cand(PSQL, feature="F-003", run="r2"))
+    # a retry on the same feature read the note: its repeat is an echo, not a second worker
+    assert not due(cand(PSQL, feature="F-003", run="r1"), cand(PSQL, feature="F-003", run="r2"))
+    assert due(cand(PSQL, feature="F-003", run="r1", mission="shop"),
+               cand(PSQL, feature="F-003", run="r2", mission="blog"))
     assert due(cand(PSQL, feature="F-003", run=None), cand(PSQL, feature="F-004", run=None))
     assert not due(cand(PSQL, feature="F-003", run=None), cand(PSQL, feature="F-003", run=None,
                                                                ts="2026-04-25T00:00:00Z"))
@@ -484,8 +486,8 @@ def rules() -> tuple[str, str, list[Promotion]]:
     for n in range(3):
         b.add(entry("TRICK", PSQL, run=f"r{n}", feature=f"F-00{n}"))
         tracker.add(cand(PSQL_OTHER_WORDS if n else PSQL, run=f"r{n}", feature=f"F-00{n}"))
-    tracker.add(cand(GIT_STASH, run="r7"))
-    tracker.add(cand(GIT_STASH, run="r8"))
+    tracker.add(cand(GIT_STASH, run="r7", feature="F-007"))
+    tracker.add(cand(GIT_STASH, run="r8", feature="F-008"))
     b.add(entry("DECISION", "db: use postgres 16"))
     b.add(entry("-", "F-001 verified via curl"))
     out = b.compact()

@@ -8,9 +8,9 @@ line per TRICK, FAIL or FORGOT note any mission's curator has seen,
 Notes that say the same thing (see `matching`) are one lesson per role and
 kind, and a lesson is promoted when
 
-- TRICK: two or more distinct workers reported it. A worker is a run of the
-  role (mission and run id); a note without a run id counts its feature
-  instead, so different features are different workers.
+- TRICK: two or more distinct workers reported it: notes from different
+  features, or from different missions. A retry on the same feature read the
+  earlier note in its prompt, so its repeat is an echo, not a second worker.
 - FAIL: it happened in two or more missions.
 - FORGOT: it was forgotten on two or more occasions: different runs, or for
   notes without a run id, different features or times. A run restating what
@@ -104,7 +104,7 @@ class Evidence:
     features: tuple[str, ...] = ()
     runs: tuple[str, ...] = ()
     more: int = 0  # bit 1 missions, 2 features, 4 runs: values were dropped
-    worker: str = ""  # the first worker and occasion, within the first mission listed
+    worker: str = ""  # the first worker (feature) and occasion, within the first mission listed
     two_workers: bool = False
     occasion: str = ""
     two_occasions: bool = False
@@ -135,11 +135,11 @@ class Evidence:
             else:
                 self.more |= 4
         if first:
-            self.worker, self.occasion = run or feature, run or f"{feature}@{ts}"
+            self.worker, self.occasion = feature, run or f"{feature}@{ts}"
             return
         # once a rule is settled, its `or` stops at the first term: no later note unsettles it
         same_mission = mission == self.missions[0]
-        self.two_workers = self.two_workers or not same_mission or (run or feature) != self.worker
+        self.two_workers = self.two_workers or not same_mission or feature != self.worker
         self.two_occasions = (self.two_occasions or not same_mission
                               or (run or f"{feature}@{ts}") != self.occasion)
 

@@ -33,7 +33,7 @@ from harness.state.store import hold_lock, sha256
 RECORD = ".candidates.log"
 DIGEST = ".candidates.digest"
 LOCK = ".candidates.lock"
-DIGEST_VERSION = 2
+DIGEST_VERSION = 3  # 3: a TRICK's worker is its feature (echoes), so v2's evidence is re-read
 DIGEST_ROWS = 1000  # rows per digest line: one JSON call each, not one per row
 TAIL = 4096
 CHUNK = 1 << 20

@@ -1,0 +1,110 @@
+"""Promotion quality on a labelled corpus: precision and recall of the curator's promotions.
+
+A corpus is a folder with `corpus.tsv` (mission TAB family TAB raw.md line; family `-` for
+noise) and `expected.tsv` (role TAB kind TAB family, one per lesson the rules make due).
+`tests/data/curator_corpus` is the development set (the curator's constants were tuned on
+it); the folders under `tests/data/corpora/` were written independently and are held out:
+nothing is tuned on them. Used by tests/test_corpora.py and bench/suite.py.
+"""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.curator.curate import CuratorSettings, curate
+from harness.state.memory import parse_entry
+
+DATA = Path(__file__).resolve().parent / "data"
+DEVELOPMENT = DATA / "curator_corpus"
+HELD_OUT = DATA / "corpora"
+PARTS = 3  # each mission's log is fed in thirds, missions interleaved, as cron passes would
+
+
+@dataclass
+class Quality:
+    name: str
+    lines: int
+    expected: int
+    promoted: int
+    right: int
+    missed: list[str] = field(default_factory=list)
+    wrong: list[str] = field(default_factory=list)  # promoted texts that were not deserved
+
+    @property
+    def precision(self) -> float:
+        return self.right / self.promoted if self.promoted else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.right / self.expected if self.expected else 1.0
+
+    def describe(self) -> str:
+        return (f"{self.name}: {self.lines} lines, {self.expected} expected promotions, "
+                f"{self.promoted} made, precision {self.precision:.3f}, recall "
+                f"{self.recall:.3f}; missed: {sorted(self.missed)}")
+
+
+def held_out_corpora() -> list[Path]:
+    return sorted(p for p in HELD_OUT.iterdir() if (p / "corpus.tsv").exists())
+
+
+def read_corpus(folder: Path) -> tuple[list[list[str]], set[tuple[str, ...]]]:
+    rows = [line.rstrip("\n").split("\t", 2)
+            for line in (folder / "corpus.tsv").read_text().splitlines(True)]
+    expected = {tuple(line.split("\t")) for line in
+                (folder / "expected.tsv").read_text().split("\n") if line}
+    return rows, expected
+
+
+def due_by_rule(rows: list[list[str]]) -> set[tuple[str, str, str]]:
+    """The families the promotion rules make due, from the labelled reports alone."""
+    workers, runs, missions, kinds = (collections.defaultdict(set) for _ in range(4))
+    for mission, family, line in rows:
+        e = parse_entry(line)
+        if e and family != "-":
+            workers[family].add((mission, e.feature))  # a retry on one feature is an echo
+            runs[family].add((mission, e.run))
+            missions[family].add(mission)
+            kinds[family] = (e.role, e.kind)
+    return {(*kinds[f], f) for f in kinds
+            if (kinds[f][1] == "TRICK" and len(workers[f]) >= 2)
+            or (kinds[f][1] == "FAIL" and len(missions[f]) >= 2)
+            or (kinds[f][1] == "FORGOT" and len(runs[f]) >= 2)}
+
+
+def evaluate(folder: Path, work: Path, settings: CuratorSettings | None = None) -> Quality:
+    """Feed the corpus to the curator in `work` and score what it promotes."""
+    rows, expected = read_corpus(folder)
+    family_of, family_runs = {}, collections.defaultdict(set)
+    for _, family, line in rows:
+        e = parse_entry(line)
+        if e and family != "-":
+            family_of[e.text] = family
+            family_runs[family].add(e.run)
+    missions = list(dict.fromkeys(m for m, _, _ in rows))
+    identity = work / "identity"
+    promoted = []
+    for part in range(PARTS):
+        for mission in missions:
+            lines = [line for m, _, line in rows if m == mission]
+            chunk = lines[part * len(lines) // PARTS:(part + 1) * len(lines) // PARTS]
+            state = work / mission
+            state.mkdir(parents=True, exist_ok=True)
+            with open(state / "raw.md", "a") as f:
+                f.write("".join(line + "\n" for line in chunk))
+            promoted += curate(state, identity, mission, settings or CuratorSettings(),
+                               now="2026-06-01T00:00:00Z").promoted
+    right, counted, wrong = 0, set(), []
+    for p in promoted:
+        family = family_of.get(p.text)
+        # deserved: an expected lesson, first time, backed only by its own reports
+        if ((p.role, p.kind, family) in expected and family not in counted
+                and set(p.evidence.runs) <= family_runs[family]):
+            right += 1
+            counted.add(family)
+        else:
+            wrong.append(p.text)
+    missed = [f for _, _, f in expected if f not in counted]
+    return Quality(folder.name, len(rows), len(expected), len(promoted), right, missed, wrong)
