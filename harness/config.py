@@ -22,10 +22,13 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+IDENTITY_CHARS = 4000  # identity/<role>.md: the curator keeps it within what prompts show
+
+
 class PromptCaps(Strict):
     """Hard caps per prompt block: characters, lines or entries as named."""
 
-    identity_chars: int = 4000
+    identity_chars: int = IDENTITY_CHARS  # the whole file shows; the curator keeps it within
     project_docs_chars: int = 6000  # AGENTS.md and CLAUDE.md, each
     plan_chars: int = 6000
     summary_chars: int = 4000

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from harness.config import IDENTITY_CHARS
 from harness.curator.book import Bounds
 from harness.curator.check import ModelResult
 from harness.curator.promotion import Promotion
@@ -22,6 +23,7 @@ class CuratorSettings:
     raw_keep: int = 10
     bounds: Bounds = field(default_factory=Bounds)
     topic_similarity: float = 70.0
+    identity_chars: int = IDENTITY_CHARS  # each identity file's bound: what prompts show
     reader: str = "auto"  # raw.md's pass: "inline", "process", or "auto" (scan.use_process)
 
 

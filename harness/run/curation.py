@@ -18,9 +18,9 @@ from harness.curator.curate import CuratorReport, CuratorSettings, curate
 from harness.curator.promotion import Promotion
 from harness.errors import DONE
 from harness.paths import Paths, check_state
+from harness.run.lifecycle import call_and_close
 from harness.run.outcome import Interrupted, Judged, judge_error, outcome_fields
 from harness.run.prepare import Prepared, prepare
-from harness.run.runner import call_and_close
 from harness.state import actions, ledger
 from harness.state.plan import load_plan
 from harness.types import Outcome
@@ -31,7 +31,7 @@ CHANGED = "the memory changed while the model worked"
 
 def settings_for(config: MissionConfig) -> CuratorSettings:
     """The curator settings from the mission config (unset keys keep the curator's defaults)."""
-    settings = CuratorSettings()
+    settings = CuratorSettings(identity_chars=config.prompt.identity_chars)
     if config.curator.similarity is not None:
         settings.similarity = config.curator.similarity
     return settings

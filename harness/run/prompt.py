@@ -45,6 +45,16 @@ def cap_text(text: str, limit: int, keep: str = "head") -> str:
     return text[:limit] + "\n[... truncated ...]"
 
 
+def whole_lines(text: str, limit: int) -> str:
+    """`text` if it fits `limit`, else its whole lines that fit and a marker: identity files
+    are kept within the limit by the curator, so only lines a person added can overflow."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind("\n", 0, limit) + 1
+    return text[:cut] + "[... more lines than prompts show; the curator moves promoted ones " \
+        "to identity/archive/ ...]"
+
+
 @dataclass
 class Sources:
     """What one render reads from disk, already bounded in size."""
@@ -149,7 +159,7 @@ def build_context(*, role: str, feature: Feature | None, plan: list[Feature], so
     raw_text = cap_text("\n".join(sources.raw), caps.raw_chars, keep="tail")
     context: dict[str, Any] = {
         "role": role,
-        "identity": cap_text(sources.identity, caps.identity_chars),
+        "identity": whole_lines(sources.identity, caps.identity_chars),
         "project_docs": sources.project_docs,
         "plan": plan_view(plan, feature.id if feature else None, caps.plan_chars),
         "summary": cap_text(sources.summary, caps.summary_chars),
