@@ -113,16 +113,42 @@ def note(ctx: click.Context) -> None:
 
 @cli.command()
 @click.option("--dry-run", is_flag=True, help="Print, as unified diffs, what would change.")
+@click.option("--explain", "text", metavar="TEXT",
+              help="Say why the lesson TEXT was promoted to identity, or why not; change nothing.")
+@click.option("--role", metavar="ROLE", help="With --explain: only this role's lessons.")
+@click.option("--kind", type=click.Choice(["TRICK", "FAIL", "FORGOT", "GOTCHA", "DECISION", "-"],
+                                          case_sensitive=False),
+              help="With --explain: only lessons of this kind.")
 @click.pass_context
-def curator(ctx: click.Context, dry_run: bool) -> None:
+def curator(ctx: click.Context, dry_run: bool, text: str | None, role: str | None,
+            kind: str | None) -> None:
     """Compact memory: archive old raw.md entries, rebuild summary.md and MEMORY.md, promote."""
     from harness.run.curation import run_curator
 
+    if text is not None:
+        if dry_run:
+            raise UsageError("--explain changes nothing; it takes no --dry-run")
+        click.echo(_explain(ctx, text, role, kind))
+        return
+    if role or kind:
+        raise UsageError("--role and --kind go with --explain")
     report = run_curator(paths_of(ctx), dry_run=dry_run)
     if dry_run:
         for diff in report.diffs.values():
             click.echo(diff, nl=False)
     click.echo(report.describe(), err=dry_run)
+
+
+def _explain(ctx: click.Context, text: str, role: str | None, kind: str | None) -> str:
+    """`curator --explain`: the mission's similarity threshold, then the curator's account."""
+    from harness.config import load_mission_config
+    from harness.curator.explain import explain
+    from harness.run.curation import settings_for
+
+    paths = paths_of(ctx)
+    state = check_state(paths.state)
+    similarity = settings_for(load_mission_config(state)).similarity
+    return explain(state, paths.identity, text, similarity, role=role, kind=kind)
 
 
 @cli.command()

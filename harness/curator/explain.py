@@ -1,0 +1,246 @@
+"""`run.sh curator --explain TEXT`: why a lesson was promoted to identity, or why not.
+
+The lesson is found the way a curator run would file a new note saying TEXT: the
+candidate record beside the identity files (its digest, then the lines after it), matched
+per role and kind (`clusters.Clusters.find`). Its evidence is then read against its
+kind's rule (`promotion.Evidence.due`), and the role's identity file and its archive are
+searched for it in any words, as `promotion.IdentityIndex.knows` does. Nothing is
+written: the digest is loaded, never saved.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rapidfuzz import fuzz, process
+
+from harness.curator.commit import CuratorPaths, read_json, read_text
+from harness.curator.identity import archive_path, strength
+from harness.curator.matching import LessonIndex, same_lesson
+from harness.curator.promotion import PROMOTABLE, Evidence, PromotionTracker, identity_lessons
+from harness.curator.record import load_digest, read_record
+from harness.curator.text import normalize
+from harness.errors import UsageError
+from harness.state import memory
+from harness.state.store import read_head, sha256
+
+NEVER = {"GOTCHA": "GOTCHA", "DECISION": "DECISION", "-": "plain"}
+CLOSEST = 3  # lessons named when nothing matches
+CLOSEST_SCORE = 60.0  # WRatio below this is not "close"
+UNREAD_MATCHED = 4 << 20  # past this many unread raw.md bytes they are counted, not matched
+SHOWN = 3  # unread notes of the lesson quoted
+
+
+def explain(state: Path, identity: Path, text: str, similarity: float,
+            role: str | None = None, kind: str | None = None) -> str:
+    """The explanation for TEXT (the I/O edge: reads the record, identity and raw.md)."""
+    if not text.strip():
+        raise UsageError("--explain needs the words of a lesson")
+    if role is not None and not memory.NAME.match(role):
+        raise UsageError(f"bad role name {role!r}")
+    if kind in NEVER:
+        return never_promoted(kind)
+    tracker, read = load_digest(identity, similarity)
+    for candidate in read_record(identity, read):
+        tracker.add(candidate)
+    lessons = find_lessons(tracker, text, role, kind)
+    files = {ev.role: (read_text(identity / f"{ev.role}.md"),
+                       read_text(archive_path(identity, ev.role)))
+             for ev in lessons if memory.NAME.match(ev.role)}
+    blocks = [describe(ev, place(ev, *files.get(ev.role, ("", "")), similarity))
+              for ev in lessons]
+    if not blocks:
+        blocks = [no_lesson(text, closest(tracker, text, role, kind))]
+    unread, notes = unread_lines(CuratorPaths(state, identity))
+    said = [n for n in notes if says(n, text, tracker, lessons, similarity, role, kind)]
+    return "\n\n".join([*blocks, *([pending(unread, said)] if unread else [])])
+
+
+def find_lessons(tracker: PromotionTracker, text: str, role: str | None = None,
+                 kind: str | None = None) -> list[Evidence]:
+    """The lessons, one per role and kind at most, that a note saying `text` would join."""
+    norm, clusters = normalize(text), tracker.clusters
+    found = []
+    for bucket in _buckets(tracker, role, kind):
+        cid = clusters.find(bucket, norm)
+        if cid is not None and (ev := tracker.lessons[cid]) is not None:
+            found.append(ev)
+    return found
+
+
+def closest(tracker: PromotionTracker, text: str, role: str | None = None,
+            kind: str | None = None) -> list[Evidence]:
+    """Up to CLOSEST lessons whose words come nearest `text`, scored on the phrasings the
+    index keeps (already normalised: no lesson is normalised again)."""
+    keys: list[str] = []
+    owners: list[Evidence] = []
+    index = tracker.clusters.index
+    for bucket in _buckets(tracker, role, kind):
+        for cid, key, _ in index.phrasings(bucket):
+            if (ev := tracker.lessons[cid]) is not None:
+                keys.append(key)
+                owners.append(ev)
+    best: list[Evidence] = []
+    for _, _, i in process.extract(normalize(text).key, keys, scorer=fuzz.WRatio,
+                                   limit=4 * CLOSEST, score_cutoff=CLOSEST_SCORE):
+        if owners[i] not in best:
+            best.append(owners[i])
+    return best[:CLOSEST]
+
+
+def _buckets(tracker: PromotionTracker, role: str | None, kind: str | None) -> list:
+    return sorted(b for b in tracker.clusters.index.buckets()
+                  if role in (None, b[0]) and kind in (None, b[1]))
+
+
+def rule(ev: Evidence) -> str:
+    """Which rule applies to the lesson's kind, and whether and why it is met or missed."""
+    if ev.kind == "TRICK":
+        return _trick(ev)
+    if ev.kind == "FAIL":
+        head = "A FAIL is promoted once it happens in two missions."
+        if ev.due():
+            return f"{head} Met: it happened in missions {ev.show('missions')}."
+        return (f"{head} Missed: it was seen only in mission {ev.missions[0]} "
+                f"({_notes(ev.count)}); it needs a second mission.")
+    return _forgot(ev)
+
+
+def _trick(ev: Evidence) -> str:
+    head = ("A TRICK is promoted once two distinct workers report it: notes from different "
+            "features, or from different missions.")
+    if ev.due():
+        if len(ev.missions) > 1:
+            return f"{head} Met: it was noted in missions {ev.show('missions')}."
+        return f"{head} Met: it was noted for features {ev.show('features')}."
+    where = f"feature {ev.worker} of mission {ev.missions[0]}"
+    if ev.count == 1:
+        return f"{head} Missed: it was noted once, for {where}."
+    return (f"{head} Missed: {_all(ev.count)} came from {where}. A retry on the same "
+            "feature read the earlier note in its prompt, so its repeats are echoes, not a "
+            "second worker; a note from another feature or mission would promote it.")
+
+
+def _forgot(ev: Evidence) -> str:
+    head = "A FORGOT is promoted once it is forgotten on two occasions (different runs)."
+    if ev.due():
+        if len(ev.missions) > 1:
+            return f"{head} Met: it was forgotten in missions {ev.show('missions')}."
+        runs = f"runs {ev.show('runs')}" if len(ev.runs) > 1 else "different features or times"
+        return f"{head} Met: it was forgotten in {runs}."
+    if ev.count == 1:
+        return f"{head} Missed: it was forgotten once ({ev.occasion}); it needs another run."
+    return (f"{head} Missed: {_all(ev.count)} came from one occasion ({ev.occasion}): a "
+            "run restating what it forgot is one occasion; it needs another run.")
+
+
+def _notes(count: int) -> str:
+    return "1 note" if count == 1 else f"{count} notes"
+
+
+def _all(count: int) -> str:
+    return "both notes" if count == 2 else f"all {count} notes"
+
+
+def never_promoted(kind: str) -> str:
+    """Why a note of a kind no rule promotes never reaches identity."""
+    return (f"{NEVER[kind]} notes are never promoted to identity: only TRICK, FAIL and FORGOT "
+            "are. They stay in MEMORY.md and summary.md, where the curator merges and bounds "
+            "them.")
+
+
+def find_line(text: str, lesson: str, similarity: float) -> str | None:
+    """The line of an identity file (or its archive) that says `lesson` in any words."""
+    index, lines = LessonIndex(similarity), text.splitlines()
+    for n, line in enumerate(lines):
+        for said in identity_lessons(line):
+            index.add("", normalize(said), n)
+    hit = index.find("", normalize(lesson))
+    return None if hit is None else lines[hit].strip()
+
+
+def place(ev: Evidence, role_text: str, archive_text: str, similarity: float) -> str:
+    """Where the lesson is now, given the role's identity file and its archive."""
+    role_file, archive = f"identity/{ev.role}.md", f"identity/archive/{ev.role}.md"
+    line = find_line(role_text, ev.text, similarity)
+    if line is not None:
+        by_hand = " (a line a person wrote)" if strength(line) is None else ""
+        return f"now: in {role_file}{by_hand}: {line}"
+    line = find_line(archive_text, ev.text, similarity)
+    if line is not None:
+        return (f"now: in {archive}, moved out of {role_file} for room; it comes back when "
+                f"the lesson recurs: {line}")
+    if ev.due():
+        return (f"now: in neither {role_file} nor {archive}, though due: a person deleted the "
+                "line, and it stays out until the lesson is noted again.")
+    return f"now: not in {role_file}; the rule is not met yet."
+
+
+def describe(ev: Evidence, where: str) -> str:
+    """One lesson: its first words, its evidence, its rule and where it is now."""
+    seen = ev.first if ev.first == ev.last else f"{ev.first}..{ev.last}"
+    runs = ev.show("runs") if ev.runs else "none recorded"
+    return "\n".join([
+        f"{ev.role} {ev.kind}, first noted as: {ev.text}",
+        f"  evidence: {_notes(ev.count)}, {seen}; missions: {ev.show('missions')}; "
+        f"features: {ev.show('features')}; runs: {runs}",
+        f"  rule: {rule(ev)}", f"  {where}"])
+
+
+def no_lesson(text: str, near: list[Evidence]) -> str:
+    """What to say when no lesson in the record says `text`."""
+    lines = [f"No lesson in the candidate record says this: {text}",
+             "  (only TRICK, FAIL and FORGOT notes are recorded; GOTCHA, DECISION and plain "
+             "notes are never promoted)"]
+    if near:
+        lines.append("  closest lessons:")
+        lines += [f"    {ev.role} {ev.kind}: {ev.text} ({_notes(ev.count)})" for ev in near]
+    return "\n".join(lines)
+
+
+def says(note: tuple, text: str, tracker: PromotionTracker, lessons: list[Evidence],
+         similarity: float, role: str | None, kind: str | None) -> bool:
+    """Whether an unread raw.md note (`memory.parse_fields`) says this lesson or `text`."""
+    _, n_role, _, n_kind, n_text, _ = note
+    if n_kind not in PROMOTABLE or role not in (None, n_role) or kind not in (None, n_kind):
+        return False
+    cid = tracker.clusters.find((n_role, n_kind), normalize(n_text))
+    if cid is not None and tracker.lessons[cid] in lessons:
+        return True
+    return same_lesson(text, n_text, similarity)
+
+
+def pending(unread: int, said: list[tuple]) -> str:
+    """The raw.md lines the curator has not read yet, and those that say this."""
+    head = (f"raw.md has {unread} line{'s' * (unread != 1)} the curator has not read yet, "
+            "not in the record until the next curator pass.")
+    if not said:
+        return head
+    says_it = "1 says" if len(said) == 1 else f"{len(said)} say"
+    shown = [f"  {memory.Entry._make(n).line()}" for n in said[:SHOWN]]
+    more = [f"  ... and {len(said) - SHOWN} more"] if len(said) > SHOWN else []
+    return "\n".join([f"{head} Of those, {says_it} this:", *shown, *more])
+
+
+def unread_lines(paths: CuratorPaths) -> tuple[int, list[tuple]]:
+    """How many complete raw.md lines follow the cursor, and the promotable notes among them
+    (past UNREAD_MATCHED bytes the lines are only counted)."""
+    cursor = read_json(paths.cursor) if paths.cursor.exists() else {}
+    start = int(cursor.get("processed", 0))
+    head = read_head(paths.raw, start) or b""
+    if start and (len(head) != start or sha256(head) != cursor.get("head_sha")):
+        start = 0  # raw.md changed under the cursor: the next pass reads it all
+    count, notes = 0, []
+    try:
+        with open(paths.raw, "rb") as f:
+            f.seek(start)
+            big = paths.raw.stat().st_size - start > UNREAD_MATCHED
+            for raw in f:
+                if raw.endswith(b"\n"):
+                    count += 1
+                    fields = None if big else memory.parse_fields(raw.decode("utf-8", "replace"))
+                    if fields is not None and fields[3] in PROMOTABLE:
+                        notes.append(fields)
+    except FileNotFoundError:
+        pass
+    return count, notes
