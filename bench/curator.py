@@ -15,7 +15,8 @@ reports its own wall time and CPU time, and those of the raw.md reader
 process the curator starts for a big log (harness/curator/reader.py). "peak-MiB" is
 the peak of the two processes' resident sets added up, sampled every 20 ms
 while they run (the reader exits before the curator's own peak, at its
-commit); "curator-MiB" and "reader-MiB" are each one's own peak.
+commit); "curator-MiB" and "reader-MiB" are each one's own peak. bench/cron.py times the
+cron case with the same generators: a pass over a few new entries after a long history.
 """
 
 from __future__ import annotations
@@ -78,8 +79,31 @@ def pick_lesson(rng: random.Random, pool: int, fresh: list[int]) -> int:
     return int(pool * rng.random() ** 3)  # a long tail: the first lessons recur most
 
 
-def generate(state: Path, n: int, seed: int = 1) -> None:
-    """Write a raw.md of `n` lines into `state`."""
+def entry_line(rng: random.Random, t: int, pool: int, fresh: list[int]) -> str:
+    """One raw.md line at time `t`: a note of a random kind (a lesson from a pool of `pool`,
+    taking from `fresh` as `pick_lesson` does), or about one time in 100 a line that does
+    not parse."""
+    kind = rng.choice(KINDS)
+    if kind == "lesson":
+        role, kind, text = lesson(pick_lesson(rng, pool, fresh), rng.randrange(3))
+    else:
+        role = rng.choice(("worker", "worker", "validator", "planner"))
+    feature = f"F-{rng.randint(1, 400):03d}"
+    run = f"{t - rng.randint(0, 3000)}-{role}-{feature}"
+    ts = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+    if kind == "?":
+        return rng.choice(["npm WARN deprecated glob@7.2.3", "", "Traceback (most recent call "
+                           "last):", f"[{ts[:10]}] {role} broken line"])
+    if kind == "-":
+        return f"[{ts}] {role} {feature} -: {rng.choice(PLAIN).format(f=feature)} (run {run})"
+    if kind == "DECISION":
+        topic = rng.choice(TOPICS)
+        return f"[{ts}] planner - DECISION: {topic}: use option {rng.randint(1, 40)} for {topic}"
+    return f"[{ts}] {role} {feature} {kind}: {text} (run {run})"
+
+
+def generate(state: Path, n: int, seed: int = 1) -> int:
+    """Write a raw.md of `n` lines into `state`; the time of its last line."""
     rng = random.Random(seed)
     pool = max(n // 10, 10)
     fresh = list(range(pool))
@@ -91,31 +115,28 @@ def generate(state: Path, n: int, seed: int = 1) -> None:
         buf = []
         for _ in range(n):
             t += rng.randint(1, 2 * step)
-            kind = rng.choice(KINDS)
-            if kind == "lesson":
-                role, kind, text = lesson(pick_lesson(rng, pool, fresh), rng.randrange(3))
-            else:
-                role = rng.choice(("worker", "worker", "validator", "planner"))
-            feature = f"F-{rng.randint(1, 400):03d}"
-            run = f"{t - rng.randint(0, 3000)}-{role}-{feature}"
-            ts = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
-            if kind == "?":
-                buf.append(rng.choice(["npm WARN deprecated glob@7.2.3", "", "Traceback (most "
-                                       "recent call last):", f"[{ts[:10]}] {role} broken line"]))
-            elif kind == "-":
-                buf.append(f"[{ts}] {role} {feature} -: {rng.choice(PLAIN).format(f=feature)}"
-                           f" (run {run})")
-            elif kind == "DECISION":
-                topic = rng.choice(TOPICS)
-                buf.append(f"[{ts}] planner - DECISION: {topic}: use option {rng.randint(1, 40)}"
-                           f" for {topic}")
-            else:
-                buf.append(f"[{ts}] {role} {feature} {kind}: {text} (run {run})")
+            buf.append(entry_line(rng, t, pool, fresh))
             if len(buf) >= 10000:
                 out.write("\n".join(buf) + "\n")
                 buf = []
         if buf:
             out.write("\n".join(buf) + "\n")
+    return t
+
+
+def append_entries(state: Path, count: int, history: int, t: int, seed: int,
+                   seconds: int = 1800) -> int:
+    """Append `count` lines to raw.md, spread over the `seconds` after time `t`, drawn like
+    those of `generate`'s raw.md of `history` lines (the same lesson pool, now and then a
+    lesson it never saw); the time of the last one."""
+    rng = random.Random(seed)
+    pool = max(history // 10, 10)
+    fresh = list(range(pool + seed * count, pool + (seed + 1) * count))  # new to the pool
+    with open(state / "raw.md", "a", encoding="utf-8") as out:
+        for _ in range(count):
+            t += rng.randint(1, 2 * seconds // count)
+            out.write(entry_line(rng, t, pool, fresh) + "\n")
+    return t
 
 
 def seed_candidates(identity: Path, n: int, seed: int = 2) -> None:
@@ -134,8 +155,9 @@ def seed_candidates(identity: Path, n: int, seed: int = 2) -> None:
                       f"{feature}\t{1764547200 + i}-{role}-{feature}\t{text}\n")
 
 
-def child(state: str, identity: str) -> None:
-    """Run one curator pass and print its wall time and this process's peak RSS."""
+def measure(state: str, identity: str) -> dict:
+    """One curator pass, timed: its wall and CPU time, those of its reader process, each
+    one's peak RSS, and what it did."""
     from harness.curator.curate import CuratorSettings, curate
 
     started, cpu = time.perf_counter(), time.process_time()
@@ -144,11 +166,15 @@ def child(state: str, identity: str) -> None:
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     own = resource.getrusage(resource.RUSAGE_SELF)
     reader = resource.getrusage(resource.RUSAGE_CHILDREN)
-    print(json.dumps({"seconds": seconds, "cpu": cpu,
-                      "reader_cpu": reader.ru_utime + reader.ru_stime,
-                      "curator_mib": own.ru_maxrss / 1024, "reader_mib": reader.ru_maxrss / 1024,
-                      "archived": report.archived, "promoted": len(report.promoted),
-                      "unparsed": report.unparsed}))
+    return {"seconds": seconds, "cpu": cpu, "reader_cpu": reader.ru_utime + reader.ru_stime,
+            "curator_mib": own.ru_maxrss / 1024, "reader_mib": reader.ru_maxrss / 1024,
+            "archived": report.archived, "promoted": len(report.promoted),
+            "unparsed": report.unparsed}
+
+
+def child(state: str, identity: str) -> None:
+    """Run one curator pass and print what `measure` found, as JSON."""
+    print(json.dumps(measure(state, identity)))
 
 
 def rss_mib(pid: int) -> float:
@@ -168,12 +194,14 @@ def children_of(pid: int) -> list[int]:
         return []
 
 
-def run_child(folder: Path) -> dict:
-    """One curator run in a child process, its report plus the peak of the resident sets of
-    it and its reader process added up, sampled from here every 20 ms (a sampler in the
-    child would take the curator's interpreter lock)."""
-    proc = subprocess.Popen([sys.executable, __file__, "--child", str(folder / "state"),
-                             str(folder / "identity")], stdout=subprocess.PIPE, text=True)
+def run_child(folder: Path, script: str = __file__, *flags: str) -> dict:
+    """One curator run in a child process (`script --child STATE IDENTITY [flags]`), its
+    report plus the peak of the resident sets of it and its reader process added up,
+    sampled from here every 20 ms (a sampler in the child would take the curator's
+    interpreter lock)."""
+    proc = subprocess.Popen([sys.executable, script, "--child", str(folder / "state"),
+                             str(folder / "identity"), *flags], stdout=subprocess.PIPE,
+                            text=True)
     peak = 0.0
     while proc.poll() is None:
         peak = max(peak, rss_mib(proc.pid) + sum(map(rss_mib, children_of(proc.pid))))

@@ -1,12 +1,14 @@
 """The benchmark suite: one table of the project's figures, every one measured in this run.
 
     bench/run                 # everything; the curator at 1M entries alone takes minutes
-    bench/run --quick         # the same without the curator at 1M entries
+    bench/run --quick         # the same without the curator at 1M entries (and 1M history)
     bench/run --markdown      # the table as Markdown, for the README
 
 Progress goes to stderr, the table to stdout. Timings of subprocesses are medians of
 interleaved rounds (a noisy machine slows every command alike); the curator runs three times
-per size (bench/curator.py); the prompt sizes come from bench/history.py's simulation.
+per size (bench/curator.py); five passes over 10 new entries each time the cron case after
+1k and 1M entries of history (bench/cron.py); the prompt sizes come from bench/history.py's
+simulation.
 """
 
 from __future__ import annotations
@@ -32,12 +34,16 @@ sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(ROOT))
 
 import history  # noqa: E402 - bench/ is not a package
+import lessons  # noqa: E402
 import spine  # noqa: E402
 
 from harness.state.memory import append_entry, make_entry, parse_entry  # noqa: E402
 
 WRITERS = 16
 CURATOR_SIZES = (10_000, 100_000, 1_000_000)
+CLUSTER_SIZES = (10_000, 100_000)  # curator clusters against the truth (bench/lessons.py)
+CRON_HISTORIES = (1_000, 1_000_000)  # raw.md entries of history behind a cron pass
+CRON_NEW = 10  # new entries per cron pass
 PROMPT_RUNS = (10, 1_000, 10_000)
 
 
@@ -171,6 +177,53 @@ def curator_rows(sizes: list[int]) -> list[Row]:
     return rows
 
 
+# ---- (3b): the cron case, through bench/cron.py ----
+
+
+def cron_rows(histories: list[int], passes: int = 5) -> list[Row]:
+    """A curator pass over CRON_NEW new entries per size of history (median of `passes`),
+    read from bench/cron.py's table, and the biggest history's over the smallest's."""
+    argv = [sys.executable, str(BENCH / "cron.py"), "--histories", ",".join(map(str, histories)),
+            "--passes", str(passes), "--new", str(CRON_NEW), "--profile", "0"]
+    found: dict[int, float] = {}
+    columns: list[str] = []
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, text=True) as proc:
+        for line in proc.stdout:
+            say(f"cron.py: {line.rstrip()}")
+            fields = line.split()
+            if fields[:1] == ["history"]:
+                columns = fields
+            elif columns and len(fields) == len(columns) and fields[0].isdigit():
+                found[int(fields[0])] = float(dict(zip(columns, fields, strict=True))["seconds"])
+    if proc.returncode != 0 or set(found) != set(histories):
+        raise SystemExit(f"bench: {' '.join(argv)} exited {proc.returncode} with rows for "
+                         f"{sorted(found)}; expected `history ... seconds ...` per size")
+    rows = []
+    for n in histories:
+        goal = "< 0.3 s" if n >= 1_000_000 else ""  # the cron goal: at 1M, under 0.3 s
+        rows.append(Row(f"curator pass over {CRON_NEW} new entries, {n:,} entries of history "
+                        f"(median of {passes})", ms(found[n]), goal,
+                        (found[n] < 0.3) if goal else None))
+    if len(histories) > 1:
+        small, big = min(histories), max(histories)
+        ratio = found[big] / found[small]
+        rows.append(Row(f"  pass at {big:,} / at {small:,} entries of history", f"{ratio:.2f}x",
+                        "≤ 1.5x", ratio <= 1.5))
+    return rows
+
+
+def cluster_rows(sizes: tuple[int, ...]) -> list[Row]:
+    """Pairwise precision and recall of the curator's clusters (bench/lessons.py)."""
+    rows = []
+    for n in sizes:
+        f = lessons.measure(n)
+        p, r = f.pairs.precision, f.pairs.recall
+        goal, met = ("≥ 0.97 / ≥ 0.9", p >= 0.97 and r >= 0.9) if n == 100_000 else ("", None)
+        rows.append(Row(f"curator clusters at {n // 1000}k: pairwise precision / recall",
+                        f"{p:.3f} / {r:.3f} (curator {f.curate_seconds:.1f} s)", goal, met))
+    return rows  # the goal at 100k is issue 13's
+
+
 # ---- (4): concurrent writers ----
 
 
@@ -273,7 +326,8 @@ def markdown_table(rows: list[Row]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="skip the curator at 1M entries")
+    parser.add_argument("--quick", action="store_true",
+                        help="skip the curator at 1M entries and the cron pass after 1M")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     parser.add_argument("--repeat", type=int, default=15, help="rounds per subprocess timing")
     parser.add_argument("--notes", type=int, default=200, help="notes per concurrent writer")
@@ -289,7 +343,13 @@ def main() -> None:
     say(f"curator at {', '.join(f'{n:,}' for n in sizes)} raw entries")
     rows.append(reference_row("before the curator runs"))
     rows += curator_rows(sizes)
+    histories = [n for n in CRON_HISTORIES if not (args.quick and n >= 1_000_000)]
+    say(f"curator passes over {CRON_NEW} new entries after "
+        f"{', '.join(f'{n:,}' for n in histories)} entries of history")
+    rows += cron_rows(histories)
     rows.append(reference_row("after them"))
+    say("curator clusters against the truth at 10k and 100k entries (bench/lessons.py)")
+    rows += cluster_rows(CLUSTER_SIZES)
     say(f"simulating {PROMPT_RUNS[-1]:,} runs for the worker prompt's size")
     prompt, history_note = prompt_rows(PROMPT_RUNS)
     rows += prompt

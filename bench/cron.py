@@ -1,0 +1,165 @@
+"""Curator benchmark, the cron case: one pass over a few new entries after a long history.
+
+    .venv/bin/python bench/cron.py                         # 1k and 1M entries of history
+    .venv/bin/python bench/cron.py --histories 1000,100000 --passes 5 --new 10
+
+A cron job runs the curator every 30 minutes; each pass finds a few new raw.md entries
+behind a history that earlier passes curated. For each history size N this writes
+bench/curator.py's raw.md of N entries and its candidate record from three other missions
+(N/20 lines), and curates them once ("history-s": that one run). Then, `--passes` times,
+it appends `--new` entries from the same lesson pool, spread over the next 30 minutes
+(`curator.append_entries`), and times one curator pass over them in a fresh subprocess
+(the curate() call, not the interpreter's start). The row is the pass of median time;
+"min-s" and "max-s" are the fastest and the slowest. Each pass loads the candidate digest
+(`<identity>/.candidates.digest`) whole and, when it appends candidates, writes it whole:
+"digest-load-s" and "digest-write-s" are those two calls' time within the pass,
+"digest-MiB" and "record-MiB" the sizes of the digest and of the candidate record after
+the passes. Last, one more pass over the biggest history runs under cProfile, and the
+top lines of its profile are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import io
+import json
+import pstats
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import curator  # noqa: E402 - bench/curator.py: the generators and the child process
+
+TIMED = ("load_digest", "_write_digest")  # harness.curator.record's digest load and write
+COLUMNS = ("history", "passes", "new", "seconds", "min-s", "max-s", "cpu-s", "digest-load-s",
+           "digest-write-s", "digest-MiB", "record-MiB", "history-s")
+WIDTH = {c: max(len(c), 7) for c in COLUMNS} | {"history": 10}
+
+
+def _time_calls(module: ModuleType, name: str, spent: dict[str, float]) -> None:
+    """Make `module.name` add the wall time of its calls to `spent[name]`."""
+    real: Callable = getattr(module, name)
+
+    def timed(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            spent[name] += time.perf_counter() - started
+
+    setattr(module, name, timed)
+
+
+def child(state: str, identity: str, profile_lines: int) -> None:
+    """One curator pass (`curator.measure`) with the digest's load and write timed, and
+    under cProfile when `profile_lines`; prints it as JSON."""
+    from harness.curator import curate, record  # noqa: F401 - imported before any profile
+
+    spent = dict.fromkeys(TIMED, 0.0)
+    for name in TIMED:
+        _time_calls(record, name, spent)
+    profiler = cProfile.Profile() if profile_lines else None
+    with profiler or contextlib.nullcontext():
+        result = curator.measure(state, identity)
+    result.update({f"{name.strip('_')}_s": seconds for name, seconds in spent.items()})
+    if profiler:
+        text = io.StringIO()
+        stats = pstats.Stats(profiler, stream=text)
+        for order in ("cumulative", "tottime"):  # the calls that hold the time, then its sinks
+            stats.sort_stats(order).print_stats(profile_lines)
+        result["profile"] = text.getvalue()
+    print(json.dumps(result))
+
+
+def build_history(folder: Path, n: int) -> tuple[int, dict]:
+    """raw.md of `n` entries and its candidate record, curated once: the time of its last
+    entry, and that run's report."""
+    last = curator.generate(folder / "state", n)
+    curator.seed_candidates(folder / "identity", n)
+    return last, curator.run_child(folder)
+
+
+def cron_passes(folder: Path, history: int, last: int, passes: int, new: int
+                ) -> tuple[int, list[dict]]:
+    """`passes` curator passes, each after `new` entries appended: the time of the last
+    entry, and each pass's report."""
+    results = []
+    for p in range(passes):
+        last = curator.append_entries(folder / "state", new, history, last, seed=p + 1)
+        results.append(curator.run_child(folder, __file__))
+    return last, results
+
+
+def mib(path: Path) -> float:
+    return path.stat().st_size / 2**20 if path.exists() else 0.0
+
+
+def row(history: int, new: int, results: list[dict], first: dict, folder: Path) -> str:
+    """The table's row: the pass of median time, the spread, the files' sizes."""
+    times = sorted(r["seconds"] for r in results)
+    median = sorted(results, key=lambda r: r["seconds"])[len(results) // 2]
+    identity = folder / "identity"
+    figures = (history, len(results), new, median["seconds"], times[0], times[-1],
+               median["cpu"], median["load_digest_s"], median["write_digest_s"],
+               mib(identity / ".candidates.digest"), mib(identity / ".candidates.log"),
+               first["seconds"])
+    return " ".join(f"{f:>{WIDTH[c]}.3f}" if isinstance(f, float) else f"{f:>{WIDTH[c]}}"
+                    for c, f in zip(COLUMNS, figures, strict=True))
+
+
+def profile(folder: Path, history: int, last: int, new: int, lines: int) -> str:
+    """One more pass over `new` entries, under cProfile: its top `lines` by cumulative time."""
+    curator.append_entries(folder / "state", new, history, last, seed=0)
+    result = curator.run_child(folder, __file__, "--child-profile", str(lines))
+    return (f"one more pass over {new} new entries, {history:,} entries of history, under "
+            f"cProfile: {result['seconds']:.3f} s (digest load {result['load_digest_s']:.3f} s, "
+            f"write {result['write_digest_s']:.3f} s)\n{result['profile'].strip()}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--histories", default="1000,1000000",
+                        help="raw.md entries of history, comma-separated")
+    parser.add_argument("--passes", type=int, default=5, help="timed passes per history")
+    parser.add_argument("--new", type=int, default=10, help="new raw.md entries per pass")
+    parser.add_argument("--profile", type=int, default=25, metavar="LINES",
+                        help="profile lines of one more pass at the biggest history; 0: none")
+    parser.add_argument("--child", nargs=2, metavar=("STATE", "IDENTITY"), help=argparse.SUPPRESS)
+    parser.add_argument("--child-profile", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(*args.child, args.child_profile)
+        return
+    histories = [int(s) for s in args.histories.split(",") if s.strip()]
+    print(" ".join(f"{c:>{WIDTH[c]}}" for c in COLUMNS), flush=True)
+    seconds: dict[int, float] = {}
+    profiled = ""
+    for n in histories:
+        folder = Path(tempfile.mkdtemp(prefix=f"curator-cron-{n}-"))
+        try:
+            last, first = build_history(folder, n)
+            last, results = cron_passes(folder, n, last, max(1, args.passes), args.new)
+            print(row(n, args.new, results, first, folder), flush=True)
+            seconds[n] = sorted(r["seconds"] for r in results)[len(results) // 2]
+            if args.profile and n == max(histories):
+                profiled = profile(folder, n, last, args.new, args.profile)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+    if len(seconds) > 1:
+        small, big = min(seconds), max(seconds)
+        print(f"\npass at {big:,} / at {small:,} entries of history: "
+              f"{seconds[big] / seconds[small]:.2f}x")
+    if profiled:
+        print(f"\n{profiled}")
+
+
+if __name__ == "__main__":
+    main()
