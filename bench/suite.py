@@ -224,6 +224,25 @@ def cluster_rows(sizes: tuple[int, ...]) -> list[Row]:
     return rows  # the goal at 100k is issue 13's
 
 
+def corpus_rows() -> list[Row]:
+    """Promotion precision and recall on each labelled corpus (tests/corpus_quality.py): the
+    development one the curator was tuned on, and the held-out ones written apart from it."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import corpus_quality
+
+    rows = []
+    for folder in [corpus_quality.DEVELOPMENT, *corpus_quality.held_out_corpora()]:
+        with tempfile.TemporaryDirectory() as work:
+            q = corpus_quality.evaluate(folder, Path(work))
+        held_out = folder != corpus_quality.DEVELOPMENT
+        label = "held out" if held_out else "development"
+        met = q.precision >= 0.95 and q.recall >= 0.9
+        rows.append(Row(f"promotions on corpus {folder.name} ({label}): precision / recall",
+                        f"{q.precision:.3f} / {q.recall:.3f} ({q.right} of {q.expected} due)",
+                        "≥ 0.95 / ≥ 0.9" if held_out else "", met if held_out else None))
+    return rows
+
+
 # ---- (4): concurrent writers ----
 
 
@@ -350,6 +369,7 @@ def main() -> None:
     rows.append(reference_row("after them"))
     say("curator clusters against the truth at 10k and 100k entries (bench/lessons.py)")
     rows += cluster_rows(CLUSTER_SIZES)
+    rows += corpus_rows()
     say(f"simulating {PROMPT_RUNS[-1]:,} runs for the worker prompt's size")
     prompt, history_note = prompt_rows(PROMPT_RUNS)
     rows += prompt
