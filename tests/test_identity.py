@@ -37,6 +37,13 @@ def test_the_weakest_promoted_lines_leave_and_hand_lines_stay() -> None:
     assert split_to_bound(text, len(text)) == (text, [])
 
 
+def test_of_two_equal_lines_the_newer_stays() -> None:
+    older, newer = WEAK, WEAK.replace("npm ci", "pnpm i --frozen-lockfile")
+    text = f"# worker\n\n{older}\n{newer}\n"
+    assert split_to_bound(text, len(text) - len(older) - 1) == (
+        f"# worker\n\n{newer}\n", [older])
+
+
 def test_moving_is_safe_to_redo_and_loses_nothing(tmp_path: Path) -> None:
     role_file = tmp_path / "worker.md"
     text = "".join(line + "\n" for line in ("# worker", "", WEAK, STRONG, MIDDLE))

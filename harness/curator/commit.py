@@ -16,9 +16,7 @@ from typing import Any
 
 import orjson
 
-from harness.config import IDENTITY_CHARS
 from harness.curator import record as candidates
-from harness.curator.identity import bound_role_file
 from harness.curator.promotion import IdentityIndex
 from harness.errors import UsageError
 from harness.state import memory
@@ -86,10 +84,6 @@ def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
     skipped: set[int] = set()
     if journal["promotions"]:
         skipped = _promote(paths, journal["identity_sizes"], similarity)
-        for role in journal["identity_sizes"]:  # within the bound, under the identity lock
-            with hold_lock(paths.identity / ".identity.lock"):
-                bound_role_file(paths.identity, role, journal.get("identity_bound",
-                                                                  IDENTITY_CHARS))
     _archive(paths, journal)
     _rewrite_raw(paths, journal["raw"])
     raw = journal["raw"]

@@ -52,6 +52,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.curator.commit import CuratorPaths, apply_journal, read_json, write_journal
+from harness.curator.identity import bound_identity
 from harness.curator.planning import Planner
 from harness.curator.settings import CuratorReport, CuratorSettings, Refine
 from harness.errors import UsageError
@@ -91,6 +92,10 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
             report.promoted = [p for n, p in enumerate(report.promoted) if n not in skipped]
         # freed while the cycle collector is still off: its first pass after would walk them
         del planner, journal
+        if not dry_run:  # after the plan's structures are gone: a first big run promotes many
+            with hold_lock(paths.identity / ".identity.lock"):
+                report.identity_archived = bound_identity(paths.identity,
+                                                          settings.identity_chars)
         return report
 
 

@@ -39,24 +39,33 @@ def strength(line: str) -> tuple[int, int, int, str] | None:
     return listed("missions"), listed("features"), int(m["count"]), m["last"]
 
 
+Strength = tuple[int, int, int, str]
+
+
+def kept_lines(rows: list[tuple[int, Strength | None]], bound: int) -> set[int]:
+    """Which promoted lines stay, given each line's (length, strength) in file order: the
+    strongest that fit in what hand-written lines leave of `bound` (ties: the newer)."""
+    room = bound - sum(length for length, s in rows if s is None)
+    keep: set[int] = set()
+    for _, i in sorted(((s, i) for i, (_, s) in enumerate(rows) if s is not None),
+                       reverse=True):
+        if rows[i][0] <= room:
+            room -= rows[i][0]
+            keep.add(i)
+    return keep
+
+
 def split_to_bound(text: str, bound: int) -> tuple[str, list[str]]:
-    """The file's text within `bound` characters, and the promoted lines that must leave it
-    (the weakest first to go; ties: the older line goes). Hand-written lines all stay."""
+    """The file's text within `bound` characters, and the promoted lines that must leave it.
+    Hand-written lines all stay."""
     if len(text) <= bound:
         return text, []
     lines = text.splitlines(keepends=True)
-    ranked = sorted(((s, -i) for i, line in enumerate(lines)
-                     if (s := strength(line)) is not None), reverse=True)
-    room = bound - sum(len(line) for line in lines if strength(line) is None)
-    keep: set[int] = set()
-    for _, neg_i in ranked:
-        if len(lines[-neg_i]) <= room:
-            room -= len(lines[-neg_i])
-            keep.add(-neg_i)
-    kept = "".join(line for i, line in enumerate(lines) if strength(line) is None or i in keep)
-    moved = [line.rstrip("\n") for i, line in enumerate(lines)
-             if strength(line) is not None and i not in keep]
-    return kept, moved
+    strengths = [strength(line) for line in lines]
+    keep = kept_lines([(len(line), s) for line, s in zip(lines, strengths, strict=True)], bound)
+    stays = [s is None or i in keep for i, s in enumerate(strengths)]
+    return ("".join(line for line, ok in zip(lines, stays, strict=True) if ok),
+            [line.rstrip("\n") for line, ok in zip(lines, stays, strict=True) if not ok])
 
 
 def archive_path(identity: Path, role: str) -> Path:
@@ -65,28 +74,49 @@ def archive_path(identity: Path, role: str) -> Path:
 
 def bound_role_file(identity: Path, role: str, bound: int) -> int:
     """Keep `identity/<role>.md` within `bound`, the weakest lines moved to the archive;
-    how many moved. Safe to redo: a line already in the archive is not written twice."""
+    how many moved. Read twice as a stream: after a first big run the file may hold tens
+    of thousands of promotions, nearly all of them about to move. Safe to redo: a line
+    already in the archive is not written twice."""
     path = identity / f"{role}.md"
     try:
-        text = path.read_text(encoding="utf-8")
+        if path.stat().st_size <= bound:  # characters never outnumber bytes
+            return 0
+        with open(path, encoding="utf-8") as f:
+            rows = [(len(line), strength(line), hash(line.rstrip("\n"))) for line in f]
     except FileNotFoundError:
         return 0
-    kept, moved = split_to_bound(text, bound)
-    if not moved:
+    keep = kept_lines([(length, s) for length, s, _ in rows], bound)
+    moving = [i for i, (_, s, _) in enumerate(rows) if s is not None and i not in keep]
+    if not moving:
         return 0
     archive = archive_path(identity, role)
+    there = _archived(archive, {rows[i][2] for i in moving})
+    moving_set = set(moving)
+    kept: list[str] = []
     archive.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, encoding="utf-8") as f, open(archive, "a", encoding="utf-8") as out:
+        if out.tell() == 0:
+            out.write(f"# {role}: lessons moved out of identity/{role}.md for room\n\n")
+        for i, line in enumerate(f):
+            if i not in moving_set:
+                kept.append(line)
+            elif rows[i][2] not in there:
+                out.write(line if line.endswith("\n") else line + "\n")
+        out.flush()
+        os.fsync(out.fileno())
+    atomic_write(path, "".join(kept))
+    return len(moving)
+
+
+def bound_identity(identity: Path, bound: int) -> int:
+    """`bound_role_file` for every role file; how many lines moved in all."""
+    return sum(bound_role_file(identity, p.stem, bound) for p in sorted(identity.glob("*.md")))
+
+
+def _archived(archive: Path, wanted: set[int]) -> set[int]:
+    """Which of the `wanted` line hashes the archive holds already (a redo after a crash)."""
     try:
-        there = set(archive.read_text(encoding="utf-8").splitlines())
+        with open(archive, encoding="utf-8") as f:
+            return {h for line in f if (h := hash(line.rstrip("\n"))) in wanted}
     except FileNotFoundError:
-        there = set()
-    new = [line for line in moved if line not in there]
-    if new:
-        with open(archive, "a", encoding="utf-8") as out:
-            if not there:
-                out.write(f"# {role}: lessons moved out of identity/{role}.md for room\n\n")
-            out.write("".join(line + "\n" for line in new))
-            out.flush()
-            os.fsync(out.fileno())
-    atomic_write(path, kept)
-    return len(moved)
+        return set()

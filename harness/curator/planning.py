@@ -96,7 +96,7 @@ class Planner:
             "version": FORMAT_VERSION, "batch": self.batch,
             "files": changed, "candidates": self.n_staged, "promotions": len(promotions),
             "identity_sizes": self.identity_sizes,
-            "identity_bound": self.settings.identity_chars, "memory_archive": compacted.archived,
+ "memory_archive": compacted.archived,
             "archive_sizes": archive_sizes(paths.archive, [m for _, _, m in months],
                                            bool(compacted.archived)),
             "raw": {"end": scan.end, "cut": scan.cut, "inode": scan.inode,

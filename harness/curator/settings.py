@@ -36,6 +36,7 @@ class CuratorReport:
     unparsed: int = 0  # new lines that did not parse (moved like any other)
     promoted: list[Promotion] = field(default_factory=list)
     memory_archived: int = 0  # MEMORY.md lines moved to the archive
+    identity_archived: int = 0  # identity lines moved to identity/archive/ for room
     diffs: dict[str, str] = field(default_factory=dict)  # path -> unified diff
     changes: list[str] = field(default_factory=list)
     dry_run: bool = False
@@ -54,6 +55,9 @@ class CuratorReport:
             lines.append("finished an interrupted curator run first")
         if self.model:
             lines.append(f"model's rewrite: {self.model}")
+        if self.identity_archived:
+            lines.append(f"moved {self.identity_archived} identity lines to identity/archive/ "
+                         "for room (the strongest lessons stay)")
         lines += self.changes
         shown = self.promoted[:PROMOTIONS_SHOWN]
         lines += [f"{verb}promote to identity/{p.role}.md: {p.kind}: {p.text}" for p in shown]
