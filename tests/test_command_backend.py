@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 from datetime import datetime, timezone
@@ -317,3 +318,33 @@ def test_budget_is_checked_before_the_cli_starts(tmp_path):
     with pytest.raises(BudgetError):
         CommandBackend().run("x", session)
     assert not marker.exists()
+
+
+ZOMBIE_CHECK = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from harness.agent.reaper import adopt_orphans
+from harness.backends.command import CommandBackend
+from test_command_backend import make_session
+
+assert adopt_orphans()  # as run.sh's process is: orphans become our children
+session = make_session(Path(sys.argv[2]), preset="generic", kill_grace=30,
+                       command=["sh", "-c", "sleep 60 & echo done"])
+started = time.monotonic()
+outcome = CommandBackend().run("prompt", session)
+print(outcome.status, round(time.monotonic() - started, 1))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="child subreapers are Linux's")
+def test_a_child_the_cli_leaves_behind_does_not_hold_up_the_run_as_a_zombie(
+        tmp_path: Path) -> None:
+    # Under run.sh (a subreaper) the CLI's orphaned `sleep` becomes the harness's child; once
+    # the group is stopped it is a zombie of ours that kept `killpg(pgid, 0)` succeeding, so
+    # the run waited the whole kill_grace (30 s here) before the fix.
+    result = subprocess.run([sys.executable, "-c", ZOMBIE_CHECK, str(Path(__file__).parent),
+                             str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    status, seconds = result.stdout.split()
+    assert status == FINISHED and float(seconds) < 15

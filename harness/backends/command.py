@@ -179,11 +179,23 @@ def _wait(proc: subprocess.Popen, wall: float | None, grace: float) -> bool:
     if _signal_group(proc.pid, signal.SIGTERM):
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline and _signal_group(proc.pid, 0):
-            proc.poll()  # reap the leader, or the group never looks empty
+            if proc.poll() is not None:  # reap the leader, or the group never looks empty
+                _reap_group(proc.pid)
             time.sleep(0.05)
         _signal_group(proc.pid, signal.SIGKILL)
     proc.wait()
     return timed_out
+
+
+def _reap_group(pgid: int) -> None:
+    """Reap the group's members that have become our children and died. Under run.sh (a
+    child subreaper) what the CLI leaves behind is handed to us; dead and unreaped, it
+    would keep the group looking alive until the grace ran out."""
+    try:
+        while os.waitpid(-pgid, os.WNOHANG)[0] > 0:
+            pass
+    except ChildProcessError:
+        pass  # none of the group is our child
 
 
 def _signal_group(pgid: int, sig: int) -> bool:
