@@ -66,8 +66,22 @@ class CuratorPaths:
     def record(self) -> Path:
         return self.identity / candidates.RECORD
 
+    @property
+    def identity_lock(self) -> Path:
+        return self.identity / ".identity.lock"
+
     def role_file(self, role: str) -> Path:
         return self.identity / f"{role}.md"
+
+
+def cursor_start(paths: CuratorPaths, cursor: dict) -> int | None:
+    """Where the last run left raw.md (0 when none did), or None when raw.md no longer
+    starts with the bytes the cursor hashed: then it is read from the start."""
+    start = int(cursor.get("processed", 0))
+    if not start:
+        return 0
+    head = read_head(paths.raw, start) or b""
+    return start if len(head) == start and sha256(head) == cursor.get("head_sha") else None
 
 
 def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
@@ -129,7 +143,7 @@ def _promote(paths: CuratorPaths, sizes: dict[str, int], similarity: float) -> s
     skipped: set[int] = set()
     outs: dict[str, Any] = {}
     recheck: dict[str, IdentityIndex] = {}
-    with hold_lock(paths.identity / ".identity.lock"), \
+    with hold_lock(paths.identity_lock), \
             open(paths.staged_promotions, encoding="utf-8") as staged:
         try:
             for n, (role, _, text, line) in enumerate(_staged_rows(staged)):

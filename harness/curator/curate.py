@@ -39,6 +39,10 @@ the next run if the journal is still there; each step is safe to redo:
 6. cursor: `curator/cursor.json` gets the new `processed` offset (end - cut)
    and a hash of those bytes; then the journal goes.
 
+Last, with the plan's structures freed, every identity file is brought within its
+bound (`identity`): the weakest promoted lines move to `identity/archive/`. It
+needs no journal: it is safe to redo, and the next run does it if this one died.
+
 So after any run, or any crash followed by a run, archive plus raw.md hold
 every line ever appended exactly once, and no note is counted twice. A dry run
 plans, fills the diffs and writes nothing.
@@ -93,7 +97,7 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
         # freed while the cycle collector is still off: its first pass after would walk them
         del planner, journal
         if not dry_run:  # after the plan's structures are gone: a first big run promotes many
-            with hold_lock(paths.identity / ".identity.lock"):
+            with hold_lock(paths.identity_lock):
                 report.identity_archived = bound_identity(paths.identity,
                                                           settings.identity_chars)
         return report

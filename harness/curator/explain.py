@@ -14,15 +14,14 @@ from pathlib import Path
 
 from rapidfuzz import fuzz, process
 
-from harness.curator.commit import CuratorPaths, read_json, read_text
+from harness.curator.commit import CuratorPaths, cursor_start, read_json, read_text
 from harness.curator.identity import archive_path, strength
-from harness.curator.matching import LessonIndex, same_lesson
-from harness.curator.promotion import PROMOTABLE, Evidence, PromotionTracker, identity_lessons
+from harness.curator.matching import same_lesson
+from harness.curator.promotion import PROMOTABLE, Evidence, IdentityIndex, PromotionTracker
 from harness.curator.record import load_digest, read_record
 from harness.curator.text import normalize
 from harness.errors import UsageError
 from harness.state import memory
-from harness.state.store import read_head, sha256
 
 NEVER = {"GOTCHA": "GOTCHA", "DECISION": "DECISION", "-": "plain"}
 CLOSEST = 3  # lessons named when nothing matches
@@ -151,12 +150,9 @@ def never_promoted(kind: str) -> str:
 
 def find_line(text: str, lesson: str, similarity: float) -> str | None:
     """The line of an identity file (or its archive) that says `lesson` in any words."""
-    index, lines = LessonIndex(similarity), text.splitlines()
-    for n, line in enumerate(lines):
-        for said in identity_lessons(line):
-            index.add("", normalize(said), n)
-    hit = index.find("", normalize(lesson))
-    return None if hit is None else lines[hit].strip()
+    index = IdentityIndex(similarity)
+    index.add_text("", text)
+    return index.line_of("", lesson)
 
 
 def place(ev: Evidence, role_text: str, archive_text: str, similarity: float) -> str:
@@ -226,10 +222,7 @@ def unread_lines(paths: CuratorPaths) -> tuple[int, list[tuple]]:
     """How many complete raw.md lines follow the cursor, and the promotable notes among them
     (past UNREAD_MATCHED bytes the lines are only counted)."""
     cursor = read_json(paths.cursor) if paths.cursor.exists() else {}
-    start = int(cursor.get("processed", 0))
-    head = read_head(paths.raw, start) or b""
-    if start and (len(head) != start or sha256(head) != cursor.get("head_sha")):
-        start = 0  # raw.md changed under the cursor: the next pass reads it all
+    start = cursor_start(paths, cursor) or 0  # None: the next pass reads raw.md whole
     count, notes = 0, []
     try:
         with open(paths.raw, "rb") as f:

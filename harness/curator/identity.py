@@ -25,7 +25,10 @@ _PROMOTED = re.compile(
     r"features: (?P<features>[^;\]]*)(?:; runs: [^\]]*)?\]$")
 
 
-def strength(line: str) -> tuple[int, int, int, str] | None:
+Strength = tuple[int, int, int, str]  # missions, features, notes, last seen
+
+
+def strength(line: str) -> Strength | None:
     """How much evidence a promoted line carries (missions, features, notes, last seen), or
     None for a line a person wrote. A list cut short (`, ...`) counts one more."""
     m = _PROMOTED.match(line.rstrip("\n"))
@@ -37,9 +40,6 @@ def strength(line: str) -> tuple[int, int, int, str] | None:
         return len([v for v in values if v and v != "..."]) + ("..." in values)
 
     return listed("missions"), listed("features"), int(m["count"]), m["last"]
-
-
-Strength = tuple[int, int, int, str]
 
 
 def kept_lines(rows: list[tuple[int, Strength | None]], bound: int) -> set[int]:

@@ -24,6 +24,7 @@ from harness.curator.commit import (
     HEAD_BYTES,
     CuratorPaths,
     archive_sizes,
+    cursor_start,
     read_json,
     read_text,
 )
@@ -42,7 +43,7 @@ from harness.curator.scan import Record, Scan, ScanJob
 from harness.curator.settings import CuratorReport, CuratorSettings, Refine
 from harness.curator.text import Norm
 from harness.state import memory
-from harness.state.store import read_head, sha256
+from harness.state.store import sha256
 
 STAGED_ROWS = 1000  # staged promotions per line: a JSON call per line, not per promotion
 
@@ -129,11 +130,8 @@ class Planner:
 
     def _checked_start(self, cursor: dict) -> int:
         """The cursor's offset if raw.md still starts with what it hashed, else 0."""
-        start = int(cursor.get("processed", 0))
-        if not start:
-            return 0
-        head = read_head(self.paths.raw, start) or b""
-        if len(head) == start and sha256(head) == cursor.get("head_sha"):
+        start = cursor_start(self.paths, cursor)
+        if start is not None:
             return start
         self.report.changes.append("raw.md does not start where the last run left it; "
                                    "reading it from the start")

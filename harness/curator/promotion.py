@@ -244,22 +244,28 @@ class IdentityIndex:
 
     def __init__(self, similarity: float) -> None:
         self._index = LessonIndex(similarity)
-        self._n = 0
+        self._lines: list[str] = []  # indexed lesson -> the line that says it
 
     def add_text(self, role: str, text: str) -> None:
         """Index every line of `role`'s identity file."""
-        for lesson in identity_lessons(text):
-            self.add(role, lesson)
+        for line in text.splitlines():
+            for lesson in identity_lessons(line):
+                self.add(role, lesson, line.strip())
 
-    def add(self, role: str, lesson: str) -> None:
-        self._index.add(role, normalize(lesson), self._n)
-        self._n += 1
+    def add(self, role: str, lesson: str, line: str = "") -> None:
+        self._index.add(role, normalize(lesson), len(self._lines))
+        self._lines.append(line)
 
     def knows(self, role: str, lesson: str) -> bool:
         """Whether `role`'s identity already holds this lesson, in any words."""
+        return self.line_of(role, lesson) is not None
+
+    def line_of(self, role: str, lesson: str) -> str | None:
+        """The line of `role`'s identity that says this lesson, in any words, or None."""
         if not self._index.has(role):
-            return False  # an empty identity file: spare normalising every due lesson
-        return self._index.find(role, normalize(lesson)) is not None
+            return None  # an empty identity file: spare normalising every due lesson
+        hit = self._index.find(role, normalize(lesson))
+        return None if hit is None else self._lines[hit]
 
 
 @dataclass

@@ -58,6 +58,7 @@ class ModelCuration:
         self.mission = mission_name(config, paths.state)
         self.settings = settings_for(config)
         self.report = CuratorReport()
+        self.expected: tuple = ()  # the rules' result the model was shown
 
     def run(self) -> CuratorReport:
         """Plan, ask the model, then curate with its answer; the report of the real pass."""
