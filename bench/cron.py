@@ -10,12 +10,12 @@ bench/curator.py's raw.md of N entries and its candidate record from three other
 it appends `--new` entries from the same lesson pool, spread over the next 30 minutes
 (`curator.append_entries`), and times one curator pass over them in a fresh subprocess
 (the curate() call, not the interpreter's start). The row is the pass of median time;
-"min-s" and "max-s" are the fastest and the slowest. Each pass loads the candidate digest
-(`<identity>/.candidates.digest`) whole and, when it appends candidates, writes it whole:
-"digest-load-s" and "digest-write-s" are those two calls' time within the pass,
-"digest-MiB" and "record-MiB" the sizes of the digest and of the candidate record after
-the passes. Last, one more pass over the biggest history runs under cProfile, and the
-top lines of its profile are printed.
+"min-s" and "max-s" are the fastest and the slowest. Each pass opens the lesson database
+(`<identity>/.candidates.db`, `harness.curator.lessondb`), reads the rows its new notes
+touch and, when it appends candidates, writes back what changed: "db-open-s" and
+"db-write-s" are the open and the write within the pass, "db-MiB" and "record-MiB" the
+sizes of the database and of the candidate record after the passes. Last, one more pass
+over the biggest history runs under cProfile, and the top lines of its profile are printed.
 """
 
 from __future__ import annotations
@@ -38,9 +38,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import curator  # noqa: E402 - bench/curator.py: the generators and the child process
 
-TIMED = ("load_digest", "_write_digest")  # harness.curator.record's digest load and write
-COLUMNS = ("history", "passes", "new", "seconds", "min-s", "max-s", "cpu-s", "digest-load-s",
-           "digest-write-s", "digest-MiB", "record-MiB", "history-s")
+# harness.curator.lessondb's open and its two writes (what changed; a whole new database)
+TIMED = ("load", "_write_changes", "_write_whole")
+COLUMNS = ("history", "passes", "new", "seconds", "min-s", "max-s", "cpu-s", "db-open-s",
+           "db-write-s", "db-MiB", "record-MiB", "history-s")
 WIDTH = {c: max(len(c), 7) for c in COLUMNS} | {"history": 10}
 
 
@@ -59,17 +60,18 @@ def _time_calls(module: ModuleType, name: str, spent: dict[str, float]) -> None:
 
 
 def child(state: str, identity: str, profile_lines: int) -> None:
-    """One curator pass (`curator.measure`) with the digest's load and write timed, and
+    """One curator pass (`curator.measure`) with the database's open and write timed, and
     under cProfile when `profile_lines`; prints it as JSON."""
-    from harness.curator import curate, record  # noqa: F401 - imported before any profile
+    from harness.curator import curate, lessondb  # noqa: F401 - imported before any profile
 
     spent = dict.fromkeys(TIMED, 0.0)
     for name in TIMED:
-        _time_calls(record, name, spent)
+        _time_calls(lessondb, name, spent)
     profiler = cProfile.Profile() if profile_lines else None
     with profiler or contextlib.nullcontext():
         result = curator.measure(state, identity)
-    result.update({f"{name.strip('_')}_s": seconds for name, seconds in spent.items()})
+    result["open_s"] = spent["load"]
+    result["write_s"] = spent["_write_changes"] + spent["_write_whole"]
     if profiler:
         text = io.StringIO()
         stats = pstats.Stats(profiler, stream=text)
@@ -108,8 +110,8 @@ def row(history: int, new: int, results: list[dict], first: dict, folder: Path) 
     median = sorted(results, key=lambda r: r["seconds"])[len(results) // 2]
     identity = folder / "identity"
     figures = (history, len(results), new, median["seconds"], times[0], times[-1],
-               median["cpu"], median["load_digest_s"], median["write_digest_s"],
-               mib(identity / ".candidates.digest"), mib(identity / ".candidates.log"),
+               median["cpu"], median["open_s"], median["write_s"],
+               mib(identity / ".candidates.db"), mib(identity / ".candidates.log"),
                first["seconds"])
     return " ".join(f"{f:>{WIDTH[c]}.3f}" if isinstance(f, float) else f"{f:>{WIDTH[c]}}"
                     for c, f in zip(COLUMNS, figures, strict=True))
@@ -120,8 +122,8 @@ def profile(folder: Path, history: int, last: int, new: int, lines: int) -> str:
     curator.append_entries(folder / "state", new, history, last, seed=0)
     result = curator.run_child(folder, __file__, "--child-profile", str(lines))
     return (f"one more pass over {new} new entries, {history:,} entries of history, under "
-            f"cProfile: {result['seconds']:.3f} s (digest load {result['load_digest_s']:.3f} s, "
-            f"write {result['write_digest_s']:.3f} s)\n{result['profile'].strip()}")
+            f"cProfile: {result['seconds']:.3f} s (database open {result['open_s']:.3f} s, "
+            f"write {result['write_s']:.3f} s)\n{result['profile'].strip()}")
 
 
 def main() -> None:

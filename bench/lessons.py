@@ -45,7 +45,8 @@ sys.path.insert(0, str(ROOT))
 
 from harness.curator.clusters import Clusters  # noqa: E402 - after the path is set
 from harness.curator.curate import CuratorSettings, curate  # noqa: E402
-from harness.curator.record import RecordRead, load_digest, read_record  # noqa: E402
+from harness.curator.lessondb import load_all  # noqa: E402
+from harness.curator.record import RecordRead, read_record  # noqa: E402
 
 
 class Tool(NamedTuple):
@@ -367,11 +368,11 @@ def curator_clusters(identity: Path, notes: list[Note], similarity: float) -> li
         raise SystemExit("bench: the candidate record does not hold the generated notes")
     for c in candidates:
         out.append((c.role, c.kind, clusters.assign_text((c.role, c.kind), c.text)))
-    tracker, _ = load_digest(identity, similarity)
-    digest = Counter((ev.role, ev.kind, ev.count) for ev in tracker.lessons if ev)
+    tracker, _ = load_all(identity, similarity)
+    stored = Counter((ev.role, ev.kind, ev.count) for ev in tracker.lessons if ev)
     replayed = Counter((role, kind, n) for (role, kind, _), n in Counter(out).items())
-    if digest != replayed:
-        raise SystemExit("bench: the replayed clusters differ from the run's digest")
+    if stored != replayed:
+        raise SystemExit("bench: the replayed clusters differ from the run's lesson database")
     return out
 
 

@@ -11,19 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from harness.curator import matching
+from harness.curator import matching, shortlist
 from harness.curator import text as norm_text
 from harness.curator.book import Bounds, MemoryBook, topic_of
 from harness.curator.check import ModelResult, ProposedPromotion, check_model_result
+from harness.curator.identity import IdentityIndex, identity_lessons
 from harness.curator.items import clip, memory_ids, parse_item, summary_refs
 from harness.curator.matching import LessonIndex, same_lesson
 from harness.curator.promotion import (
     Candidate,
     Evidence,
-    IdentityIndex,
     Promotion,
     PromotionTracker,
-    identity_lessons,
     parse_candidate,
     plan_promotions,
 )
@@ -159,20 +158,20 @@ def test_index_scores_a_bounded_shortlist_not_every_lesson(monkeypatch) -> None:
     monkeypatch.setattr(matching, "fuzz", Counting)
     assert idx.find("b", normalize("pnpm test src/mod17/case.ts wants its fixtures first")) == 17
     assert idx.find("b", normalize("pnpm test src/new/case.ts needs the fixtures first")) is None
-    assert 0 < len(calls) <= 2 * matching.SHORTLIST
+    assert 0 < len(calls) <= 2 * shortlist.SHORTLIST
 
 
 def reference_shortlist(bucket, words: set[str]) -> list[int]:
     """_shortlist's docstring, spelled out: the recent variants under the three rarest words
     (ties by word), scored 4, 2 and 1 for each of them they are under; best first, ties in
     the order the variants first appear under the rarest word, then the next, then the third."""
-    rare = sorted((bucket.df[w], w) for w in words if bucket.df.get(w))[:matching.BLOCK_WORDS]
+    rare = sorted((bucket.df[w], w) for w in words if bucket.df.get(w))[:shortlist.BLOCK_WORDS]
     score: dict[int, int] = {}
     for weight, (_, w) in zip((4, 2, 1), rare, strict=False):  # rare may have fewer
-        for vid in bucket.postings[w][-matching.POSTING_CAP:]:
+        for vid in bucket.postings[w][-shortlist.POSTING_CAP:]:
             score[vid] = score.get(vid, 0) + weight
     order = list(score)  # first appearance
-    return sorted(order, key=lambda v: -score[v])[:matching.SHORTLIST]
+    return sorted(order, key=lambda v: -score[v])[:shortlist.SHORTLIST]
 
 
 def test_the_shortlist_ranks_as_documented() -> None:
@@ -187,7 +186,7 @@ def test_the_shortlist_ranks_as_documented() -> None:
         bucket = idx._buckets["b"]
         for _ in range(20):
             query = set(rng.sample(vocabulary, rng.randrange(1, 8)))
-            assert matching._shortlist(bucket, query) == reference_shortlist(bucket, query), \
+            assert shortlist.shortlist_of(bucket, query) == reference_shortlist(bucket, query), \
                 (trial, sorted(query))
 
 
@@ -590,13 +589,14 @@ def test_matching_does_not_depend_on_the_string_hash_seed() -> None:
     # Words of equal rarity used to be taken in set order, which differs from one process
     # to the next (PYTHONHASHSEED): the same notes could cluster differently run to run.
     script = (
-        "from harness.curator.matching import LessonIndex, _shortlist\n"
+        "from harness.curator.matching import LessonIndex\n"
+        "from harness.curator.shortlist import shortlist_of\n"
         "from harness.curator.text import normalize\n"
         "idx = LessonIndex(75)\n"
         "for n, t in enumerate(['alpha one', 'bravo two', 'charlie three', 'delta four']):\n"
         "    idx.add('b', normalize(t), n)\n"
         "words = set(normalize('alpha bravo charlie delta').key.split())\n"
-        "print(_shortlist(idx._buckets['b'], words))\n")
+        "print(shortlist_of(idx._buckets['b'], words))\n")
     seen = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                            check=True, cwd=ROOT,
                            env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout

@@ -6,9 +6,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from harness.curator.book import Bounds
+from harness.curator.identity import IdentityIndex
 from harness.curator.items import TEXT_MAX, item_id, memory_ids, summary_refs
 from harness.curator.matching import same_lesson
-from harness.curator.promotion import IdentityIndex, Promotion
+from harness.curator.promotion import Promotion
 from harness.state.memory import MEMORY_SECTIONS, SUMMARY_SECTIONS, estimate_tokens
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.curator.matching import LessonIndex
+from harness.curator.matching import LessonIndex, Source
 from harness.curator.text import Norm, normalize
 
 SEEN_CAP = 1 << 16  # exact texts remembered (per generation) to skip matching them again
@@ -44,8 +44,8 @@ class RecentTexts:
 class Clusters:
     """Cluster ids handed out over one LessonIndex, so L3 and promotion share one clustering."""
 
-    def __init__(self, threshold: float) -> None:
-        self.index = LessonIndex(threshold)
+    def __init__(self, threshold: float, source: Source | None = None) -> None:
+        self.index = LessonIndex(threshold, source=source)
         self.count = 0
         # (bucket, exact text) -> cluster: a note repeated word for word skips
         # normalising and matching

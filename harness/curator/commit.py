@@ -16,8 +16,9 @@ from typing import Any
 
 import orjson
 
+from harness.curator import lessondb
 from harness.curator import record as candidates
-from harness.curator.promotion import IdentityIndex
+from harness.curator.identity import IdentityIndex
 from harness.errors import UsageError
 from harness.state import memory
 from harness.state.store import atomic_write, hold_lock, read_head, sha256, write_json
@@ -88,13 +89,13 @@ def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
                   digest: dict[str, Any] | None = None) -> set[int]:
     """Carry out `journal`; the indexes of staged promotions identity turned out to hold.
 
-    `digest` is what `candidates.append` needs to write the candidate digest too;
-    a redo after a crash has no planner state and leaves the digest as it is.
+    `digest` is what `lessondb.append` needs to bring the lesson database up to date
+    too; a redo after a crash has no planner state and leaves the database as it is.
     """
     for name, text in journal["files"].items():
         atomic_write(paths.state / name, text)
     if journal["candidates"]:
-        candidates.append(paths.identity, paths.staged_candidates, **(digest or {}))
+        lessondb.append(paths.identity, paths.staged_candidates, **(digest or {}))
     skipped: set[int] = set()
     if journal["promotions"]:
         skipped = _promote(paths, journal["identity_sizes"], similarity)

@@ -87,13 +87,17 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
                                  "without --dry-run to finish it first")
             apply_journal(paths, read_json(paths.journal), settings.similarity)
         planner = Planner(paths, mission, settings, today, report, refine, lock_fd=lock.fd)
-        journal = planner.plan()
-        if journal is not None:
-            write_journal(paths, journal)
-            skipped = apply_journal(paths, journal, settings.similarity, {
-                "tracker": planner.tracker, "read": planner.record, "batch": planner.batch,
-                "count": planner.n_staged})
-            report.promoted = [p for n, p in enumerate(report.promoted) if n not in skipped]
+        try:
+            journal = planner.plan()
+            if journal is not None:
+                write_journal(paths, journal)
+                skipped = apply_journal(paths, journal, settings.similarity, {
+                    "tracker": planner.tracker, "read": planner.record,
+                    "batch": planner.batch, "count": planner.n_staged})
+                report.promoted = [p for n, p in enumerate(report.promoted)
+                                   if n not in skipped]
+        finally:
+            planner.close()
         # freed while the cycle collector is still off: its first pass after would walk them
         del planner, journal
         if not dry_run:  # after the plan's structures are gone: a first big run promotes many

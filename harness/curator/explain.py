@@ -4,7 +4,7 @@ The lesson is found the way a curator run would file a new note saying TEXT: the
 candidate record beside the identity files (its digest, then the lines after it), matched
 per role and kind (`clusters.Clusters.find`). Its evidence is then read against its
 kind's rule (`promotion.Evidence.due`), and the role's identity file and its archive are
-searched for it in any words, as `promotion.IdentityIndex.knows` does. Nothing is
+searched for it in any words, as `identity.IdentityIndex.knows` does. Nothing is
 written: the digest is loaded, never saved.
 """
 
@@ -15,10 +15,11 @@ from pathlib import Path
 from rapidfuzz import fuzz, process
 
 from harness.curator.commit import CuratorPaths, cursor_start, read_json, read_text
-from harness.curator.identity import archive_path, strength
+from harness.curator.identity import IdentityIndex, archive_path, strength
+from harness.curator.lessondb import load_all
 from harness.curator.matching import same_lesson
-from harness.curator.promotion import PROMOTABLE, Evidence, IdentityIndex, PromotionTracker
-from harness.curator.record import load_digest, read_record
+from harness.curator.promotion import PROMOTABLE, Evidence, PromotionTracker
+from harness.curator.record import read_record
 from harness.curator.text import normalize
 from harness.errors import UsageError
 from harness.state import memory
@@ -39,7 +40,7 @@ def explain(state: Path, identity: Path, text: str, similarity: float,
         raise UsageError(f"bad role name {role!r}")
     if kind in NEVER:
         return never_promoted(kind)
-    tracker, read = load_digest(identity, similarity)
+    tracker, read = load_all(identity, similarity)
     for candidate in read_record(identity, read):
         tracker.add(candidate)
     lessons = find_lessons(tracker, text, role, kind)

@@ -14,11 +14,16 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
+from harness.curator.matching import LessonIndex
+from harness.curator.text import normalize
 from harness.state.store import atomic_write
 
 ARCHIVE = "archive"
+_PROVENANCE = re.compile(r" \[promoted \d{4}-\d\d-\d\d;[^\[\]]*\]$")
+_KIND_PREFIX = re.compile(r"^(?:TRICK|GOTCHA|DECISION|FAIL|FORGOT): ")
 _PROMOTED = re.compile(
     r"^- [A-Z]+: .* \[promoted \d{4}-\d\d-\d\d; seen (?P<count>\d+)x (?:\d{4}-\d\d-\d\d\.\.)?"
     r"(?P<last>\d{4}-\d\d-\d\d); missions: (?P<missions>[^;\]]*); "
@@ -90,7 +95,7 @@ def bound_role_file(identity: Path, role: str, bound: int) -> int:
     if not moving:
         return 0
     archive = archive_path(identity, role)
-    there = _archived(archive, {rows[i][2] for i in moving})
+    there = _archived(archive, {rows[i][2] for i in moving}, sum(rows[i][0] for i in moving))
     moving_set = set(moving)
     kept: list[str] = []
     archive.parent.mkdir(parents=True, exist_ok=True)
@@ -113,10 +118,54 @@ def bound_identity(identity: Path, bound: int) -> int:
     return sum(bound_role_file(identity, p.stem, bound) for p in sorted(identity.glob("*.md")))
 
 
-def _archived(archive: Path, wanted: set[int]) -> set[int]:
-    """Which of the `wanted` line hashes the archive holds already (a redo after a crash)."""
+def _archived(archive: Path, wanted: set[int], chars: int) -> set[int]:
+    """Which of the `wanted` line hashes the archive holds already: a redo after a crash,
+    whose lines (`chars` characters at most) are the archive's last. Only that tail is
+    read: the archive grows with every promotion ever made."""
     try:
-        with open(archive, encoding="utf-8") as f:
-            return {h for line in f if (h := hash(line.rstrip("\n"))) in wanted}
+        with open(archive, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - 4 * chars - 1))  # UTF-8: up to 4 bytes a character
+            tail = f.read().decode("utf-8", "replace").split("\n")[1:]
     except FileNotFoundError:
         return set()
+    return {h for line in tail if (h := hash(line)) in wanted}
+
+
+def identity_lessons(text: str) -> Iterable[str]:
+    """The lesson text of each line of an identity file, provenance and kind stripped."""
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        line = _PROVENANCE.sub("", line.removeprefix("- ").removeprefix("* "))
+        yield _KIND_PREFIX.sub("", line)
+
+
+class IdentityIndex:
+    """What each role's identity file already says, to refuse a lesson in other words."""
+
+    def __init__(self, similarity: float) -> None:
+        self._index = LessonIndex(similarity)
+        self._lines: list[str] = []  # indexed lesson -> the line that says it
+
+    def add_text(self, role: str, text: str) -> None:
+        """Index every line of `role`'s identity file."""
+        for line in text.splitlines():
+            for lesson in identity_lessons(line):
+                self.add(role, lesson, line.strip())
+
+    def add(self, role: str, lesson: str, line: str = "") -> None:
+        self._index.add(role, normalize(lesson), len(self._lines))
+        self._lines.append(line)
+
+    def knows(self, role: str, lesson: str) -> bool:
+        """Whether `role`'s identity already holds this lesson, in any words."""
+        return self.line_of(role, lesson) is not None
+
+    def line_of(self, role: str, lesson: str) -> str | None:
+        """The line of `role`'s identity that says this lesson, in any words, or None."""
+        if not self._index.has(role):
+            return None  # an empty identity file: spare normalising every due lesson
+        hit = self._index.find(role, normalize(lesson))
+        return None if hit is None else self._lines[hit]

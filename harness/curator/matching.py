@@ -23,16 +23,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from rapidfuzz import fuzz
 
+from harness.curator.shortlist import POSTING_CAP, shortlist_of
 from harness.curator.text import Norm, normalize
 
 MAX_VARIANTS = 2  # phrasings indexed per cluster: more recall, bounded drift
-BLOCK_WORDS = 3  # a query looks up the variants under its rarest words only
-POSTING_CAP = 24  # per word, only the most recent variants are looked at
-SHORTLIST = 4  # variants sharing the most of those words get scored by rapidfuzz
 LENGTH_FLOOR = 0.5  # shorter side must have at least half the words of the longer
 AGREE_BONUS = 10.0  # same technical words on both sides: the prose may differ this much more
 
@@ -77,70 +75,38 @@ def _capped(a: str, b: str, raw: float) -> float:
     return raw
 
 
-def _shortlist(b: _Bucket, words: set[str]) -> list[int]:
-    """Recent variants filed under the BLOCK_WORDS rarest of `words`, best first.
+class Source(Protocol):
+    """Where a bucket's phrasings live when they are not all in memory (`lessondb`): the
+    index asks it for what a query needs before the query looks, and keeps the answers."""
 
-    A variant counts 4 for the rarest of those words it is filed under, 2 for
-    the next and 1 for the third, so the rarest shared word decides first; ties
-    keep posting order. (Every variant under the rarest word outranks the rest,
-    which is what lets this skip counting.)
-    """
-    get = b.df.get
-    # rarest first, ties by the word itself: a set's order changes with the hash seed
-    counted = sorted([(n, w) for w in words if (n := get(w))])[:BLOCK_WORDS]
-    if not counted:
-        return []
-    postings = b.postings
-    first = postings[counted[0][1]][-POSTING_CAP:]
-    if len(counted) == 1:
-        return first[:SHORTLIST]
-    second = postings[counted[1][1]][-POSTING_CAP:]
-    third = postings[counted[2][1]][-POSTING_CAP:] if len(counted) > 2 else []
-    in_first = set(first)
-    if in_first.isdisjoint(second) and in_first.isdisjoint(third):
-        # the common case: the rarest word's variants keep their order, then come the
-        # second's under the third too, the second's, and the third's
-        if len(first) >= SHORTLIST:
-            return first[:SHORTLIST]
-        return first + _rest(second, third, SHORTLIST - len(first))
-    in_second, in_third = set(second), set(third)
-    ranked: list[list[int]] = [[], [], [], []]  # under the second and third, second, third, none
-    for vid in first:
-        ranked[(0 if vid in in_third else 1) if vid in in_second else
-               (2 if vid in in_third else 3)].append(vid)
-    best = ranked[0] + ranked[1] + ranked[2] + ranked[3]
-    if len(best) < SHORTLIST:
-        best += _rest([v for v in second if v not in in_first],
-                      [v for v in third if v not in in_first], SHORTLIST - len(best))
-    return best[:SHORTLIST]
-
-
-def _rest(second: list[int], third: list[int], need: int) -> list[int]:
-    """The best `need` of the variants under the second and third rare words, none of them
-    under the first: under both, then under the second, then under the third."""
-    in_third = set(third)
-    rest = [v for v in second if v in in_third]
-    if len(rest) < need:
-        rest += [v for v in second if v not in in_third]
-        if len(rest) < need:
-            in_second = set(second)
-            rest += [v for v in third if v not in in_second]
-    return rest[:need]
+    def covers(self, bucket: Any) -> bool: ...
+    def fault(self, bucket: Any, b: _Bucket, key: str, words: set[str]) -> None: ...
+    def fault_variants(self, b: _Bucket, vids: list[int]) -> None: ...
+    def variant_count(self, cluster: int) -> int | None: ...
+    def take_vid(self) -> int: ...
 
 
 class _Bucket:
-    __slots__ = ("exact", "keys", "anchors", "strict", "owner", "postings", "df")
+    """One bucket's phrasings. In memory, variants are list positions; with a `source`,
+    the containers are dicts holding the part of the source a run has asked for, variant
+    ids are the source's, and `dirty` names the words whose postings changed."""
 
-    def __init__(self) -> None:
+    __slots__ = ("exact", "keys", "anchors", "strict", "owner", "postings", "df", "source",
+                 "dirty")
+
+    def __init__(self, source: Source | None = None) -> None:
+        self.source = source
         self.exact: dict[str, int] = {}  # every phrasing seen -> cluster
-        self.keys: list[str] = []  # variant -> normalised text
-        self.anchors: list[str] = []  # variant -> anchors, strict ones marked "!" (packed)
+        self.keys: Any = [] if source is None else {}  # variant -> normalised text
+        # variant -> anchors, strict ones marked "!" (packed)
+        self.anchors: Any = [] if source is None else {}
         # variant -> its strict words, one shared tuple per combination (there are few):
         # most shortlisted variants fail on these alone, before their anchors are unpacked
-        self.strict: list[tuple[str, ...]] = []
-        self.owner: list[int] = []  # variant -> cluster
+        self.strict: Any = [] if source is None else {}
+        self.owner: Any = [] if source is None else {}  # variant -> cluster
         self.postings: defaultdict[str, list[int]] = defaultdict(list)  # word -> recent variants
         self.df: dict[str, int] = {}  # word -> variants ever indexed under it
+        self.dirty: set[str] = set()
 
 
 class LessonIndex:
@@ -152,28 +118,38 @@ class LessonIndex:
     bounded whatever the number of clusters.
     """
 
-    def __init__(self, threshold: float, *, anchored: bool = True) -> None:
+    def __init__(self, threshold: float, *, anchored: bool = True,
+                 source: Source | None = None) -> None:
         self.threshold = threshold
         self.anchored = anchored  # False: score alone decides (decision topics)
+        self.source = source  # the buckets it covers are read from it as queries need
         self._buckets: dict[Any, _Bucket] = {}
         self._variants = bytearray()  # cluster id -> phrasings indexed
+        self._counted: set[int] = set()  # clusters whose count was asked of the source
         self._strict: dict[str, tuple[str, ...]] = {}  # strict words -> their shared tuple
 
     def find(self, bucket: Any, norm: Norm) -> int | None:
         """The cluster id `norm` belongs to in `bucket`, or None."""
         b = self._buckets.get(bucket)
         if b is None:
-            return None
+            if self.source is None or not self.source.covers(bucket):
+                return None
+            b = self._bucket(bucket)
+        words = set(norm.key.split())
+        if b.source is not None:
+            b.source.fault(bucket, b, norm.key, words)
         hit = b.exact.get(norm.key)
         if hit is not None:
             return hit
-        return self._match(b, norm, set(norm.key.split()))
+        return self._match(b, norm, words)
 
     def _match(self, b: _Bucket, norm: Norm, a_words: set[str]) -> int | None:
         key, ratio, threshold = norm.key, fuzz.token_set_ratio, self.threshold
-        shortlist = _shortlist(b, a_words)
+        shortlist = shortlist_of(b, a_words)
         if not shortlist:
             return None
+        if b.source is not None:
+            b.source.fault_variants(b, shortlist)
         if not self.anchored:
             for vid in shortlist:
                 if ratio(key, b.keys[vid], score_cutoff=threshold):
@@ -198,22 +174,27 @@ class LessonIndex:
     def add_packed(self, bucket: Any, key: str, packed: str, cluster: int) -> None:
         """`add` for a phrasing as `phrasings` gives it back: its key and packed anchors."""
         b = self._bucket(bucket)
+        words = set(key.split())
+        if b.source is not None:
+            b.source.fault(bucket, b, key, words)
         if key not in b.exact:
-            self._add(b, key, packed, cluster, set(key.split()))
+            self._add(b, key, packed, cluster, words)
 
     def _add(self, b: _Bucket, key: str, packed: str, cluster: int, words: set[str]) -> None:
         b.exact[key] = cluster
-        variants = self._variants
-        if cluster >= len(variants):
-            variants.extend(bytes(cluster + 1 - len(variants) + 1024))
-        if variants[cluster] >= MAX_VARIANTS:
+        if not self._count_variant(b, cluster):
             return
-        variants[cluster] += 1
-        vid = len(b.keys)
-        b.keys.append(key)
-        b.anchors.append(packed)
-        b.strict.append(self._strict_of(packed))
-        b.owner.append(cluster)
+        if b.source is None:
+            vid = len(b.keys)
+            b.keys.append(key)
+            b.anchors.append(packed)
+            b.strict.append(self._strict_of(packed))
+            b.owner.append(cluster)
+        else:
+            vid = b.source.take_vid()
+            b.keys[vid], b.anchors[vid], b.owner[vid] = key, packed, cluster
+            b.strict[vid] = self._strict_of(packed)
+            b.dirty |= words
         df, postings = b.df, b.postings
         for w in words:
             df[w] = df.get(w, 0) + 1
@@ -221,6 +202,19 @@ class LessonIndex:
             plist.append(vid)
             if len(plist) > 2 * POSTING_CAP:
                 del plist[:-POSTING_CAP]
+
+    def _count_variant(self, b: _Bucket, cluster: int) -> bool:
+        """Count one more phrasing of `cluster`: False when it has MAX_VARIANTS already."""
+        variants = self._variants
+        if cluster >= len(variants):
+            variants.extend(bytes(cluster + 1 - len(variants) + 1024))
+        if b.source is not None and cluster not in self._counted:
+            self._counted.add(cluster)  # a cluster from the source: its count is there
+            variants[cluster] = b.source.variant_count(cluster) or variants[cluster]
+        if variants[cluster] >= MAX_VARIANTS:
+            return False
+        variants[cluster] += 1
+        return True
 
     def _strict_of(self, packed: str) -> tuple[str, ...]:
         """The strict words of packed anchors, as the tuple every variant with them shares."""
@@ -235,7 +229,9 @@ class LessonIndex:
     def _bucket(self, bucket: Any) -> _Bucket:
         b = self._buckets.get(bucket)
         if b is None:
-            b = self._buckets[bucket] = _Bucket()
+            source = self.source
+            b = self._buckets[bucket] = _Bucket(
+                source if source is not None and source.covers(bucket) else None)
         return b
 
     def has(self, bucket: Any) -> bool:
@@ -247,14 +243,22 @@ class LessonIndex:
         return list(self._buckets)
 
     def phrasings(self, bucket: Any) -> Iterator[tuple[int, str, str]]:
-        """(cluster, key, packed anchors) of each phrasing indexed in `bucket`."""
+        """(cluster, key, packed anchors) of each phrasing indexed in `bucket` (in memory)."""
         b = self._buckets[bucket]
+        if b.source is not None:
+            raise RuntimeError("the phrasings of a bucket read from a source are not all here")
         return zip(b.owner, b.keys, b.anchors, strict=True)
+
+    def bucket_state(self, bucket: Any) -> _Bucket:
+        """The bucket's containers, for the source that writes them back."""
+        return self._buckets[bucket]
 
     def assign(self, bucket: Any, norm: Norm, new_cluster: int) -> int:
         """The cluster `norm` belongs to; `new_cluster` (now indexed) when none matches."""
         b = self._bucket(bucket)
         key = norm.key
+        if b.source is not None:
+            b.source.fault(bucket, b, key, set(key.split()))
         hit = b.exact.get(key)
         if hit is not None:
             return hit

@@ -16,6 +16,7 @@ from dataclasses import replace
 
 import orjson
 
+from harness.curator import lessondb
 from harness.curator import record as candidates
 from harness.curator.book import LESSON_KINDS, MemoryBook
 from harness.curator.check import check_model_result
@@ -107,6 +108,11 @@ class Planner:
                        "next_ids": compacted.next_ids},
         }
 
+    def close(self) -> None:
+        """Let go of the lesson database the plan read from."""
+        if self.tracker is not None and self.tracker.source is not None:
+            self.tracker.source.close()
+
     def _refined(self, files: dict[str, str], promotions: list[Promotion]
                  ) -> tuple[dict[str, str], list[Promotion]]:
         """The model's files and promotion words if they pass every check, else the rules'."""
@@ -143,8 +149,8 @@ class Planner:
         paths, settings = self.paths, self.settings
         if not self.dry_run:
             paths.own.mkdir(parents=True, exist_ok=True)
-        # the digest first: the reader takes the candidate record from where it ends
-        self.tracker, digest_read = candidates.load_digest(paths.identity, settings.similarity)
+        # the database first: the reader takes the candidate record from where it ends
+        self.tracker, digest_read = lessondb.load(paths.identity, settings.similarity)
         job = ScanJob(str(paths.raw), start, settings.raw_keep, month,
                       None if self.dry_run else str(paths.staged_candidates), self.batch,
                       self.mission, str(paths.identity), digest_read.end, digest_read.batches,
@@ -235,6 +241,12 @@ class Planner:
             path = paths.state / name
             report.diffs[str(path)] = rewrite_diff(path, old[name], text)
             report.changes.append(f"{'would rewrite' if self.dry_run else 'rewrote'} {path}")
+        if self.dry_run:  # only a dry run shows them: their line counts read whole archives
+            self._bulk_diffs(scan, months, memory_archived, promotions)
+
+    def _bulk_diffs(self, scan: Scan, months: list[tuple[int, int, str]],
+                    memory_archived: list[str], promotions: list[Promotion]) -> None:
+        report, paths = self.report, self.paths
         if scan.cut_line:
             report.diffs[str(paths.raw)] = drop_head_diff(
                 paths.raw, scan.preview[: scan.cut_line], scan.cut_line)

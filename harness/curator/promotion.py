@@ -27,20 +27,17 @@ promoted line carries its provenance, lists capped, count exact:
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from harness.curator.clusters import Clusters
-from harness.curator.matching import LessonIndex
-from harness.curator.text import normalize
+from harness.curator.identity import IdentityIndex
+from harness.curator.matching import Source
 
 PROMOTABLE = ("TRICK", "FAIL", "FORGOT")
 LISTED = 3  # provenance values listed per field; the count stays exact
-_PROVENANCE = re.compile(r" \[promoted \d{4}-\d\d-\d\d;[^\[\]]*\]$")
-_KIND_PREFIX = re.compile(r"^(?:TRICK|GOTCHA|DECISION|FAIL|FORGOT): ")
 
 
 class Candidate(NamedTuple):
@@ -182,11 +179,20 @@ class Evidence:
         return f"- {self.kind}: {text or self.text} [{'; '.join(parts)}]"
 
 
+class LessonSource(Source, Protocol):
+    """The index's source (`matching.Source`) that holds the lessons' evidence too."""
+
+    def lesson(self, cluster: int) -> Evidence | None: ...
+    def close(self) -> None: ...
+
+
 class PromotionTracker:
     """Candidates clustered into lessons per role and kind."""
 
-    def __init__(self, similarity: float, clusters: Clusters | None = None) -> None:
-        self.clusters = clusters or Clusters(similarity)
+    def __init__(self, similarity: float, clusters: Clusters | None = None,
+                 source: LessonSource | None = None) -> None:
+        self.clusters = clusters or Clusters(similarity, source=source)
+        self.source = source  # where lessons of earlier passes are read as they recur
         self.lessons: list[Evidence | None] = []  # cluster id -> evidence
         self.noted: set[int] = set()  # clusters given a note here, not just loaded (`put`)
 
@@ -204,7 +210,8 @@ class PromotionTracker:
         lessons = self.lessons
         ev = lessons[cluster] if cluster < len(lessons) else None
         if ev is None:
-            ev = self.put(cluster, Evidence(role, kind, text))
+            known = self.source and self.source.lesson(cluster)
+            ev = self.put(cluster, known or Evidence(role, kind, text))
         ev.note(day, ts, mission, feature, run)
         self.noted.add(cluster)
         return ev
@@ -227,45 +234,6 @@ class PromotionTracker:
         lessons = self.lessons
         return [ev for cid in sorted(self.noted) if (ev := lessons[cid]) is not None
                 and ev.due()]
-
-
-def identity_lessons(text: str) -> Iterable[str]:
-    """The lesson text of each line of an identity file, provenance and kind stripped."""
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        line = _PROVENANCE.sub("", line.removeprefix("- ").removeprefix("* "))
-        yield _KIND_PREFIX.sub("", line)
-
-
-class IdentityIndex:
-    """What each role's identity file already says, to refuse a lesson in other words."""
-
-    def __init__(self, similarity: float) -> None:
-        self._index = LessonIndex(similarity)
-        self._lines: list[str] = []  # indexed lesson -> the line that says it
-
-    def add_text(self, role: str, text: str) -> None:
-        """Index every line of `role`'s identity file."""
-        for line in text.splitlines():
-            for lesson in identity_lessons(line):
-                self.add(role, lesson, line.strip())
-
-    def add(self, role: str, lesson: str, line: str = "") -> None:
-        self._index.add(role, normalize(lesson), len(self._lines))
-        self._lines.append(line)
-
-    def knows(self, role: str, lesson: str) -> bool:
-        """Whether `role`'s identity already holds this lesson, in any words."""
-        return self.line_of(role, lesson) is not None
-
-    def line_of(self, role: str, lesson: str) -> str | None:
-        """The line of `role`'s identity that says this lesson, in any words, or None."""
-        if not self._index.has(role):
-            return None  # an empty identity file: spare normalising every due lesson
-        hit = self._index.find(role, normalize(lesson))
-        return None if hit is None else self._lines[hit]
 
 
 @dataclass

@@ -1,0 +1,60 @@
+"""Which phrasings a query scores: the recent variants under its rarest words (`matching`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+BLOCK_WORDS = 3  # a query looks up the variants under its rarest words only
+POSTING_CAP = 24  # per word, only the most recent variants are looked at
+SHORTLIST = 4  # variants sharing the most of those words get scored by rapidfuzz
+
+
+def shortlist_of(b: Any, words: set[str]) -> list[int]:
+    """Recent variants filed under the BLOCK_WORDS rarest of `words`, best first.
+
+    A variant counts 4 for the rarest of those words it is filed under, 2 for
+    the next and 1 for the third, so the rarest shared word decides first; ties
+    keep posting order. (Every variant under the rarest word outranks the rest,
+    which is what lets this skip counting.)
+    """
+    get = b.df.get
+    # rarest first, ties by the word itself: a set's order changes with the hash seed
+    counted = sorted([(n, w) for w in words if (n := get(w))])[:BLOCK_WORDS]
+    if not counted:
+        return []
+    postings = b.postings
+    first = postings[counted[0][1]][-POSTING_CAP:]
+    if len(counted) == 1:
+        return first[:SHORTLIST]
+    second = postings[counted[1][1]][-POSTING_CAP:]
+    third = postings[counted[2][1]][-POSTING_CAP:] if len(counted) > 2 else []
+    in_first = set(first)
+    if in_first.isdisjoint(second) and in_first.isdisjoint(third):
+        # the common case: the rarest word's variants keep their order, then come the
+        # second's under the third too, the second's, and the third's
+        if len(first) >= SHORTLIST:
+            return first[:SHORTLIST]
+        return first + _rest(second, third, SHORTLIST - len(first))
+    in_second, in_third = set(second), set(third)
+    ranked: list[list[int]] = [[], [], [], []]  # under the second and third, second, third, none
+    for vid in first:
+        ranked[(0 if vid in in_third else 1) if vid in in_second else
+               (2 if vid in in_third else 3)].append(vid)
+    best = ranked[0] + ranked[1] + ranked[2] + ranked[3]
+    if len(best) < SHORTLIST:
+        best += _rest([v for v in second if v not in in_first],
+                      [v for v in third if v not in in_first], SHORTLIST - len(best))
+    return best[:SHORTLIST]
+
+
+def _rest(second: list[int], third: list[int], need: int) -> list[int]:
+    """The best `need` of the variants under the second and third rare words, none of them
+    under the first: under both, then under the second, then under the third."""
+    in_third = set(third)
+    rest = [v for v in second if v in in_third]
+    if len(rest) < need:
+        rest += [v for v in second if v not in in_third]
+        if len(rest) < need:
+            in_second = set(second)
+            rest += [v for v in third if v not in in_second]
+    return rest[:need]

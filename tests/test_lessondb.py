@@ -1,0 +1,148 @@
+"""The lesson database (`<identity>/.candidates.db`): a pass reads what its notes touch,
+agrees with a pass that clustered all history in memory, and never counts a note twice."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from collections import Counter
+from pathlib import Path
+
+import orjson
+import pytest
+
+from harness.curator import lessondb, planning, record
+from harness.curator.curate import CuratorSettings, curate
+from tests.test_curate import note
+
+NOW = "2026-05-01T00:00:00Z"
+TOOLS = ["pnpm", "cargo", "make", "go", "pytest", "docker", "helm", "terraform"]
+
+
+def lessons(identity: Path) -> Counter:
+    """Each lesson the database holds, by role, kind, first text and count."""
+    with sqlite3.connect(identity / lessondb.DB) as conn:
+        rows = [orjson.loads(r) for (r,) in conn.execute("SELECT row FROM lesson")]
+    return Counter((r[0], r[1], r[2], r[3]) for r in rows)
+
+
+def evidence(identity: Path) -> list[bytes]:
+    """Every lesson's whole evidence row, in one order."""
+    with sqlite3.connect(identity / lessondb.DB) as conn:
+        return sorted(row for (row,) in conn.execute("SELECT row FROM lesson"))
+
+
+def history(state: Path, rng: random.Random, n: int, day: int) -> None:
+    """`n` notes drawn from a pool of lessons, some TRICKs recurring across features."""
+    for _ in range(n):
+        tool, k = rng.choice(TOOLS), rng.randrange(40)
+        kind = rng.choice(["TRICK", "TRICK", "FAIL", "FORGOT", "GOTCHA", "-"])
+        note(state, f"{tool} step{k} --flag{k} needs the cache warmed first", kind,
+             feature=f"F-{rng.randrange(30):03d}", run=f"r{rng.randrange(10**6)}",
+             ts=f"2026-04-{day:02d}T{rng.randrange(24):02d}:00:00Z")
+
+
+def curate_all(folder: Path, missions: list[str], forget: bool) -> list[str]:
+    """One pass per mission; `forget`: remove the database first, so all history is read."""
+    promoted = []
+    for mission in missions:
+        if forget:
+            (folder / "identity" / lessondb.DB).unlink(missing_ok=True)
+        report = curate(folder / mission, folder / "identity", mission, CuratorSettings(),
+                        now=NOW)
+        promoted += [p.line for p in report.promoted]
+    return promoted
+
+
+def test_passes_over_the_database_agree_with_passes_over_all_history(tmp_path) -> None:
+    runs = {}
+    for name, forget in (("kept", False), ("rebuilt", True)):
+        rng = random.Random(7)
+        folder = tmp_path / name
+        promoted = []
+        for day in range(1, 9):  # eight cron passes of two missions
+            for mission in ("shop", "blog"):
+                (folder / mission).mkdir(parents=True, exist_ok=True)
+                history(folder / mission, rng, 40, day)
+            promoted.append(curate_all(folder, ["shop", "blog"], forget))
+        runs[name] = (promoted, evidence(folder / "identity"))
+    (kept, kept_rows), (rebuilt, rebuilt_rows) = runs["kept"], runs["rebuilt"]
+    assert len(kept_rows) > 100 and kept_rows == rebuilt_rows
+    # (later passes differ on purpose: one that reads all history has every lesson in hand
+    # and promotes again what the identity bound has moved out since)
+    assert kept[0] and kept[0] == rebuilt[0]
+
+
+def test_a_pass_reads_only_the_lessons_its_notes_join(tmp_path, monkeypatch) -> None:
+    state, identity = tmp_path / "shop", tmp_path / "identity"
+    state.mkdir()
+    for n in range(400):
+        note(state, f"tool{n} --opt{n} needs its fixtures first", "TRICK",
+             feature=f"F-{n:03d}", run=f"r{n}")
+    curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    asked: list[int] = []
+    real = lessondb.LessonDB.lesson
+    monkeypatch.setattr(lessondb.LessonDB, "lesson",
+                        lambda self, cid: (cid < self.first_cluster and asked.append(cid))
+                        or real(self, cid))
+    note(state, "tool3 --opt3 needs the fixtures first", "TRICK", feature="F-900", run="x")
+    note(state, "a lesson never seen before", "TRICK", feature="F-901", run="y")
+    report = curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    assert [p.text for p in report.promoted] == ["tool3 --opt3 needs its fixtures first"]
+    assert len(asked) == 1  # tool3's lesson: none of the other 399 was read
+    assert lessons(identity)[("worker", "TRICK", "tool3 --opt3 needs its fixtures first", 2)]
+    assert sum(lessons(identity).values()) == 401
+
+
+def test_a_database_another_curator_wrote_meanwhile_is_left_alone(tmp_path,
+                                                                   monkeypatch) -> None:
+    identity = tmp_path / "identity"
+    for mission in ("shop", "blog"):
+        (tmp_path / mission).mkdir()
+        note(tmp_path / mission, "helm lint --strict before each release", "FAIL",
+             feature="F-001", run=f"{mission}-1")
+    curate(tmp_path / "shop", identity, "shop", CuratorSettings(), now=NOW)
+    real_plan = planning.Planner.plan
+    started: list[str] = []
+
+    def plan_then_let_blog_finish(self):
+        journal = real_plan(self)
+        if not started:  # shop has planned from its snapshot; blog runs to its end now
+            started.append("blog")
+            curate(tmp_path / "blog", identity, "blog", CuratorSettings(), now=NOW)
+        return journal
+
+    monkeypatch.setattr(planning.Planner, "plan", plan_then_let_blog_finish)
+    note(tmp_path / "blog", "terraform plan -refresh=false hid the drift", "FAIL",
+         feature="F-003", run="blog-3")  # a lesson that only blog's write has
+    note(tmp_path / "shop", "helm lint --strict before each release", "FAIL",
+         feature="F-002", run="shop-2")
+    note(tmp_path / "shop", "kubectl diff needs the server-side flag", "FAIL",
+         feature="F-004", run="shop-4")  # and one only shop's plan has
+    curate(tmp_path / "shop", identity, "shop", CuratorSettings(), now=NOW)
+    monkeypatch.setattr(planning.Planner, "plan", real_plan)
+    key = ("worker", "FAIL", "helm lint --strict before each release")
+    counted = {k[3] for k in lessons(identity) if k[:3] == key}
+    assert counted == {2}  # shop's first and blog's: shop's second is not in it yet
+    # what the next pass sees: the database, then the record after it
+    tracker, read = lessondb.load_all(identity, CuratorSettings().similarity)
+    for candidate in record.read_record(identity, read):
+        tracker.add(candidate)
+    counts = {ev.text: ev.count for ev in tracker.lessons if ev}
+    assert counts == {"helm lint --strict before each release": 3,
+                      "terraform plan -refresh=false hid the drift": 1,
+                      "kubectl diff needs the server-side flag": 1}
+
+
+@pytest.mark.parametrize("damage", [b"not a database at all" * 100, b""])
+def test_a_damaged_database_is_rebuilt_from_the_record(tmp_path, damage) -> None:
+    state, identity = tmp_path / "shop", tmp_path / "identity"
+    state.mkdir()
+    for n in range(2):
+        note(state, "cargo test -p core needs the db up", "TRICK", feature=f"F-00{n}",
+             run=f"r{n}")
+    curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    (identity / lessondb.DB).write_bytes(damage)
+    note(state, "cargo test -p core needs the db up", "TRICK", feature="F-009", run="r9")
+    curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    assert lessons(identity)[("worker", "TRICK", "cargo test -p core needs the db up", 3)] == 1
