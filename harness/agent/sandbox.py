@@ -64,7 +64,7 @@ def confine(argv: list[str], policy: SandboxPolicy, workdir: Path) -> list[str]:
         require(policy)
         return [str(shutil.which("bwrap")), *bwrap_args(policy, workdir), "--", *argv]
     if sys.platform.startswith("linux"):
-        return [sys.executable, "-m", "harness.agent.keeper", str(os.getpid()), "--", *argv]
+        return [sys.executable, "-I", "-m", "harness.agent.keeper", str(os.getpid()), "--", *argv]
     return list(argv)
 
 
