@@ -4,6 +4,7 @@ CLI, what lies outside the working directory is out of reach, and work inside it
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import threading
@@ -247,3 +248,20 @@ def test_a_dry_run_records_the_sandbox_and_needs_no_bwrap(project, tmp_path):
     assert result.returncode == 0, result.stderr
     manifest = next((project / ".harness" / "runs").glob("*/manifest.json")).read_text()
     assert '"sandbox": "bwrap"' in manifest
+
+
+@needs_bwrap
+def test_a_validator_run_with_the_sandbox_runs_verify_in_it(project, tmp_path):
+    features = json.loads((project / ".harness" / "features.json").read_text())
+    features[0]["verify"] = "ls .harness > seen.txt; cat .harness/raw.md"
+    (project / ".harness" / "features.json").write_text(json.dumps(features))
+    script = tmp_path / "judge.yaml"
+    script.write_text("- tools: [{name: verdict, input: {verdict: pass, reason: fine}}]\n")
+    result = run_sh("validator", "F-001", "--backend", "scripted", "--script", str(script),
+                    "--sandbox", "bwrap", cwd=project)
+    # the verify's failure, not the verdict, decides: raw.md was out of its reach
+    assert result.returncode == 1 and "raw.md` exited 1" in result.stderr, result.stderr
+    manifest = json.loads(next((project / ".harness" / "runs").glob("*/manifest.json"))
+                          .read_text())
+    assert manifest["sandbox"] == "bwrap" and manifest["verify"]["exit_code"] == 1, manifest
+    assert (project / "seen.txt").read_text() == ""  # the state directory looked empty
