@@ -6,7 +6,8 @@
 
 Progress goes to stderr, the table to stdout. Timings of subprocesses are medians of
 interleaved rounds (a noisy machine slows every command alike); the curator runs three times
-per size (bench/curator.py); five passes over 10 new entries each time the cron case after
+per size (bench/curator.py); a bash tool call with and without bwrap 50 times each
+(bench/sandbox.py); five passes over 10 new entries each time the cron case after
 1k and 1M entries of history (bench/cron.py); the prompt sizes come from bench/history.py's
 simulation.
 """
@@ -35,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 import history  # noqa: E402 - bench/ is not a package
 import lessons  # noqa: E402
+import sandbox  # noqa: E402 - bench/sandbox.py
 import spine  # noqa: E402
 
 from harness.state.memory import append_entry, make_entry, parse_entry  # noqa: E402
@@ -212,6 +214,19 @@ def cron_rows(histories: list[int], passes: int = 5) -> list[Row]:
     return rows
 
 
+def sandbox_rows(calls: int = 50) -> list[Row]:
+    """A bash tool call with and without bwrap, in a running shell and with its start
+    (bench/sandbox.py), medians of `calls`."""
+    problem = sandbox.bwrap_problem()
+    kinds = [k for k in sandbox.KINDS if k != "bwrap" or problem is None]
+    with tempfile.TemporaryDirectory(prefix="bench-sandbox-") as folder:
+        times = sandbox.measure(calls, kinds, Path(folder))
+    rows = [Row(f"bash tool {name} (median of {calls})", ms(statistics.median(seconds)))
+            for name, seconds in times.items()]
+    return rows + ([Row("bash tool call, sandbox: bwrap", f"not measured: {problem}")]
+                   if problem else [])
+
+
 def cluster_rows(sizes: tuple[int, ...]) -> list[Row]:
     """Pairwise precision and recall of the curator's clusters (bench/lessons.py)."""
     rows = []
@@ -358,6 +373,8 @@ def main() -> None:
     rows = spine_rows(args.repeat)
     say(f"{WRITERS} concurrent writers, {args.rounds} rounds of {args.notes} notes each")
     rows += writer_rows(args.notes, args.rounds)
+    say("bash tool calls with and without the bwrap sandbox (bench/sandbox.py)")
+    rows += sandbox_rows()
     sizes = [n for n in CURATOR_SIZES if not (args.quick and n >= 1_000_000)]
     say(f"curator at {', '.join(f'{n:,}' for n in sizes)} raw entries")
     rows.append(reference_row("before the curator runs"))

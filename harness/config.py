@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from harness.errors import UsageError
 from harness.types import Caps
@@ -70,6 +70,19 @@ class RoleConfig(Strict):
     tools: list[str] = Field(default_factory=list)
     caps: Caps = Field(default_factory=Caps)
     options: dict[str, Any] = Field(default_factory=dict)
+    # What the agent's shell, the feature's `verify` and an agent CLI may reach (README,
+    # "Sandbox"): bwrap confines them to the working directory; `--sandbox` overrides.
+    sandbox: Literal["none", "bwrap"] = "none"
+    sandbox_paths: dict[str, Literal["ro", "rw"]] = Field(default_factory=dict)
+    sandbox_network: bool = False
+
+    @field_validator("sandbox_paths")
+    @classmethod
+    def _absolute(cls, paths: dict[str, str]) -> dict[str, str]:
+        for path in paths:
+            if not path.startswith(("/", "~/")):
+                raise ValueError(f"{path!r} must start with / or ~/")
+        return paths
 
 
 def _load_yaml(path: Path) -> Any:

@@ -53,3 +53,9 @@ class BlockedError(HarnessError):
     """The feature is blocked."""
 
     exit_code = BLOCKED
+
+
+class SandboxError(HarnessError):
+    """The role asks for a sandbox this machine cannot give: nothing ran unsandboxed."""
+
+    exit_code = USAGE

@@ -31,6 +31,19 @@ class Caps(BaseModel):
     output_chars: int = 20000  # per tool result, then a visible truncation marker
 
 
+@dataclass(frozen=True)
+class SandboxPolicy:
+    """Where a run's agent commands may reach: the role's `sandbox` settings."""
+
+    kind: str = "none"  # "none" or "bwrap"
+    paths: dict[str, str] = field(default_factory=dict)  # path -> "ro" or "rw", shown inside
+    network: bool = False
+    # hidden inside the sandbox; the agent reaches them only through the harness's tools
+    state: Path | None = None
+    identity: Path | None = None
+    harness_home: Path | None = None  # where run.sh lives: inside, a run.sh that says so
+
+
 @dataclass
 class Usage:
     """Token counts summed over a run's model calls."""
@@ -64,6 +77,7 @@ class Session:
     record: Callable[[dict[str, Any]], None]  # append one event to transcript.jsonl
     check_budget: Callable[[float], None]  # raises BudgetError when the mission budget is spent
     options: dict[str, Any] = field(default_factory=dict)  # backend-specific, from the role YAML
+    sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
 
 
 @dataclass

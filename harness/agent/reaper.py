@@ -41,11 +41,11 @@ def children() -> list[int]:
     return pids
 
 
-def stop_leftovers() -> list[int]:
+def stop_leftovers(rounds: int = ROUNDS) -> list[int]:
     """Kill every child still running, with its process group, and reap it."""
     stopped: list[int] = []
     own_group = os.getpgrp()
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         pids = children()
         if not pids:
             break

@@ -1,5 +1,6 @@
 """The bash tool: one persistent shell in the session's working directory, run with secrets
-removed from its environment, in its own process group, and dying with the harness.
+removed from its environment, in its own process group, confined as the role says (bwrap or
+the keeper, harness/agent/sandbox.py), and dying with the harness with all it started.
 """
 
 from __future__ import annotations
@@ -7,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 import select
-import signal
 import subprocess
 import tempfile
 import time
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO
 
 from harness.agent.output import truncate
-from harness.agent.procs import die_with_parent
+from harness.agent.procs import die_with_parent, stop_tree
 from harness.types import ToolResult
 
 
@@ -25,9 +25,11 @@ class Shell:
     """One persistent bash process: `cd` and `export` carry over from one command to the next."""
 
     def __init__(self, workdir: Path, timeout: float, output_chars: int,
-                 environment: Callable[[], dict[str, str]]):
+                 environment: Callable[[], dict[str, str]],
+                 confine: Callable[[list[str]], list[str]] = list):
         self.workdir, self.timeout, self.output_chars = workdir, timeout, output_chars
         self.environment = environment  # read at each (re)start, like a fresh login
+        self.confine = confine  # the argv that runs bash in the sandbox or under the keeper
         self.proc: subprocess.Popen[bytes] | None = None
         self.script: IO[bytes] | None = None  # the command file, unlinked
 
@@ -60,7 +62,7 @@ class Shell:
         if self.script is None:
             self.script = tempfile.TemporaryFile(prefix="harness-bash-")
         self.proc = subprocess.Popen(
-            ["bash", "--noprofile", "--norc"],
+            self.confine(["bash", "--noprofile", "--norc"]),
             cwd=self.workdir,
             env=self.environment(),
             stdin=subprocess.PIPE,
@@ -106,11 +108,7 @@ class Shell:
         """Kill the shell and everything it started."""
         if self.proc is None:
             return
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait()
+        stop_tree(self.proc)
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream:
                 try:

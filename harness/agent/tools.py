@@ -12,6 +12,7 @@ from typing import Any
 
 from harness.agent.editor import Editor
 from harness.agent.env import agent_env
+from harness.agent.sandbox import confine
 from harness.agent.shell import Shell
 from harness.errors import UsageError
 from harness.state import actions, memory
@@ -121,7 +122,8 @@ class ToolBox:
         self.finished: str | None = None  # the summary given to `finish`
         self.finish_status: str | None = None  # "done", "gave_up" or "blocked", when finish said
         self.shell = Shell(session.workdir, session.caps.bash_timeout, session.caps.output_chars,
-                           lambda: agent_env(session))
+                           lambda: agent_env(session),
+                           lambda argv: confine(argv, session.sandbox, session.workdir))
         self.editor = Editor(session.workdir, session.caps.output_chars)
 
     def specs(self) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import threading
@@ -20,10 +21,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from harness.agent.env import agent_env
 from harness.agent.procs import die_with_parent
+from harness.agent.sandbox import confine
 from harness.backends.cli_results import (
     CodexEvents,
     check_usage_limit,
@@ -36,6 +39,7 @@ from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session, Usage
 
 KEEP_BYTES = 1 << 20  # stdout kept for parsing; every line also goes to the transcript
 STDERR_BYTES = 16 << 10  # stderr tail kept and recorded
+CLI_FIX = "install it or put it on PATH, or set the role's `command` option to its full path"
 
 
 @dataclass(frozen=True)
@@ -133,23 +137,35 @@ class CommandBackend:
 
 
 def _start(argv: list[str], session: Session, preset: Preset) -> subprocess.Popen:
-    """Start the CLI in its own process group, in the working directory."""
+    """Start the CLI in its own process group, in the working directory, confined as the
+    role says (in bwrap, else under the keeper)."""
+    env = build_env(session, preset.key_vars)
     try:
         return subprocess.Popen(
-            argv,
+            confine([_executable(argv[0], session.workdir, env), *argv[1:]], session.sandbox,
+                    session.workdir),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=session.workdir,
-            env=build_env(session, preset.key_vars),
+            env=env,
             start_new_session=True,
             preexec_fn=die_with_parent,
         )
     except (FileNotFoundError, PermissionError) as e:
-        raise BackendError(
-            f"cannot run agent CLI {argv[0]!r}: {e.strerror}; install it or put it on PATH,"
-            " or set the role's `command` option to its full path"
-        ) from e
+        raise BackendError(f"cannot run agent CLI {argv[0]!r}: {e.strerror}; {CLI_FIX}") from e
+
+
+def _executable(name: str, workdir: Path, env: dict[str, str]) -> str:
+    """The CLI's full path, found as the shell would (it starts under the keeper or bwrap,
+    which could only report a missing one after the fact)."""
+    if "/" in name:
+        path = str(workdir / name)  # a relative path starts in the working directory
+        if os.access(path, os.X_OK) and not os.path.isdir(path):
+            return path
+    elif path := shutil.which(name, path=env.get("PATH")):
+        return path
+    raise BackendError(f"cannot run agent CLI {name!r}: not found or not executable; {CLI_FIX}")
 
 
 def _wall_capped(codex: CodexEvents | None, session: Session) -> Outcome:

@@ -73,10 +73,12 @@ def _role_command(role: str, doc: str) -> click.Command:
     @click.option("--script", type=click.Path(exists=True, dir_okay=False),
                   help="With --backend scripted: the YAML file of turns to replay.")
     @click.option("--model", help="Override the role's model.")
+    @click.option("--sandbox", type=click.Choice(["bwrap", "none"]),
+                  help="Override the role's sandbox for the shell, verify and an agent CLI.")
     @click.pass_context
     def command(ctx: click.Context, target: str | None, dry_run: bool, backend: str | None,
                 preset: str | None, command_line: str | None, script: str | None,
-                model: str | None) -> None:
+                model: str | None, sandbox: str | None) -> None:
         from harness.ops.status import state_warnings
         from harness.run.runner import run_role
 
@@ -88,7 +90,7 @@ def _role_command(role: str, doc: str) -> click.Command:
             for warning in state_warnings(paths.state):
                 click.echo(f"run.sh: warning: {warning}", err=True)
         result = run_role(paths, role, target, dry_run=dry_run, backend=backend,
-                          backend_options=options)
+                          backend_options=options, sandbox=sandbox)
         click.echo(result.message, err=result.exit_code != 0)
         ctx.exit(result.exit_code)
 

@@ -24,6 +24,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from harness.agent import sandbox
 from harness.config import ROLES, MissionConfig, RoleConfig, load_mission_config, load_role_config
 from harness.config import mission_name as mission_name_of
 from harness.errors import DONE, USAGE
@@ -32,6 +33,7 @@ from harness.run import prompt
 from harness.run.prepare import FEATURE_ROLES
 from harness.state.plan import Feature, load_plan
 from harness.state.redact import redact_data
+from harness.types import SandboxPolicy
 
 DEPENDENCIES = ("harness", "click", "yaml", "jinja2", "anthropic", "pydantic", "rapidfuzz")
 MEMORY_FILES = ("summary.md", "MEMORY.md", "raw.md")
@@ -93,9 +95,18 @@ def diagnose(paths: Paths, backend: str | None = None, *,
             checks.append(Check("backend curator", True, "none needed (curator.mode: rules)"))
         else:
             checks.append(replace(backend_check(paths, config, probe), name=f"backend {role}"))
+        if config.sandbox == "bwrap":
+            checks.append(attempt(f"sandbox {role}", sandbox.FIX,
+                                  lambda c=config: sandbox_check(c)))
     if cron:
         checks += cron_checks(paths, doctor_argv(paths, backend, options), checks)
     return checks
+
+
+def sandbox_check(config: RoleConfig) -> str:
+    """That bwrap can make the role's sandbox here; raises what it cannot."""
+    sandbox.require(SandboxPolicy(kind=config.sandbox))
+    return "bwrap makes the sandbox" + (", network on" if config.sandbox_network else "")
 
 
 def python_checks(home: Path) -> list[Check]:

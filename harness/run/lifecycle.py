@@ -14,7 +14,7 @@ from harness.backends import load_backend
 from harness.errors import BudgetError, HarnessError
 from harness.paths import Paths
 from harness.run.outcome import Interrupted, Judged, judge_error, outcome_fields
-from harness.run.prepare import Prepared
+from harness.run.prepare import Prepared, sandbox_policy
 from harness.state import ledger
 from harness.types import Outcome, RunResult, Session
 
@@ -86,6 +86,7 @@ def make_session(paths: Paths, prepared: Prepared) -> Session:
         workdir=paths.workdir, state=paths.state, home=paths.home, model=cfg.model,
         caps=cfg.caps.model_copy(), tools=list(cfg.tools), prices=mission.prices,
         record=record.record, check_budget=check_budget, options=dict(cfg.options),
+        sandbox=sandbox_policy(cfg, paths),
     )
 
 

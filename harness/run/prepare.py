@@ -27,6 +27,7 @@ from harness.state.plan import Feature
 from harness.state.redact import redact_data
 from harness.state.runs import RunRecord, claim_run_id, start_run
 from harness.state.store import put_object, sha256
+from harness.types import SandboxPolicy
 
 FEATURE_ROLES = ("worker", "validator")
 NEXT_STATUS = {"worker": "pending", "validator": "in_progress"}
@@ -72,27 +73,39 @@ def resolve_feature(role: str, target: str | None, plan: list[Feature]) -> Featu
 
 
 def role_config_for(paths: Paths, role: str, backend: str | None,
-                    backend_options: dict[str, Any] | None) -> tuple[RoleConfig, Path, str]:
-    """The role's config with the command line's backend and options over it; its file and text."""
+                    backend_options: dict[str, Any] | None,
+                    sandbox: str | None = None) -> tuple[RoleConfig, Path, str]:
+    """The role's config with the command line's backend, options and sandbox over it; its
+    file and text."""
     role_config, role_path, role_text = load_role_config(role, paths.state, paths.home)
     options = dict(backend_options or {})
     role_config = role_config.model_copy(update={
         "backend": backend or role_config.backend,
         "model": options.pop("model", None) or role_config.model,
         "options": {**role_config.options, **options},
+        "sandbox": sandbox or role_config.sandbox,
     })
     return role_config, role_path, role_text
+
+
+def sandbox_policy(config: RoleConfig, paths: Paths) -> SandboxPolicy:
+    """Where the role's commands may reach, and what the sandbox hides from them."""
+    return SandboxPolicy(kind=config.sandbox, paths=dict(config.sandbox_paths),
+                         network=config.sandbox_network, state=paths.state,
+                         identity=paths.identity, harness_home=paths.home)
 
 
 def prepare(paths: Paths, role: str, feature: Feature | None, plan: list[Feature],
             mission: MissionConfig, *, extra: dict[str, Any] | None = None,
             backend: str | None = None, backend_options: dict[str, Any] | None = None,
-            dry_run: bool = False) -> Prepared:
+            sandbox: str | None = None, dry_run: bool = False) -> Prepared:
     """Claim a run id, render the prompt from disk and write the run's starting record.
 
-    `backend` and `backend_options` (from the command line) override the role's config.
+    `backend`, `backend_options` and `sandbox` (from the command line) override the role's
+    config.
     """
-    role_config, role_path, role_text = role_config_for(paths, role, backend, backend_options)
+    role_config, role_path, role_text = role_config_for(paths, role, backend, backend_options,
+                                                        sandbox)
     fid = feature.id if feature else None
     run_id = claim_run_id(paths.state, role, fid)
     context_json = _context_json(paths, role, run_id, feature, plan, mission, extra)
@@ -108,6 +121,7 @@ def prepare(paths: Paths, role: str, feature: Feature | None, plan: list[Feature
         "backend": role_config.backend,
         "model": role_config.model,
         "options": role_config.options,
+        "sandbox": role_config.sandbox,
         "dry_run": dry_run,
         "template": rendered.template,
         "templates": {n: put_object(paths.state, s) for n, s in sorted(rendered.sources.items())},

@@ -3,31 +3,34 @@ harness before the model is called, and the workers' diff."""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 from pathlib import Path
 from typing import Any
 
-from harness.agent.procs import die_with_parent
+from harness.agent.procs import die_with_parent, stop_tree
+from harness.agent.sandbox import confine
 from harness.config import MissionConfig
 from harness.paths import Paths
 from harness.run import git
 from harness.run.prompt import cap_text
 from harness.state.plan import Feature
 from harness.state.redact import scrubbed_environ
+from harness.types import SandboxPolicy
 
 
-def run_verify(command: str, workdir: Path, timeout: float, max_chars: int) -> dict[str, Any]:
-    """Run a feature's `verify` command in its own process group; exit code and output tail."""
-    proc = subprocess.Popen(command, shell=True, cwd=workdir, env=scrubbed_environ(),
+def run_verify(command: str, workdir: Path, timeout: float, max_chars: int,
+               sandbox: SandboxPolicy | None = None) -> dict[str, Any]:
+    """Run a feature's `verify` command in its own process group, confined as the validator's
+    role says; exit code and output tail."""
+    argv = confine(["/bin/sh", "-c", command], sandbox or SandboxPolicy(), workdir)
+    proc = subprocess.Popen(argv, cwd=workdir, env=scrubbed_environ(),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True, preexec_fn=die_with_parent)
     try:
         out, _ = proc.communicate(timeout=timeout)
         timed_out = False
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        stop_tree(proc)
         out, _ = proc.communicate()
         timed_out = True
     output = out.decode(errors="replace")
@@ -36,13 +39,13 @@ def run_verify(command: str, workdir: Path, timeout: float, max_chars: int) -> d
 
 
 def validator_evidence(paths: Paths, feature: Feature, mission: MissionConfig,
-                       options: dict[str, Any]) -> dict[str, Any]:
+                       options: dict[str, Any], sandbox: SandboxPolicy) -> dict[str, Any]:
     """The verify result and the workers' diff, for the validator's prompt."""
     caps = mission.prompt
     verify = None
     if feature.verify:
         verify = run_verify(feature.verify, paths.workdir,
-                            float(options.get("verify_timeout", 600)), caps.verify_chars)
+                            float(options.get("verify_timeout", 600)), caps.verify_chars, sandbox)
     diff = None
     if git.is_repo(paths.workdir):
         diff = git.feature_diff(paths.workdir, feature.id, caps.diff_chars) or None
