@@ -2,8 +2,11 @@
 
 The prompt goes in on stdin; the run is named in the environment so the agent can call
 `run.sh note` and `run.sh verdict`; the CLI runs in its own process group under a hard
-wall-clock cap. Where the CLI prints a JSON result, success is decided from it, never from
-the exit code or free text (harness/backends/cli_results.py reads it). A usage or rate limit
+wall-clock cap. Its stdout is read as a stream: each JSON event goes to the transcript as it
+arrives (claude's stream-json, codex's --json) with the turns and cost so far, so a run killed
+by its cap or by SIGKILL keeps what the agent did, and `status` shows a running one's
+progress. Where the CLI prints a JSON result, success is decided from it, never from the
+exit code or free text (harness/backends/cli_results.py reads it). A usage or rate limit
 is an infrastructure error, not the agent's failure: it raises `UsageLimitReached` carrying
 the reset time when one is given.
 """
@@ -25,14 +28,15 @@ from typing import Any
 from harness.agent.env import agent_env
 from harness.agent.procs import die_with_parent
 from harness.backends.cli_results import (
+    ClaudeEvents,
     CodexEvents,
     check_usage_limit,
     claude_outcome,
     find_claude_result,
 )
-from harness.backends.pricing import cost_of
+from harness.backends.pricing import cost_of, priced
 from harness.errors import BackendError, UsageError
-from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session, Usage
+from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session
 
 KEEP_BYTES = 1 << 20  # stdout kept for parsing; every line also goes to the transcript
 STDERR_BYTES = 16 << 10  # stderr tail kept and recorded
@@ -49,7 +53,7 @@ class Preset:
 
 PRESETS = {
     "claude": Preset(
-        ("claude", "-p", "--output-format", "json"),
+        ("claude", "-p", "--output-format", "stream-json", "--verbose"),
         "claude",
         ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"),
     ),
@@ -111,7 +115,8 @@ class CommandBackend:
         session.record({"type": "command", "argv": argv, "cwd": str(session.workdir)})
         proc = _start(argv, session, preset)
         codex = CodexEvents() if preset.parser == "codex" else None
-        out = _Output(proc, prompt.encode("utf-8"), session.record, codex.feed if codex else None)
+        fold = codex or ClaudeEvents()
+        out = _Output(proc, prompt.encode("utf-8"), session.record, _progress(fold, session))
         timed_out = _wait(proc, session.caps.wall_seconds, session.options.get("kill_grace", 5))
         out.join()
         if out.error:
@@ -119,7 +124,7 @@ class CommandBackend:
         code, stdout, stderr = proc.returncode, out.stdout(), out.stderr()
         session.record({"type": "command_exit", "returncode": code, "stderr_tail": stderr})
         if timed_out:
-            return _wall_capped(codex, session)
+            return _wall_capped(fold, session)
         if (outcome := _parsed_outcome(codex, stdout, session)) is not None:
             return outcome
         if preset.parser == "generic":
@@ -152,12 +157,25 @@ def _start(argv: list[str], session: Session, preset: Preset) -> subprocess.Pope
         ) from e
 
 
-def _wall_capped(codex: CodexEvents | None, session: Session) -> Outcome:
-    """A run stopped at the wall-clock cap, with what Codex reported using until then."""
-    usage = codex.usage if codex else Usage()
+def _progress(fold: ClaudeEvents | CodexEvents, session: Session) -> Callable:
+    """What to add to an event's record: the turns and cost so far, when the event added to
+    them (the cost only where the price table knows the model)."""
+
+    def so_far(event: dict[str, Any]) -> dict[str, Any] | None:
+        if not fold.feed(event):
+            return None
+        cost = cost_of(fold.usage, session.model, session.prices)
+        return {"turns": fold.turns,
+                "cost_usd": round(cost, 6) if priced(session.model, session.prices) else None}
+
+    return so_far
+
+
+def _wall_capped(fold: ClaudeEvents | CodexEvents, session: Session) -> Outcome:
+    """A run stopped at the wall-clock cap, with what its events reported using until then."""
+    usage = fold.usage
     cost = cost_of(usage, session.model, session.prices)
-    turns = codex.turns if codex else 0
-    return Outcome(CAPPED, usage=usage, cost_usd=cost, turns=turns, detail="wall-clock cap")
+    return Outcome(CAPPED, usage=usage, cost_usd=cost, turns=fold.turns, detail="wall-clock cap")
 
 
 def _parsed_outcome(codex: CodexEvents | None, stdout: str, session: Session) -> Outcome | None:
@@ -247,9 +265,9 @@ class _Output:
             except ValueError:
                 event = None
             if isinstance(event, dict):
-                record({"type": "cli_event", "event": event})
-                if on_event:
-                    on_event(event)
+                progress = on_event(event)
+                record({"type": "cli_event", "event": event,
+                        **({"so_far": progress} if progress else {})})
             elif line.strip():
                 record({"type": "cli_output", "text": line})
             self._lines.append(raw)
