@@ -7,7 +7,8 @@ tools, system and messages) and reports them when `count_input` is set, refuses 
 over `context_limit` tokens with 400 "prompt is too long", and refuses a thinking block that
 does not come back exactly as it was sent.
 
-Tests use it through the `api` fixture and drive the real `anthropic` SDK against it.
+Tests use it through the `api` fixture (tests/conftest.py) and drive the real `anthropic` SDK
+against it; bench/context.py does too, so this module needs no pytest.
 Also here: `make_session`, the Session every backend and tool test builds on.
 """
 
@@ -22,8 +23,6 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from harness.types import Caps, Session
 
@@ -247,20 +246,6 @@ def stream_events(message: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]
         "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
         "usage": {"output_tokens": final_usage["output_tokens"]}}
     yield "message_stop", {"type": "message_stop"}
-
-
-@pytest.fixture(name="api")
-def api_fixture(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAPI]:
-    """A running fake API; the SDK finds a test key in the environment."""
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
-    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
-    server = FakeAPI()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def make_session(tmp_path: Path, *, tools: list[str] | None = None,

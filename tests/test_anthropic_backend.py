@@ -7,7 +7,7 @@ import time
 from datetime import datetime, timezone
 
 import pytest
-from fake_api import api_fixture, make_session, text, thinking, tool_use  # noqa: F401 (a fixture)
+from fake_api import make_session, text, thinking, tool_use
 from pydantic import ValidationError
 
 from harness.backends.anthropic import CUT_CALL, CUT_TEXT, AnthropicBackend

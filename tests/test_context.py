@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import yaml
-from fake_api import api_fixture, count_tokens, make_session, text, tool_use  # noqa: F401
+from fake_api import count_tokens, make_session, text, tool_use
 
 from harness.backends.anthropic import AnthropicBackend
 from harness.backends.context import STUB, Conversation, estimate_tokens
