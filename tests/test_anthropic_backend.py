@@ -268,6 +268,8 @@ def test_usage_and_cost_are_summed_over_calls_with_cache_tokens(api, tmp_path, s
                                   cache_creation_input_tokens=5000, cache_read_input_tokens=5000)
     expected = (1050 * 3.0 + 300 * 15.0 + 5000 * 3.75 + 5000 * 0.3) / 1e6
     assert outcome.cost_usd == pytest.approx(expected)
+    assert [e["so_far"] for e in events if e["event"] == "model_turn"][-1] == {
+        "turns": 2, "cost_usd": round(expected, 6)}  # what `status` shows of a running run
     assert [e["usage"] for e in events if e["event"] == "model_turn"] == [
         {"input_tokens": 1000, "output_tokens": 200,
          "cache_creation_input_tokens": 5000, "cache_read_input_tokens": 0},

@@ -20,7 +20,7 @@ import anthropic
 from harness.agent.tools import ToolBox
 from harness.backends.api_errors import PromptTooLong, backend_error, is_prompt_too_long
 from harness.backends.context import EPHEMERAL, Conversation
-from harness.backends.pricing import cost_of
+from harness.backends.pricing import cost_of, priced
 from harness.errors import BackendError, HarnessError
 from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session, Usage
 
@@ -100,10 +100,11 @@ class ToolLoop:
         self.usage.add(turn_usage := usage_of(message.usage))
         convo.sent(turn_usage)
         content = [block.to_dict() for block in message.content]
+        cost = round(self.cost, 6) if priced(self.session.model, self.session.prices) else None
         self.session.record({"event": "model_turn", "turn": self.turns,
                              "stop_reason": message.stop_reason, "usage": asdict(turn_usage),
-                             "content": content,
-                             "so_far": {"turns": self.turns, "cost_usd": round(self.cost, 6)}})
+                             "content": content, "so_far": {"turns": self.turns,
+                                                            "cost_usd": cost}})
         return content
 
     def answer(self, message: Any, content: list[dict[str, Any]], convo: Conversation,
