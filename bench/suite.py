@@ -9,7 +9,7 @@ interleaved rounds (a noisy machine slows every command alike); the curator runs
 per size (bench/curator.py); a bash tool call with and without bwrap 50 times each
 (bench/sandbox.py); five passes over 10 new entries each time the cron case after
 1k and 1M entries of history (bench/cron.py); the prompt sizes come from bench/history.py's
-simulation.
+simulation; the context figures from bench/context.py's scripted 200-turn run.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(ROOT))
 
-import history  # noqa: E402 - bench/ is not a package
+import context  # noqa: E402 - bench/ is not a package
+import history  # noqa: E402
 import lessons  # noqa: E402
 import sandbox  # noqa: E402 - bench/sandbox.py
 import spine  # noqa: E402
@@ -336,6 +337,26 @@ def prompt_rows(checkpoints: tuple[int, ...]) -> tuple[list[Row], str]:
     return rows, note
 
 
+# ---- (6): a long tool loop within its context budget ----
+
+
+def context_rows(turns: int = 200, budget: int = 48_000, limit: int = 60_000) -> list[Row]:
+    """bench/context.py: input tokens sent and the cacheable share, clearing and not."""
+    figures = context.measure(turns, budget, limit)
+    batches, every, none = (figures[k] for k in (
+        "clearing in batches", "clearing every turn", "no clearing, no limit"))
+    where = f"{turns}-turn run, budget {budget // 1000}k, API limit {limit // 1000}k tokens"
+    return [
+        Row(f"{where}: finished, requests refused", f"{batches.status}, {batches.refused}",
+            "finished, 0", batches.status == "finished" and batches.refused == 0),
+        Row("  input tokens sent, clearing in batches / no clearing (limit lifted)",
+            f"{batches.total / 1e6:.1f}M / {none.total / 1e6:.1f}M"),
+        Row("  input tokens in a prefix shared with the previous request, batches",
+            f"{batches.cached_share:.1%}", "≥ 80%", batches.cached_share >= 0.8),
+        Row("  the same, clearing a little every turn", f"{every.cached_share:.1%}"),
+    ]
+
+
 # ---- output ----
 
 
@@ -390,6 +411,8 @@ def main() -> None:
     say(f"simulating {PROMPT_RUNS[-1]:,} runs for the worker prompt's size")
     prompt, history_note = prompt_rows(PROMPT_RUNS)
     rows += prompt
+    say("a 200-turn tool loop against the fake Messages API, three ways (bench/context.py)")
+    rows += context_rows()
     took = time.perf_counter() - started
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     footer = f"{history_note}; whole suite {took:.0f} s; load {load} at end"

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 # Outcome.status values
 FINISHED = "finished"  # the agent ended its turn or called `finish`
@@ -29,6 +29,17 @@ class Caps(BaseModel):
     dollars: float | None = None  # per run
     bash_timeout: float = 120  # per bash command
     output_chars: int = 20000  # per tool result, then a visible truncation marker
+    # The conversation's size before a call, in tokens; past it, old tool results are
+    # cleared. Well under the models' 200k-token window: the estimate of new results is rough.
+    context_tokens: int | None = Field(default=120_000, ge=1000)
+    thinking_tokens: int | None = Field(default=None, ge=1024)  # extended thinking per call
+
+    @model_validator(mode="after")
+    def _thinking_within_max_tokens(self) -> Caps:
+        if self.thinking_tokens is not None and self.thinking_tokens >= self.max_tokens:
+            raise ValueError(f"thinking_tokens ({self.thinking_tokens}) must be less than "
+                             f"max_tokens ({self.max_tokens}): thinking counts against it")
+        return self
 
 
 @dataclass(frozen=True)

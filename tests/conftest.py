@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from fake_api import FakeAPI
 
 from harness.cli.app import cli
 
@@ -30,6 +31,20 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory,
     identity = tmp_path_factory.mktemp("identity")
     monkeypatch.setenv("HARNESS_IDENTITY_DIR", str(identity))
     return identity
+
+
+@pytest.fixture(name="api")
+def api_fixture(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAPI]:
+    """A running fake API; the SDK finds a test key in the environment."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    server = FakeAPI()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture

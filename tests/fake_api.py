@@ -2,7 +2,13 @@
 a queue of scripted replies (plain JSON, or server-sent events when the request asks to
 stream), error statuses with headers, or hangs; it keeps every request body it got.
 
-Tests use it through the `api` fixture and drive the real `anthropic` SDK against it.
+Like the real API it counts a request's input tokens (here: four characters a token over
+tools, system and messages) and reports them when `count_input` is set, refuses a request
+over `context_limit` tokens with 400 "prompt is too long", and refuses a thinking block that
+does not come back exactly as it was sent.
+
+Tests use it through the `api` fixture (tests/conftest.py) and drive the real `anthropic` SDK
+against it; bench/context.py does too, so this module needs no pytest.
 Also here: `make_session`, the Session every backend and tool test builds on.
 """
 
@@ -17,8 +23,6 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from harness.types import Caps, Session
 
@@ -37,6 +41,26 @@ def tool_use(name: str, input: dict[str, Any], id: str | None = None) -> dict[st
     """A tool_use content block."""
     return {"type": "tool_use", "id": id or f"toolu_{next(_ids):04d}", "name": name,
             "input": input}
+
+
+def thinking(thought: str) -> dict[str, Any]:
+    """A thinking block, signed as the API signs it."""
+    return {"type": "thinking", "thinking": thought, "signature": f"sig-{next(_ids):04d}"}
+
+
+def count_tokens(body: dict[str, Any]) -> int:
+    """A request's input tokens at four characters a token (cache markers do not count)."""
+    counted = {k: body[k] for k in ("tools", "system", "messages") if k in body}
+    return len(json.dumps(without_cache_marks(counted), ensure_ascii=False)) // 4
+
+
+def without_cache_marks(value: Any) -> Any:
+    """`value` with every `cache_control` key left out."""
+    if isinstance(value, dict):
+        return {k: without_cache_marks(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [without_cache_marks(v) for v in value]
+    return value
 
 
 def usage(input: int = 10, output: int = 5, cache_write: int = 0,
@@ -66,6 +90,9 @@ class FakeAPI:
         self.replies: deque[Reply] = deque()
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.context_limit: int | None = None  # refuse requests over this many tokens
+        self.count_input = False  # report each request's counted tokens as its input
+        self.signed: dict[str, dict[str, Any]] = {}  # thinking blocks sent, by signature
         self.closing = threading.Event()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.server.daemon_threads = True
@@ -91,6 +118,17 @@ class FakeAPI:
             self.replies.append(Reply(status=status, error=(kind, message),
                                       headers=dict(headers or {})))
 
+    def changed_thinking(self, body: dict[str, Any]) -> str | None:
+        """The API's complaint when a thinking block it sent comes back changed."""
+        for i, message in enumerate(body.get("messages", [])):
+            content = message["content"] if isinstance(message["content"], list) else []
+            for j, block in enumerate(content):
+                if block.get("type") == "thinking" and self.signed.get(
+                        block.get("signature")) != block:
+                    return (f"messages.{i}.content.{j}: thinking blocks cannot be modified; "
+                            "they must remain as they were in the original response")
+        return None
+
     def start(self) -> None:
         self.thread.start()
 
@@ -115,6 +153,13 @@ class _Handler(BaseHTTPRequestHandler):
         api.headers.append({k.lower(): v for k, v in self.headers.items()})
         if self.path != "/v1/messages":
             return self._json(404, _error_body("not_found_error", self.path), {})
+        tokens = count_tokens(body)
+        if api.context_limit is not None and tokens > api.context_limit:
+            return self._json(400, _error_body("invalid_request_error", f"prompt is too long: "
+                                               f"{tokens} tokens > {api.context_limit} maximum"),
+                              {})
+        if changed := api.changed_thinking(body):
+            return self._json(400, _error_body("invalid_request_error", changed), {})
         if not api.replies:
             return self._json(500, _error_body("api_error", "fake API: no reply queued"),
                               {"x-should-retry": "false"})
@@ -123,11 +168,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if reply.error:
             return self._json(reply.status, _error_body(*reply.error), reply.headers)
+        counted = {"input_tokens": tokens} if api.count_input else {}
         message = {
             "id": f"msg_{next(_ids):04d}", "type": "message", "role": "assistant",
             "model": body["model"], "content": reply.content, "stop_reason": reply.stop_reason,
-            "stop_sequence": None, "usage": reply.usage,
+            "stop_sequence": None, "usage": {**reply.usage, **counted},
         }
+        api.signed.update({b["signature"]: b for b in reply.content if b["type"] == "thinking"})
         if body.get("stream"):
             return self._sse(message)
         return self._json(200, message, {})
@@ -177,6 +224,14 @@ def stream_events(message: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]
             for piece in pieces:
                 yield "content_block_delta", {"type": "content_block_delta", "index": index,
                                               "delta": {"type": "text_delta", "text": piece}}
+        elif block["type"] == "thinking":
+            yield "content_block_start", {"type": "content_block_start", "index": index,
+                                          "content_block": {**block, "thinking": "",
+                                                            "signature": ""}}
+            yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": {
+                "type": "thinking_delta", "thinking": block["thinking"]}}
+            yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": {
+                "type": "signature_delta", "signature": block["signature"]}}
         else:
             yield "content_block_start", {"type": "content_block_start", "index": index,
                                           "content_block": {**block, "input": {}}}
@@ -191,20 +246,6 @@ def stream_events(message: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]
         "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
         "usage": {"output_tokens": final_usage["output_tokens"]}}
     yield "message_stop", {"type": "message_stop"}
-
-
-@pytest.fixture(name="api")
-def api_fixture(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAPI]:
-    """A running fake API; the SDK finds a test key in the environment."""
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
-    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
-    server = FakeAPI()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def make_session(tmp_path: Path, *, tools: list[str] | None = None,

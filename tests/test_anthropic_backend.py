@@ -7,9 +7,11 @@ import time
 from datetime import datetime, timezone
 
 import pytest
-from fake_api import api_fixture, make_session, text, tool_use  # noqa: F401 (a fixture)
+from fake_api import make_session, text, thinking, tool_use
+from pydantic import ValidationError
 
-from harness.backends.anthropic import AnthropicBackend, reset_time
+from harness.backends.anthropic import CUT_CALL, CUT_TEXT, AnthropicBackend
+from harness.backends.api_errors import reset_time
 from harness.errors import BackendError, BudgetError
 from harness.types import CAPPED, FINISHED, GAVE_UP, Caps, Usage
 
@@ -266,8 +268,78 @@ def test_usage_and_cost_are_summed_over_calls_with_cache_tokens(api, tmp_path, s
                                   cache_creation_input_tokens=5000, cache_read_input_tokens=5000)
     expected = (1050 * 3.0 + 300 * 15.0 + 5000 * 3.75 + 5000 * 0.3) / 1e6
     assert outcome.cost_usd == pytest.approx(expected)
+    assert [e["so_far"] for e in events if e["event"] == "model_turn"][-1] == {
+        "turns": 2, "cost_usd": round(expected, 6)}  # what `status` shows of a running run
     assert [e["usage"] for e in events if e["event"] == "model_turn"] == [
         {"input_tokens": 1000, "output_tokens": 200,
          "cache_creation_input_tokens": 5000, "cache_read_input_tokens": 0},
         {"input_tokens": 50, "output_tokens": 100,
          "cache_creation_input_tokens": 0, "cache_read_input_tokens": 5000}]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_tool_call_cut_at_max_tokens_is_continued(api, tmp_path, stream):
+    api.reply(text("Two steps."), tool_use("bash", {"command": "echo one > one.txt"}, id="ok"),
+              tool_use(EDITOR, {"command": "create", "path": "big.txt"}, id="cut"),
+              stop_reason="max_tokens")
+    api.reply(tool_use(EDITOR, {"command": "create", "path": "big.txt", "file_text": "all\n"}))
+    api.reply(text("done"))
+    outcome, session, events = run(api, tmp_path, options={"stream": stream})
+    assert (outcome.status, outcome.turns, outcome.summary) == (FINISHED, 3, "done")
+    assert (session.workdir / "one.txt").read_text() == "one\n"  # the finished call ran
+    assert (session.workdir / "big.txt").read_text() == "all\n"  # made by the second try
+    second = api.requests[1]["messages"]
+    assert [b["type"] for b in second[1]["content"]] == ["text", "tool_use", "tool_use"]
+    answer = second[2]["content"]
+    assert [(b["tool_use_id"], b["is_error"]) for b in answer] == [("ok", False), ("cut", True)]
+    assert answer[1]["content"] == CUT_CALL and "cache_control" in answer[1]
+    continued = [e for e in events if e["event"] == "continued"]
+    assert continued == [{"event": "continued", "turn": 1, "reason": "max_tokens",
+                          "cut_tool": EDITOR}]
+    assert [e["name"] for e in events if e["event"] == "tool_call"] == ["bash", EDITOR]
+
+
+def test_text_cut_at_max_tokens_is_continued_a_few_times_in_a_row_at_most(api, tmp_path):
+    api.reply(text("The plan is"), stop_reason="max_tokens")
+    api.reply(text("to finish."))
+    outcome, _, _ = run(api, tmp_path)
+    assert (outcome.status, outcome.summary) == (FINISHED, "to finish.")
+    assert api.requests[1]["messages"][-1]["content"] == [
+        {"type": "text", "text": CUT_TEXT, "cache_control": {"type": "ephemeral"}}]
+    for _ in range(4):
+        api.reply(tool_use("bash", {"command": "echo cut"}), stop_reason="max_tokens")
+    outcome, _, events = run(api, tmp_path)
+    assert (outcome.status, outcome.turns) == (CAPPED, 4)
+    assert outcome.detail == "4 replies in a row cut off at max_tokens (8192)"
+    assert len([e for e in events if e["event"] == "continued"]) == 3
+    assert not [e for e in events if e["event"] == "tool_call"]  # a cut call never runs
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_thinking_is_asked_for_and_its_blocks_go_back_unchanged(api, tmp_path, stream):
+    thought = thinking("The file should exist first; list the folder.")
+    api.reply(thought, tool_use("bash", {"command": "ls"}))
+    api.reply(text("done"))
+    outcome, _, events = run(api, tmp_path, caps=Caps(thinking_tokens=2048),
+                             options={"stream": stream})
+    assert (outcome.status, outcome.summary) == (FINISHED, "done")
+    assert all(r["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+               for r in api.requests)
+    assert api.requests[1]["messages"][1]["content"][0] == thought
+    assert events[0]["content"][0] == thought
+
+
+def test_the_fake_api_refuses_a_changed_thinking_block(api):
+    sent = thinking("a thought")
+    api.signed[sent["signature"]] = sent
+    changed = {"messages": [{"role": "assistant", "content": [{**sent, "thinking": "other"}]}]}
+    assert "cannot be modified" in api.changed_thinking(changed)
+    assert api.changed_thinking({"messages": [{"role": "assistant", "content": [sent]}]}) is None
+
+
+def test_thinking_budget_must_be_under_max_tokens():
+    assert Caps(thinking_tokens=1024, max_tokens=4096).thinking_tokens == 1024
+    with pytest.raises(ValidationError, match=r"thinking_tokens \(8192\) must be less than"):
+        Caps(thinking_tokens=8192, max_tokens=8192)
+    with pytest.raises(ValidationError, match="greater than or equal to 1024"):
+        Caps(thinking_tokens=500)

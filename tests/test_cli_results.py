@@ -10,6 +10,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from harness.backends.cli_results import (
+    ClaudeEvents,
+    CodexEvents,
     UsageLimitReached,
     check_usage_limit,
     claude_outcome,
@@ -17,10 +19,41 @@ from harness.backends.cli_results import (
     parse_codex,
     reset_time,
 )
-from harness.types import CAPPED, FINISHED, GAVE_UP
+from harness.types import CAPPED, FINISHED, GAVE_UP, Usage
 
 NOW = datetime(2026, 4, 24, 10, 0, tzinfo=timezone.utc)
 PRICES = {"m": {"input_tokens": 3.0, "output_tokens": 15.0, "cache_read_input_tokens": 0.3}}
+
+
+# --- Claude Code stream-json events ----------------------------------------------------
+
+
+def assistant(message_id: str, output: int, block: dict) -> dict:
+    return {"type": "assistant", "session_id": "s", "message": {
+        "id": message_id, "role": "assistant", "content": [block],
+        "usage": {"input_tokens": 5, "output_tokens": output, "cache_read_input_tokens": 100}}}
+
+
+def test_claude_events_count_a_turn_per_message_and_its_usage_once():
+    fold = ClaudeEvents()
+    fed = [fold.feed(event) for event in [
+        {"type": "system", "subtype": "init", "session_id": "s"},
+        assistant("msg_1", 10, {"type": "text", "text": "Listing."}),
+        assistant("msg_1", 12, {"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}),
+        {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t1"}]}},
+        assistant("msg_2", 40, {"type": "text", "text": "Done."}),
+        claude_result(),
+    ]]
+    assert fed == [False, True, False, False, True, False]
+    assert fold.turns == 2
+    assert fold.usage == Usage(input_tokens=10, output_tokens=52, cache_read_input_tokens=200)
+
+
+def test_codex_events_say_when_a_turn_ended():
+    fold = CodexEvents()
+    assert fold.feed({"type": "turn.started"}) is False
+    assert fold.feed({"type": "turn.completed", "usage": {"input_tokens": 9}}) is True
+    assert (fold.turns, fold.usage.input_tokens) == (1, 9)
 
 
 # --- Claude Code result objects --------------------------------------------------------

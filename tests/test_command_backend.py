@@ -10,10 +10,12 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from conftest import RUN_SH, run_sh
 
 from harness.backends.cli_results import UsageLimitReached
 from harness.backends.command import CommandBackend, build_argv, build_env
@@ -56,14 +58,15 @@ def fake(name: str, *args: str) -> list[str]:
 def test_claude_preset_argv_adds_model_turn_cap_and_what_it_may_do_unasked():
     argv, preset = build_argv({"preset": "claude"}, "claude-sonnet-4-5", 12)
     assert argv == [
-        "claude", "-p", "--output-format", "json",
+        "claude", "-p", "--output-format", "stream-json", "--verbose",
         "--model", "claude-sonnet-4-5", "--max-turns", "12",
         "--permission-mode", "acceptEdits", "--allowedTools", "Bash",
     ]  # fmt: skip
     assert preset.parser == "claude"
     options = {"preset": "claude", "permission_mode": "bypassPermissions", "allowed_tools": []}
     assert build_argv(options, "", None)[0] == [
-        "claude", "-p", "--output-format", "json", "--permission-mode", "bypassPermissions",
+        "claude", "-p", "--output-format", "stream-json", "--verbose",
+        "--permission-mode", "bypassPermissions",
     ]  # fmt: skip
     options = {"preset": "claude", "allowed_tools": ["Bash(pytest:*)", "Read"]}
     assert build_argv(options, "", None)[0][-2:] == ["--allowedTools", "Bash(pytest:*),Read"]
@@ -132,6 +135,39 @@ def test_claude_success_via_subprocess_is_recorded(tmp_path):
     assert events[1]["event"]["subtype"] == "success"
 
 
+TURN_USAGE = {"input_tokens": 4, "cache_creation_input_tokens": 1000,
+              "cache_read_input_tokens": 9000}  # each stand-in turn, with 50 then 70 out
+
+
+def test_claude_stream_json_events_are_recorded_with_the_turns_and_cost_so_far(tmp_path):
+    events: list = []
+    out = run(tmp_path, events=events, preset="claude", command=fake("claude.py", "stream"),
+              model="m")
+    assert (out.status, out.turns, out.cost_usd) == (FINISHED, 2, 0.1234)  # from the result
+    cli = [e for e in events if e["type"] == "cli_event"]
+    assert [e["event"]["type"] for e in cli] == [
+        "system", "assistant", "assistant", "user", "assistant", "result"]
+    turn_cost = (4 * 3.0 + 9000 * 0.3) / 1e6  # cache writes have no price in PRICES
+    assert [e.get("so_far") for e in cli] == [
+        None, {"turns": 1, "cost_usd": round(turn_cost + 50 * 15.0 / 1e6, 6)}, None, None,
+        {"turns": 2, "cost_usd": round(2 * turn_cost + 120 * 15.0 / 1e6, 6)}, None]
+    unpriced: list = []
+    run(tmp_path, events=unpriced, preset="claude", command=fake("claude.py", "stream"),
+        model="unpriced-model")
+    assert [e["so_far"] for e in unpriced if "so_far" in e][-1] == {"turns": 2, "cost_usd": None}
+
+
+def test_claude_stopped_at_its_wall_cap_keeps_its_events_and_what_it_used(tmp_path):
+    events: list = []
+    out = run(tmp_path, events=events, preset="claude", command=fake("claude.py", "stream_hang"),
+              model="m", wall=1.5, kill_grace=0.5)
+    assert (out.status, out.detail, out.turns) == (CAPPED, "wall-clock cap", 2)
+    assert out.usage.cache_read_input_tokens == 18000 and out.usage.output_tokens == 120
+    assert out.cost_usd == pytest.approx((8 * 3.0 + 120 * 15.0 + 18000 * 0.3) / 1e6)
+    cli = [e["event"] for e in events if e["type"] == "cli_event"]
+    assert len(cli) == 5 and cli[3]["message"]["content"][0]["content"] == "a.py"
+
+
 def test_claude_is_error_with_exit_0_gives_up(tmp_path):
     out = run(tmp_path, preset="claude", command=fake("claude.py", "is_error_exit0"))
     assert out.status == GAVE_UP and "error_during_execution" in out.detail
@@ -179,7 +215,8 @@ def test_claude_preset_argv_reaches_the_cli_via_path(tmp_path):
     out = CommandBackend().run("Grüße", session)
     seen = json.loads(out.summary)
     assert seen["argv"] == [
-        "argv", "-p", "--output-format", "json", "--model", "claude-opus-4-1", "--max-turns", "9",
+        "argv", "-p", "--output-format", "stream-json", "--verbose",
+        "--model", "claude-opus-4-1", "--max-turns", "9",
         "--permission-mode", "acceptEdits", "--allowedTools", "Bash",
     ]  # fmt: skip
     assert seen["stdin"] == "Grüße"
@@ -348,3 +385,40 @@ def test_a_child_the_cli_leaves_behind_does_not_hold_up_the_run_as_a_zombie(
     assert result.returncode == 0, result.stderr
     status, seconds = result.stdout.split()
     assert status == FINISHED and float(seconds) < 15
+
+
+def test_a_cli_run_killed_by_sigkill_keeps_its_events_and_status_showed_its_progress(
+        project, tmp_path):
+    state = project / ".harness"
+    (state / "roles").mkdir()
+    (state / "roles" / "worker.yaml").write_text(json.dumps({
+        "template": "worker.md.j2", "backend": "command", "model": "claude-sonnet-4-5",
+        "options": {"preset": "claude", "command": fake("claude.py", "stream_hang")}}))
+    proc = subprocess.Popen([str(RUN_SH), "worker", "F-004"], cwd=project,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        transcript = _wait_for_events(state, 5)
+        status = run_sh("status", cwd=project)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    run_id = transcript.parent.name
+    cost = (2 * (4 * 3 + 1000 * 3.75 + 9000 * 0.3) + 120 * 15) / 1e6
+    assert f"running: {run_id} (2 turns, ${cost:.4f} so far)" in status.stdout
+    recorded = [json.loads(line) for line in transcript.read_text().splitlines()]
+    kinds = [e["event"]["type"] for e in recorded if e["type"] == "cli_event"]
+    assert kinds == ["system", "assistant", "assistant", "user", "assistant"]
+    after = run_sh("status", cwd=project).stdout
+    assert f"interrupted: {run_id}" in after and "running:" not in after
+
+
+def _wait_for_events(state: Path, count: int) -> Path:
+    """The transcript of the one run under `state`, once it holds `count` CLI events."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for transcript in state.glob("runs/*/transcript.jsonl"):
+            if transcript.read_text().count('"type": "cli_event"') >= count:
+                return transcript
+        time.sleep(0.05)
+    pytest.fail("the CLI's events did not reach the transcript")

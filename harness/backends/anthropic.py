@@ -1,55 +1,42 @@
 """The `anthropic` backend: our own tool loop on the Messages API.
 
-Each turn: check the caps and the mission budget, call the model, record the turn, run its
-tool calls through the ToolBox and send the results back. The loop ends when the model stops
-asking for tools, calls `finish`, or a cap is reached. The SDK retries (`max_retries`); what
-still fails after its retries is a BackendError (exit 6), with the reset time when told.
+Each turn: check the caps and the mission budget, keep the conversation within the context
+budget (harness/backends/context.py), call the model, record the turn, run its tool calls
+through the ToolBox and send the results back. The loop ends when the model stops asking for
+tools, calls `finish`, or a cap is reached. A reply cut at `max_tokens` is continued, a few
+times in a row at most. The SDK retries (`max_retries`); what still fails after its retries
+is a BackendError (exit 6), with the reset time when told; a prompt the API finds too long
+even after clearing harder ends the run as capped (the attempt counts).
 """
 
 from __future__ import annotations
 
-import email.utils
-import re
 import time
 from dataclasses import asdict
-from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import anthropic
 
 from harness.agent.tools import ToolBox
-from harness.backends.pricing import cost_of
+from harness.backends.api_errors import PromptTooLong, backend_error, is_prompt_too_long
+from harness.backends.context import EPHEMERAL, Conversation
+from harness.backends.pricing import cost_of, priced
 from harness.errors import BackendError, HarnessError
 from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session, Usage
 
-EPHEMERAL = {"type": "ephemeral"}
-ERRORS = (  # the first match says what failed and what to do
-    (anthropic.AuthenticationError,
-     "the Anthropic API rejected the API key (401): set ANTHROPIC_API_KEY to a valid key"),
-    (anthropic.PermissionDeniedError, "the API key may not do this (403): check its access"),
-    (anthropic.NotFoundError, "not found (404): check the role's model name"),
-    (anthropic.RateLimitError, "rate limited by the Anthropic API (429) after {retries} retries"),
-    (anthropic.InternalServerError,
-     "the Anthropic API is overloaded or failing ({status}) after {retries} retries"),
-    (anthropic.APITimeoutError, "the Anthropic API did not answer in time after {retries} retries"),
-    (anthropic.APIConnectionError,
-     "cannot reach the Anthropic API at {url} after {retries} retries"),
-    (anthropic.APIStatusError,
-     "the Anthropic API rejected the request ({status}): check the role's model, caps and prompt"),
-    (anthropic.APIError, "unexpected answer from the Anthropic API"),
-)
+CONTINUATIONS = 3  # replies in a row cut at max_tokens that are continued
+CUT_CALL = ("This call was cut off at the max_tokens limit before its input was complete, "
+            "so it was not run. Send it again; if its input is large, split the work "
+            "(e.g. write a large file in several edits).")
+CUT_TEXT = "Your reply was cut off at the max_tokens limit. Go on from where it stopped."
 
 
 class OutOfTime(Exception):
     """The wall-clock cap ran out between two attempts of one model call."""
 
 
-class APIFailed(BackendError):
-    """The Messages API failed after retries; `reset_at` is when a limit lifts, if told."""
-
-    def __init__(self, message: str, reset_at: str | None = None):
-        super().__init__(message + (f"; the limit resets at {reset_at}" if reset_at else ""))
-        self.reset_at = reset_at
+class ContextFull(Exception):
+    """The API refused the prompt's size even after old tool results were cleared."""
 
 
 class AnthropicBackend:
@@ -67,7 +54,7 @@ class ToolLoop:
     def __init__(self, session: Session, tools: ToolBox):
         self.session, self.tools = session, tools
         self.usage, self.turns, self.started = Usage(), 0, time.monotonic()
-        self.tail: dict[str, Any] | None = None  # the block carrying the moving breakpoint
+        self.cut_offs = 0  # replies in a row stopped at max_tokens
         self.retries = int(session.options.get("max_retries", 2))
         try:
             self.client = anthropic.Anthropic(
@@ -86,40 +73,92 @@ class ToolLoop:
         specs = self.tools.specs()
         if specs:
             specs[-1]["cache_control"] = EPHEMERAL
-        # The prompt is the first user message rather than the system prompt: these are the
-        # exact bytes of prompt.md, and what the command backend pipes to an agent CLI, so
-        # every backend hands the model the same thing. It is still cached: the prefix runs
-        # tools -> system -> messages, and this block carries a breakpoint.
-        messages: list[dict[str, Any]] = [{"role": "user", "content": [
-            {"type": "text", "text": prompt, "cache_control": EPHEMERAL}]}]
+        convo = Conversation(prompt, self.session.caps.context_tokens)
         summary = ""
         try:
             while True:
                 if cap := self.cap_reached():
                     return self.outcome(CAPPED, summary, cap)
                 self.session.check_budget(self.cost)
-                message = self.call(specs, messages)
+                try:
+                    message = self.call_fitted(specs, convo)
+                except ContextFull as e:
+                    return self.outcome(CAPPED, summary, str(e))
                 if message is None:
                     return self.outcome(CAPPED, summary, self.wall_cap_detail())
-                self.turns += 1
-                self.usage.add(turn_usage := usage_of(message.usage))
-                content = [block.to_dict() for block in message.content]
-                self.session.record({"event": "model_turn", "turn": self.turns,
-                                     "stop_reason": message.stop_reason,
-                                     "usage": asdict(turn_usage), "content": content})
+                content = self.take(message, convo)
                 summary = "\n".join(b.text for b in message.content if b.type == "text") or summary
-                calls = [b for b in message.content if b.type == "tool_use"]
-                if not calls:
-                    status = GAVE_UP if message.stop_reason == "refusal" else FINISHED
-                    return self.outcome(status, summary, f"stop_reason {message.stop_reason}")
-                messages.append({"role": "assistant", "content": content})
-                messages.append({"role": "user", "content": self.execute(calls)})
-                if self.tools.finished is not None:
-                    status = GAVE_UP if self.tools.finish_status == "gave_up" else FINISHED
-                    return self.outcome(status, self.tools.finished, "finish called")
+                if ended := self.answer(message, content, convo, summary):
+                    return ended
         except HarnessError as e:
             e.outcome = self.outcome(CAPPED, summary, str(e))  # type: ignore[attr-defined]
             raise
+
+    def take(self, message: Any, convo: Conversation) -> list[dict[str, Any]]:
+        """Count and record a model turn; its content blocks as they came."""
+        self.turns += 1
+        self.usage.add(turn_usage := usage_of(message.usage))
+        convo.sent(turn_usage)
+        content = [block.to_dict() for block in message.content]
+        cost = round(self.cost, 6) if priced(self.session.model, self.session.prices) else None
+        self.session.record({"event": "model_turn", "turn": self.turns,
+                             "stop_reason": message.stop_reason, "usage": asdict(turn_usage),
+                             "content": content, "so_far": {"turns": self.turns,
+                                                            "cost_usd": cost}})
+        return content
+
+    def answer(self, message: Any, content: list[dict[str, Any]], convo: Conversation,
+               summary: str) -> Outcome | None:
+        """Run the turn's tool calls and add the turn; the Outcome when the run ends here."""
+        calls = [b for b in message.content if b.type == "tool_use"]
+        if message.stop_reason == "max_tokens":
+            self.cut_offs += 1
+            if self.cut_offs > CONTINUATIONS:
+                return self.outcome(CAPPED, summary, f"{self.cut_offs} replies in a row cut "
+                                    f"off at max_tokens ({self.session.caps.max_tokens})")
+            answer = self.execute(calls[:-1]) + self.cut_answer(calls[-1:])
+            self.session.record({"event": "continued", "turn": self.turns,
+                                 "reason": "max_tokens", "cut_tool": calls[-1].name
+                                 if calls else None})
+            convo.add_turn(self.turns, content, answer)
+            return None
+        self.cut_offs = 0
+        if not calls:
+            status = GAVE_UP if message.stop_reason == "refusal" else FINISHED
+            return self.outcome(status, summary, f"stop_reason {message.stop_reason}")
+        convo.add_turn(self.turns, content, self.execute(calls))
+        if self.tools.finished is not None:
+            status = GAVE_UP if self.tools.finish_status == "gave_up" else FINISHED
+            return self.outcome(status, self.tools.finished, "finish called")
+        return None
+
+    @staticmethod
+    def cut_answer(cut: list[Any]) -> list[dict[str, Any]]:
+        """What asks the model to go on: an error result for the unfinished call, if any."""
+        if cut:
+            return [{"type": "tool_result", "tool_use_id": cut[0].id, "content": CUT_CALL,
+                     "is_error": True}]
+        return [{"type": "text", "text": CUT_TEXT}]
+
+    def call_fitted(self, specs: list[dict[str, Any]], convo: Conversation) -> Any:
+        """One model call on a conversation within its budget; when the API still refuses
+        the size, one more after clearing harder. None when the wall-clock cap ran out."""
+        self.clear(convo, convo.fit(), "budget")
+        try:
+            return self.call(specs, convo.messages)
+        except PromptTooLong as e:
+            if not self.clear(convo, convo.clear_harder(), f"the API refused the size: {e}"):
+                raise ContextFull(f"context full: {e}; no old tool result left to clear") from e
+        try:
+            return self.call(specs, convo.messages)
+        except PromptTooLong as e:
+            raise ContextFull(f"context full: {e}, even with old tool results cleared") from e
+
+    def clear(self, convo: Conversation, cleared: Any, why: str) -> bool:
+        """Record a clearing, if there was one."""
+        if cleared is not None:
+            self.session.record(cleared.event(self.turns, convo.budget, why))
+        return cleared is not None
 
     def call(self, specs: list[dict[str, Any]], messages: list[dict[str, Any]]) -> Any:
         """One model call; None when the wall-clock cap ran out during it."""
@@ -129,6 +168,8 @@ class ToolLoop:
             timeout = min(timeout, max(caps.wall_seconds - self.elapsed, 0.01))
         params = {"model": self.session.model, "max_tokens": caps.max_tokens,
                   "messages": messages, "timeout": timeout, **({"tools": specs} if specs else {})}
+        if caps.thinking_tokens:
+            params["thinking"] = {"type": "enabled", "budget_tokens": caps.thinking_tokens}
         try:
             if options.get("stream"):
                 with self.client.messages.stream(**params) as stream:
@@ -139,10 +180,12 @@ class ToolLoop:
         except anthropic.APIError as e:
             if isinstance(e, anthropic.APITimeoutError) and self.out_of_time():
                 return None
-            raise self.backend_error(e) from e
+            if is_prompt_too_long(e):
+                raise PromptTooLong(getattr(e, "message", str(e))) from e
+            raise backend_error(e, self.retries, self.client.base_url) from e
 
     def execute(self, calls: list[Any]) -> list[dict[str, Any]]:
-        """Run the tool calls in order; their results, with a cache breakpoint on the last."""
+        """Run the tool calls in order; their results."""
         results = []
         for call in calls:
             result = self.tools.execute(call.name, call.input)
@@ -151,12 +194,6 @@ class ToolLoop:
                                  "result": result.text, "is_error": result.is_error})
             results.append({"type": "tool_result", "tool_use_id": call.id,
                             "content": result.text, "is_error": result.is_error})
-        # A moving breakpoint caches the conversation so far; tools, prompt and this one
-        # make three of the four the API allows, so the previous one is dropped.
-        if self.tail is not None:
-            self.tail.pop("cache_control", None)
-        self.tail = results[-1]
-        self.tail["cache_control"] = EPHEMERAL
         return results
 
     def stop_when_out_of_time(self, request: Any, call_next: Any) -> Any:
@@ -195,36 +232,8 @@ class ToolLoop:
         return Outcome(status=status, summary=summary, usage=self.usage, cost_usd=self.cost,
                        turns=self.turns, detail=detail)
 
-    def backend_error(self, e: anthropic.APIError) -> APIFailed:
-        """A BackendError that says what failed and what to do about it."""
-        what = next(text for kind, text in ERRORS if isinstance(e, kind))
-        what = what.format(retries=self.retries, url=self.client.base_url,
-                           status=getattr(e, "status_code", "?"))
-        response = getattr(e, "response", None)
-        return APIFailed(f"{what} ({getattr(e, 'api_message', None) or e.message})",
-                         reset_time(response.headers) if response is not None else None)
-
 
 def usage_of(usage: Any) -> Usage:
     """Our Usage from the SDK's (cache counts may be missing)."""
     return Usage(usage.input_tokens, usage.output_tokens,
                  usage.cache_creation_input_tokens or 0, usage.cache_read_input_tokens or 0)
-
-
-def reset_time(headers: Any, now: datetime | None = None) -> str | None:
-    """When a limit lifts (ISO-8601 UTC), from `retry-after` or the latest ratelimit reset."""
-    now = now or datetime.now(timezone.utc)
-    try:
-        if retry_after := headers.get("retry-after"):
-            try:
-                when = now + timedelta(seconds=float(retry_after))
-            except ValueError:
-                when = email.utils.parsedate_to_datetime(retry_after)
-        else:
-            when = max((datetime.fromisoformat(value.replace("Z", "+00:00"))
-                        for name, value in headers.items()
-                        if re.fullmatch(r"anthropic-ratelimit-.+-reset", name.lower())),
-                       default=None)
-    except (TypeError, ValueError):  # a malformed header must not hide the real error
-        return None
-    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") if when else None

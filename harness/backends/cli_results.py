@@ -1,5 +1,7 @@
-"""What an agent CLI printed, read: Claude Code's JSON result, Codex's event stream, and the
-usage or rate limits either reports, with the time the limit lifts.
+"""What an agent CLI printed, read: Claude Code's JSON result and its stream-json events,
+Codex's event stream, and the usage or rate limits either reports, with the time the limit
+lifts. The event folds (`ClaudeEvents`, `CodexEvents`) give the turns and usage so far while
+the CLI runs, and what a run stopped at its wall-clock cap had used.
 
 Pure functions over text and parsed JSON; `harness.backends.command` runs the CLI and hands
 its output here. A usage limit raises `UsageLimitReached`: the run did not fail, the
@@ -50,8 +52,8 @@ def claude_outcome(result: dict[str, Any], model: str, prices: dict) -> Outcome:
     """Map a Claude Code result object to an Outcome; a usage limit raises UsageLimitReached."""
     subtype, text = str(result.get("subtype") or ""), result.get("result")
     text = text if isinstance(text, str) else "" if text is None else json.dumps(text)
-    raw = result.get("usage") or {}
-    usage = Usage(**{k: int(raw.get(k) or 0) for k in Usage.__dataclass_fields__})
+    raw = result.get("usage")
+    usage = usage_from(raw if isinstance(raw, dict) else {})
     cost = result.get("total_cost_usd", result.get("cost_usd"))
     cost = float(cost) if isinstance(cost, int | float) else cost_of(usage, model, prices)
     if subtype in CLAUDE_CAPS:
@@ -65,6 +67,43 @@ def claude_outcome(result: dict[str, Any], model: str, prices: dict) -> Outcome:
     return Outcome(status, summary=text, usage=usage, cost_usd=cost, turns=turns, detail=detail)
 
 
+def usage_from(raw: dict[str, Any]) -> Usage:
+    """Our Usage from an Anthropic-shaped usage object (missing counts are 0)."""
+    return Usage(**{k: int(raw.get(k) or 0) for k in Usage.__dataclass_fields__})
+
+
+class ClaudeEvents:
+    """Folds `claude -p --output-format stream-json --verbose` events: turns and usage so far.
+
+    Each model call is an `assistant` event (one per content block, all with the message's id
+    and usage), so a turn is a message id seen for the first time."""
+
+    def __init__(self) -> None:
+        self.by_message: dict[str, Usage] = {}
+
+    def feed(self, event: dict[str, Any]) -> bool:
+        """Take one event; True when it added a turn."""
+        message = event.get("message")
+        if event.get("type") != "assistant" or not isinstance(message, dict):
+            return False
+        key = str(message.get("id") or len(self.by_message))
+        raw = message.get("usage")
+        new = key not in self.by_message
+        self.by_message[key] = usage_from(raw if isinstance(raw, dict) else {})
+        return new
+
+    @property
+    def turns(self) -> int:
+        return len(self.by_message)
+
+    @property
+    def usage(self) -> Usage:
+        total = Usage()
+        for usage in self.by_message.values():
+            total.add(usage)
+        return total
+
+
 class CodexEvents:
     """Folds `codex exec --json` events: usage summed over turns, last message, failure."""
 
@@ -72,8 +111,8 @@ class CodexEvents:
         self.usage, self.turns, self.summary = Usage(), 0, ""
         self.failure: str | None = None  # a turn.failed, or an error no turn.completed outlived
 
-    def feed(self, event: dict[str, Any]) -> None:
-        """Take one event."""
+    def feed(self, event: dict[str, Any]) -> bool:
+        """Take one event; True when it ended a turn (and so added usage)."""
         kind = event.get("type")
         if kind in ("turn.completed", "turn.failed") and isinstance(event.get("usage"), dict):
             raw = event["usage"]
@@ -94,6 +133,7 @@ class CodexEvents:
         elif kind == "item.completed" and isinstance(item := event.get("item"), dict):
             if item.get("type") == "agent_message":
                 self.summary = str(item.get("text") or "")
+        return kind in ("turn.completed", "turn.failed")
 
     def outcome(self, model: str, prices: dict) -> Outcome | None:
         """The run's Outcome, or None when no turn ended; a usage limit raises."""

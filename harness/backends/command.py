@@ -2,23 +2,21 @@
 
 The prompt goes in on stdin; the run is named in the environment so the agent can call
 `run.sh note` and `run.sh verdict`; the CLI runs in its own process group under a hard
-wall-clock cap. Where the CLI prints a JSON result, success is decided from it, never from
-the exit code or free text (harness/backends/cli_results.py reads it). A usage or rate limit
+wall-clock cap. Its stdout is read as a stream: each JSON event goes to the transcript as it
+arrives (claude's stream-json, codex's --json) with the turns and cost so far, so a run killed
+by its cap or by SIGKILL keeps what the agent did, and `status` shows a running one's
+progress. Where the CLI prints a JSON result, success is decided from it, never from the
+exit code or free text (harness/backends/cli_results.py reads it). A usage or rate limit
 is an infrastructure error, not the agent's failure: it raises `UsageLimitReached` carrying
 the reset time when one is given.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import shutil
-import signal
 import subprocess
-import threading
-import time
-from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,18 +25,18 @@ from typing import Any
 from harness.agent.env import agent_env
 from harness.agent.procs import die_with_parent
 from harness.agent.sandbox import confine
+from harness.backends.cli_process import Output, wait_and_stop
 from harness.backends.cli_results import (
+    ClaudeEvents,
     CodexEvents,
     check_usage_limit,
     claude_outcome,
     find_claude_result,
 )
-from harness.backends.pricing import cost_of
+from harness.backends.pricing import cost_of, priced
 from harness.errors import BackendError, UsageError
-from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session, Usage
+from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session
 
-KEEP_BYTES = 1 << 20  # stdout kept for parsing; every line also goes to the transcript
-STDERR_BYTES = 16 << 10  # stderr tail kept and recorded
 CLI_FIX = "install it or put it on PATH, or set the role's `command` option to its full path"
 
 
@@ -53,7 +51,7 @@ class Preset:
 
 PRESETS = {
     "claude": Preset(
-        ("claude", "-p", "--output-format", "json"),
+        ("claude", "-p", "--output-format", "stream-json", "--verbose"),
         "claude",
         ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"),
     ),
@@ -115,15 +113,17 @@ class CommandBackend:
         session.record({"type": "command", "argv": argv, "cwd": str(session.workdir)})
         proc = _start(argv, session, preset)
         codex = CodexEvents() if preset.parser == "codex" else None
-        out = _Output(proc, prompt.encode("utf-8"), session.record, codex.feed if codex else None)
-        timed_out = _wait(proc, session.caps.wall_seconds, session.options.get("kill_grace", 5))
+        fold = codex or ClaudeEvents()
+        out = Output(proc, prompt.encode("utf-8"), session.record, _progress(fold, session))
+        timed_out = wait_and_stop(proc, session.caps.wall_seconds,
+                                  session.options.get("kill_grace", 5))
         out.join()
         if out.error:
             raise out.error
         code, stdout, stderr = proc.returncode, out.stdout(), out.stderr()
         session.record({"type": "command_exit", "returncode": code, "stderr_tail": stderr})
         if timed_out:
-            return _wall_capped(codex, session)
+            return _wall_capped(fold, session)
         if (outcome := _parsed_outcome(codex, stdout, session)) is not None:
             return outcome
         if preset.parser == "generic":
@@ -168,12 +168,25 @@ def _executable(name: str, workdir: Path, env: dict[str, str]) -> str:
     raise BackendError(f"cannot run agent CLI {name!r}: not found or not executable; {CLI_FIX}")
 
 
-def _wall_capped(codex: CodexEvents | None, session: Session) -> Outcome:
-    """A run stopped at the wall-clock cap, with what Codex reported using until then."""
-    usage = codex.usage if codex else Usage()
+def _progress(fold: ClaudeEvents | CodexEvents, session: Session) -> Callable:
+    """What to add to an event's record: the turns and cost so far, when the event added to
+    them (the cost only where the price table knows the model)."""
+
+    def so_far(event: dict[str, Any]) -> dict[str, Any] | None:
+        if not fold.feed(event):
+            return None
+        cost = cost_of(fold.usage, session.model, session.prices)
+        return {"turns": fold.turns,
+                "cost_usd": round(cost, 6) if priced(session.model, session.prices) else None}
+
+    return so_far
+
+
+def _wall_capped(fold: ClaudeEvents | CodexEvents, session: Session) -> Outcome:
+    """A run stopped at the wall-clock cap, with what its events reported using until then."""
+    usage = fold.usage
     cost = cost_of(usage, session.model, session.prices)
-    turns = codex.turns if codex else 0
-    return Outcome(CAPPED, usage=usage, cost_usd=cost, turns=turns, detail="wall-clock cap")
+    return Outcome(CAPPED, usage=usage, cost_usd=cost, turns=fold.turns, detail="wall-clock cap")
 
 
 def _parsed_outcome(codex: CodexEvents | None, stdout: str, session: Session) -> Outcome | None:
@@ -182,108 +195,3 @@ def _parsed_outcome(codex: CodexEvents | None, stdout: str, session: Session) ->
         return codex.outcome(session.model, session.prices)
     result = find_claude_result(stdout)
     return claude_outcome(result, session.model, session.prices) if result else None
-
-
-def _wait(proc: subprocess.Popen, wall: float | None, grace: float) -> bool:
-    """Wait for the CLI, stopping its process group at the wall-clock cap; True if it hit."""
-    try:
-        proc.wait(timeout=wall)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        timed_out = True
-    # After a normal exit too: what is left of the group would hold the output pipes open.
-    if _signal_group(proc.pid, signal.SIGTERM):
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and _signal_group(proc.pid, 0):
-            if proc.poll() is not None:  # reap the leader, or the group never looks empty
-                _reap_group(proc.pid)
-            time.sleep(0.05)
-        _signal_group(proc.pid, signal.SIGKILL)
-    proc.wait()
-    return timed_out
-
-
-def _reap_group(pgid: int) -> None:
-    """Reap the group's members that have become our children and died. Under run.sh (a
-    child subreaper) what the CLI leaves behind is handed to us; dead and unreaped, it
-    would keep the group looking alive until the grace ran out."""
-    try:
-        while os.waitpid(-pgid, os.WNOHANG)[0] > 0:
-            pass
-    except ChildProcessError:
-        pass  # none of the group is our child
-
-
-def _signal_group(pgid: int, sig: int) -> bool:
-    """Send `sig` to a process group; False when nothing is left in it."""
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
-
-
-class _Output:
-    """Feeds the prompt and drains stdout and stderr on threads, keeping bounded tails."""
-
-    def __init__(self, proc: subprocess.Popen, prompt: bytes, record: Callable, on_event):
-        self._lines: deque[bytes] = deque()
-        self._size = 0
-        self._err = bytearray()
-        self.error: Exception | None = None  # raised while reading; run() re-raises it
-        self._threads = [
-            threading.Thread(target=self._write, args=(proc.stdin, prompt), daemon=True),
-            threading.Thread(target=self._read, args=(proc.stdout, record, on_event), daemon=True),
-            threading.Thread(target=self._read_err, args=(proc.stderr,), daemon=True),
-        ]
-        for t in self._threads:
-            t.start()
-
-    @staticmethod
-    def _write(stdin, prompt: bytes) -> None:
-        try:
-            stdin.write(prompt)
-            stdin.close()
-        except OSError:
-            pass  # the CLI exited or closed stdin before reading all of it
-
-    def _read(self, stdout, record: Callable, on_event) -> None:
-        try:
-            self._read_lines(stdout, record, on_event)
-        except Exception as e:
-            self.error = e
-            for _ in iter(lambda: stdout.read1(65536), b""):
-                pass  # keep draining, or a CLI blocked on a full pipe outlives the run
-
-    def _read_lines(self, stdout, record: Callable, on_event) -> None:
-        for raw in iter(lambda: stdout.readline(KEEP_BYTES), b""):
-            line = raw.decode("utf-8", "replace").rstrip("\r\n")
-            try:
-                event = json.loads(line)
-            except ValueError:
-                event = None
-            if isinstance(event, dict):
-                record({"type": "cli_event", "event": event})
-                if on_event:
-                    on_event(event)
-            elif line.strip():
-                record({"type": "cli_output", "text": line})
-            self._lines.append(raw)
-            self._size += len(raw)
-            while self._size > KEEP_BYTES and len(self._lines) > 1:
-                self._size -= len(self._lines.popleft())
-
-    def _read_err(self, stderr) -> None:
-        for chunk in iter(lambda: stderr.read1(65536), b""):
-            self._err += chunk
-            del self._err[:-STDERR_BYTES]
-
-    def join(self) -> None:
-        for t in self._threads:
-            t.join(timeout=5)  # a process that left the group may still hold a pipe
-
-    def stdout(self) -> str:
-        return b"".join(self._lines).decode("utf-8", "replace")
-
-    def stderr(self) -> str:
-        return self._err.decode("utf-8", "replace")

@@ -8,6 +8,11 @@ USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens",
                 "cache_read_input_tokens")
 
 
+def priced(model: str, prices: dict[str, dict[str, float]]) -> bool:
+    """Whether the price table has a price for `model` (or a default)."""
+    return bool(prices.get(model) or prices.get("default"))
+
+
 def cost_of(usage: Usage, model: str, prices: dict[str, dict[str, float]]) -> float:
     """Dollar cost of `usage` from a price table in $ per million tokens."""
     table = prices.get(model) or prices.get("default") or {}

@@ -7,7 +7,7 @@ from typing import Any
 
 from harness.state.memory import parse_entry, raw_path
 from harness.state.plan import load_plan
-from harness.state.runs import list_runs
+from harness.state.runs import list_runs, run_progress
 from harness.state.store import count_lines
 
 STATUSES = ("pending", "in_progress", "done", "failed", "blocked")
@@ -61,6 +61,8 @@ def collect_status(state: Path) -> dict[str, Any]:
                                                               "acceptance_criteria"})
                      for f in plan],
         "running": [r["run_id"] for r in runs if r.get("status") == "started"],
+        "progress": {r["run_id"]: run_progress(state, r["run_id"])
+                     for r in runs if r.get("status") == "started"},
         "interrupted": [r["run_id"] for r in runs if r.get("status") == "interrupted"],
         "runs": len(runs),
         "spent_usd": round(sum(float(r.get("cost_usd") or 0) for r in runs), 6),
@@ -75,6 +77,15 @@ def collect_status(state: Path) -> dict[str, Any]:
     }
 
 
+def _so_far(progress: dict[str, Any] | None) -> str:
+    """`(3 turns, $0.0123 so far)`, as far as the run's events tell."""
+    if not progress:
+        return ""
+    cost = progress.get("cost_usd")
+    spent = f"${cost:.4f}" if isinstance(cost, int | float) else "cost not priced"
+    return f" ({progress.get('turns', 0)} turns, {spent} so far)"
+
+
 def format_status(report: dict[str, Any]) -> str:
     """The report as a few readable lines."""
     counts = ", ".join(f"{n} {s}" for s, n in report["counts"].items() if n) or "empty plan"
@@ -87,7 +98,7 @@ def format_status(report: dict[str, Any]) -> str:
         lines.append(f"  {f['id']:<8} {f['status']:<12} {f['title']}{extra}")
     lines.append(f"runs: {report['runs']} recorded, ${report['spent_usd']:.4f} spent")
     for run_id in report["running"]:
-        lines.append(f"  running: {run_id}")
+        lines.append(f"  running: {run_id}{_so_far(report['progress'].get(run_id))}")
     for run_id in report["interrupted"]:
         lines.append(f"  interrupted: {run_id}")
     mem = report["memory"]

@@ -17,7 +17,7 @@ from typing import Any
 from harness import FORMAT_VERSION, __version__
 from harness.errors import UsageError
 from harness.state.memory import utc_now
-from harness.state.store import append_record, write_record
+from harness.state.store import append_record, read_tail, write_record
 
 RUN_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 
@@ -130,6 +130,19 @@ def load_manifest(state: Path, run_id: str) -> dict[str, Any]:
     ):
         manifest["status"] = "interrupted"
     return manifest
+
+
+def run_progress(state: Path, run_id: str, lines: int = 50) -> dict[str, Any] | None:
+    """The turns and cost so far that a run's newest events report (`so_far`), if any."""
+    path = runs_dir(state) / check_run_id(run_id) / "transcript.jsonl"
+    for line in reversed(read_tail(path, lines)):
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue  # the line being written
+        if isinstance(event, dict) and isinstance(event.get("so_far"), dict):
+            return event["so_far"]
+    return None
 
 
 def recent_runs(state: Path, role: str, feature: str | None, n: int) -> list[dict[str, Any]]:

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Stands in for `claude -p --output-format json`: prints the real result shapes.
+"""Stands in for `claude -p --output-format stream-json --verbose`: prints the real event and
+result shapes (the single-result modes print what `--output-format json` prints, which is
+also the last line of a stream).
 
 Usage: claude.py MODE [DUMP_FILE] [claude flags...]; the prompt is read from stdin.
 """
@@ -7,6 +9,7 @@ Usage: claude.py MODE [DUMP_FILE] [claude flags...]; the prompt is read from std
 import json
 import os
 import sys
+import time
 
 mode = sys.argv[1] if len(sys.argv) > 1 else "argv"
 prompt = sys.stdin.buffer.read()
@@ -41,8 +44,41 @@ def result(subtype="success", is_error=False, text="Implemented F-001; tests pas
     print(json.dumps(obj))
 
 
+SESSION = "4b9f6c0e-2a51-4a8e-9d0e-6f1f3c1d2e77"
+
+
+def event(kind, **fields):
+    print(json.dumps({"type": kind, **fields, "session_id": SESSION}), flush=True)
+
+
+def assistant(message_id, *content, output=50):
+    usage = {"input_tokens": 4, "cache_creation_input_tokens": 1000,
+             "cache_read_input_tokens": 9000, "output_tokens": output, "service_tier": "standard"}
+    for block in content:  # one event per content block, each with the message's usage
+        event("assistant", parent_tool_use_id=None, message={
+            "id": message_id, "type": "message", "role": "assistant",
+            "model": "claude-sonnet-4-5", "content": [block], "stop_reason": None,
+            "stop_sequence": None, "usage": usage})
+
+
+def stream_two_turns():
+    event("system", subtype="init", cwd=os.getcwd(), tools=["Bash", "Edit"],
+          model="claude-sonnet-4-5", permissionMode="acceptEdits")
+    assistant("msg_01", {"type": "text", "text": "Listing first."},
+              {"type": "tool_use", "id": "toolu_01", "name": "Bash", "input": {"command": "ls"}})
+    event("user", parent_tool_use_id=None, message={"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_01", "content": "a.py", "is_error": False}]})
+    assistant("msg_02", {"type": "text", "text": "Now the edit."}, output=70)
+
+
 if mode == "success":
     result()
+elif mode == "stream":
+    stream_two_turns()
+    result(num_turns=2)
+elif mode == "stream_hang":  # killed mid-run: by the wall-clock cap or SIGKILL
+    stream_two_turns()
+    time.sleep(300)
 elif mode == "is_error_exit0":
     result("error_during_execution", True, None)
 elif mode == "success_exit1":
