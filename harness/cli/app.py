@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from harness.cli.look import reconstruct, runs, show, status
+from harness.cli.look import reconstruct, report, runs, show, status
 from harness.cli.options import paths_of
 from harness.errors import TASK_FAILED, HarnessError, UsageError
 from harness.paths import check_state
@@ -255,5 +255,5 @@ def doctor(ctx: click.Context, backend: str | None, preset: str | None,
     ctx.exit(doctor_exit_code(checks))
 
 
-for _command in (status, runs, show, reconstruct):
+for _command in (status, runs, show, report, reconstruct):
     cli.add_command(_command)

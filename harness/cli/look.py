@@ -1,4 +1,5 @@
-"""The commands that look at the mission and its records: status, runs, show, reconstruct."""
+"""The commands that look at the mission and its records: status, runs, show, report,
+reconstruct."""
 
 from __future__ import annotations
 
@@ -75,6 +76,23 @@ def show(ctx: click.Context, run_id: str, as_json: bool, as_prompt: bool) -> Non
             raise UsageError(f"run {run_id} has no prompt.md") from None
     else:
         click.echo(format_run(state, run_id))
+
+
+@click.command()
+@click.option("--out", metavar="DIR", type=click.Path(file_okay=False),
+              help="Where to write the report [default: <state>/report].")
+@click.pass_context
+def report(ctx: click.Context, out: str | None) -> None:
+    """Write a static HTML report of the mission (plan, runs, cost, memory; works offline)."""
+    from harness.ops.report.site import write_report
+
+    paths = paths_of(ctx)
+    state = check_state(paths.state)
+    folder = Path(out).resolve() if out else state / "report"
+    written = write_report(state, paths.identity, folder)
+    click.echo(f"report of {written.runs} runs: {written.run_pages} run pages rendered, "
+               f"{written.pages} files written ({written.bytes:,} bytes)")
+    click.echo(f"open file://{folder / 'index.html'}")
 
 
 @click.command()
