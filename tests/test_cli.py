@@ -203,8 +203,9 @@ def test_runs_and_show(invoke) -> None:
     run_id = invoke("worker", "F-004", "--dry-run").output.split()[2].rstrip(":")
     assert run_id in invoke("runs").output
     shown = invoke("show", run_id)
-    assert shown.exit_code == 0 and '"status": "dry-run"' in shown.output
-    assert "prompt.md:" in shown.output
+    assert shown.exit_code == 0 and f"{run_id}  worker F-004  dry-run  exit 0" in shown.output
+    assert "prompt.md:" in shown.output and "no turns recorded" in shown.output
+    assert '"status": "dry-run"' in invoke("show", run_id, "--json").output
 
 
 def test_interrupted_run_shows_in_status(invoke, state: Path) -> None:

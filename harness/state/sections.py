@@ -27,7 +27,7 @@ def template_headings(sources: list[str]) -> list[str]:
                 head = line.split("{{")[0].split("{%")[0]
                 if head.strip("# "):
                     heads.add(head)
-    return sorted(heads, key=len, reverse=True)
+    return sorted(heads, key=lambda h: (-len(h), h))
 
 
 def run_headings(state: Path, manifest: dict[str, Any]) -> list[str]:
