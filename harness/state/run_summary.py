@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import calendar
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 DONE_STATUSES = ("finished", "dry-run")
@@ -54,7 +54,7 @@ class RunSummary:
                 + self.cache_write_tokens)
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "failed": self.failed, "tokens": self.tokens}
+        return {**vars(self), "failed": self.failed, "tokens": self.tokens}
 
 
 def _int(value: Any) -> int:

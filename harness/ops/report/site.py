@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
@@ -28,7 +28,7 @@ from harness.ops.report.run_page import run_context
 from harness.state.memory import utc_now
 from harness.state.run_summary import RunSummary, format_duration, format_tokens, summarize
 from harness.state.runs import load_manifest, runs_dir
-from harness.state.store import write_json
+from harness.state.store import atomic_write
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 REPORT_FORMAT = 1  # bump when the code changes what a page shows: every page is rewritten
@@ -72,12 +72,12 @@ def version() -> str:
     return h.hexdigest()
 
 
-def stamp(folder: Path) -> list[list[int]] | None:
+def stamp(folder: str) -> list[list[int]] | None:
     """Size and mtime of the files a run page is made from; None without a manifest."""
     out = []
     for name in SOURCES:
         try:
-            st = os.stat(folder / name)
+            st = os.stat(f"{folder}/{name}")
         except FileNotFoundError:
             if name == "manifest.json":
                 return None
@@ -119,8 +119,8 @@ class Site:
         """Every run's summary, oldest first; pages written for new or changed runs."""
         cache_path, current = self.out / CACHE, version()
         try:
-            cache = json.loads(cache_path.read_text(encoding="utf-8"))
-        except (FileNotFoundError, ValueError):
+            cache = orjson.loads(cache_path.read_bytes())
+        except (FileNotFoundError, orjson.JSONDecodeError):
             cache = {}
         known = cache.get("runs", {}) if cache.get("version") == current else {}
         entries, rows = {}, []
@@ -131,13 +131,14 @@ class Site:
             if entry is not None:
                 entries[name] = entry
                 rows.append(RunSummary(**entry["row"]))
-        write_json(cache_path, {"version": current, "runs": entries})
+        # orjson: the cache of 10,000 runs is read and written on every report
+        atomic_write(cache_path, orjson.dumps({"version": current, "runs": entries}))
         rows.sort(key=lambda r: (r.started_at, r.run_id))
         return rows
 
     def run_entry(self, run_id: str, cached: dict[str, Any] | None) -> dict[str, Any] | None:
         """The cache entry of one run, its page rendered if its files changed since."""
-        now = stamp(runs_dir(self.state) / run_id)
+        now = stamp(f"{runs_dir(self.state)}/{run_id}")
         if now is None:
             return None
         if (cached and cached["stamp"] == now and cached["row"]["status"] != "started"
@@ -150,7 +151,7 @@ class Site:
         self.write(f"runs/{run_id}.html", "run.html.j2", "../",
                    **run_context(self.state, manifest))
         self.written.run_pages += 1
-        return {"stamp": now, "row": asdict(summarize(manifest))}
+        return {"stamp": now, "row": vars(summarize(manifest))}
 
 
 def write_report(state: Path, identity: Path, out: Path) -> Written:
