@@ -255,5 +255,17 @@ def doctor(ctx: click.Context, backend: str | None, preset: str | None,
     ctx.exit(doctor_exit_code(checks))
 
 
+@cli.command()
+@click.argument("roles", nargs=-1, type=click.Choice(["worker", "validator", "curator", "planner"]))
+@click.pass_context
+def cron(ctx: click.Context, roles: tuple[str, ...]) -> None:
+    """Print crontab lines for ROLES [default: worker validator curator]; paste into crontab -e."""
+    from harness.ops.cron import crontab
+
+    paths = paths_of(ctx)
+    check_state(paths.state)
+    click.echo(crontab(paths, roles))
+
+
 for _command in (status, runs, show, report, reconstruct):
     cli.add_command(_command)
