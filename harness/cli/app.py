@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from harness.cli.look import reconstruct, report, runs, show, status
-from harness.cli.options import paths_of
+from harness.cli.options import GLOBAL_OPTIONS, accept_global_options, paths_of
 from harness.errors import TASK_FAILED, HarnessError, UsageError
 from harness.paths import check_state
 
@@ -31,8 +31,8 @@ class HarnessGroup(click.Group):
 
 
 @click.group(cls=HarnessGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--state", metavar="DIR", help="State directory [$HARNESS_STATE or ./.harness]")
-@click.option("--workdir", metavar="DIR", help="Where the agent works [default: current directory]")
+@click.option("--state", metavar="DIR", help=GLOBAL_OPTIONS["state"])
+@click.option("--workdir", metavar="DIR", help=GLOBAL_OPTIONS["workdir"])
 @click.pass_context
 def cli(ctx: click.Context, state: str | None, workdir: str | None) -> None:
     """autonomous-harness: run one role once, record everything, exit.
@@ -269,3 +269,5 @@ def cron(ctx: click.Context, roles: tuple[str, ...]) -> None:
 
 for _command in (status, runs, show, report, reconstruct):
     cli.add_command(_command)
+for _command in cli.commands.values():
+    accept_global_options(_command)
