@@ -89,8 +89,8 @@ def import_prd(state: Path, text: str, source: str) -> tuple[list[plan_mod.Featu
         raise UsageError(f"{source}: 'userStories' is empty")
     with plan_mod.locked_plan(state) as plan:
         records = to_features(stories, plan, source)
-        imported = {r["id"]: plan_mod.validate_plan([r], f"{source}: story {r['source_id'] or r['id']}")[0]
-                    for r in records}
+        imported = {r["id"]: plan_mod.validate_plan(
+            [r], f"{source}: story {r['source_id'] or r['id']}")[0] for r in records}
         proposed = [imported.pop(f.id, f) for f in plan] + list(imported.values())
         new = set(imported)
         done = {r["id"] for r in records if r["status"] == "done"} & new
