@@ -26,6 +26,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -103,6 +104,7 @@ class Mission:
     curator_seconds: float = 0.0
     notes: int = 0
     long_notes: int = 0
+    recorder: Callable[..., None] | None = None  # bench/report.py: leaves each run's record
 
     def pick_lesson(self) -> int:
         """Mostly a popular lesson (long-tailed), else one nobody said before."""
@@ -176,6 +178,9 @@ class Mission:
                 self.write_long_note(fid)
             feature["status"] = "in_progress"
             append_progress(self.state, "worker", fid, run_id, "in_progress", 0, cost)
+            if self.recorder:
+                self.recorder(self.state, run_id, "worker", fid, self.clock, cost, 0,
+                              "in_progress")
         else:
             run_id = f"{int(self.clock)}-validator-{fid}"
             passed = self.rng.random() < PASS_RATE
@@ -194,6 +199,9 @@ class Mission:
                 feature["status"] = "failed" if feature["attempts"] >= MAX_ATTEMPTS else "pending"
             append_progress(self.state, "validator", fid, run_id, "pass" if passed else "fail",
                             0 if passed else 1, cost)
+            if self.recorder:
+                self.recorder(self.state, run_id, "validator", fid, self.clock, cost,
+                              0 if passed else 1, "pass" if passed else "fail")
         if self.runs % CURATE_EVERY == 0:
             self.curate()
 

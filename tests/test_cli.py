@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import unwritable
+from conftest import run_sh, unwritable
 
 from harness.cli.app import cli
 from harness.cli.note import note_main
@@ -203,8 +203,9 @@ def test_runs_and_show(invoke) -> None:
     run_id = invoke("worker", "F-004", "--dry-run").output.split()[2].rstrip(":")
     assert run_id in invoke("runs").output
     shown = invoke("show", run_id)
-    assert shown.exit_code == 0 and '"status": "dry-run"' in shown.output
-    assert "prompt.md:" in shown.output
+    assert shown.exit_code == 0 and f"{run_id}  worker F-004  dry-run  exit 0" in shown.output
+    assert "prompt.md:" in shown.output and "no turns recorded" in shown.output
+    assert '"status": "dry-run"' in invoke("show", run_id, "--json").output
 
 
 def test_interrupted_run_shows_in_status(invoke, state: Path) -> None:
@@ -278,3 +279,39 @@ def test_plan_command_validates_then_merges(invoke, state: Path, tmp_path: Path)
     assert invoke("plan", str(good)).exit_code == 0
     ids = [f["id"] for f in json.loads((state / "features.json").read_text())]
     assert ids == ["F-010", "F-001", "F-002", "F-003", "F-004"]
+
+
+def test_state_and_workdir_after_the_command(state: Path, project: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(cli, ["worker", "F-004", "--dry-run", "--state", str(state),
+                                 "--workdir", str(project)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    run_id = result.output.split()[2].rstrip(":")
+    manifest = json.loads((state / "runs" / run_id / "manifest.json").read_text())
+    assert manifest["workdir"] == str(project)
+    status = runner.invoke(cli, ["status", f"--state={state}"])
+    assert status.exit_code == 0 and f"state: {state}" in status.output
+    # given both before and after the command, the one after wins
+    after = runner.invoke(cli, ["--state", str(tmp_path / "nope"), "runs", "--state", str(state)])
+    assert after.exit_code == 0 and run_id in after.output
+
+
+def test_state_after_the_command_through_run_sh(project: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    state = project / ".harness"
+    result = run_sh("worker", "F-004", "--dry-run", "--state", str(state), cwd=elsewhere)
+    assert result.returncode == 0, result.stderr
+    assert len(list(state.glob("runs/*-worker-F-004"))) == 1
+
+
+def test_shell_completion_is_clicks_own_named_for_run_sh(tmp_path: Path) -> None:
+    script = run_sh(cwd=tmp_path, env={"_RUN_SH_COMPLETE": "bash_source"})
+    assert script.returncode == 0 and "complete -o nosort -F _runsh_completion run.sh" in (
+        script.stdout)
+    words = run_sh(cwd=tmp_path, env={"_RUN_SH_COMPLETE": "bash_complete",
+                                      "COMP_WORDS": "run.sh rep", "COMP_CWORD": "1"})
+    assert words.stdout.split() == ["plain,report"]
+    roles = run_sh(cwd=tmp_path, env={"_RUN_SH_COMPLETE": "bash_complete",
+                                      "COMP_WORDS": "run.sh cron v", "COMP_CWORD": "2"})
+    assert roles.stdout.split() == ["plain,validator"]

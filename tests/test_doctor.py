@@ -69,10 +69,11 @@ def test_without_a_key_each_model_role_fails_with_a_fix(paths: Paths, monkeypatc
     checks = diagnose(paths, cron=False)
     bad = failing(checks)
     assert set(bad) == {f"backend {r}" for r in MODEL_ROLES}
-    assert all("export ANTHROPIC_API_KEY" in c.fix for c in bad.values())
+    env_file = paths.state / "env"
+    assert all(f"put ANTHROPIC_API_KEY=sk-ant-... in {env_file}" in c.fix for c in bad.values())
     assert doctor_exit_code(checks) == 2
     assert "FAIL  backend worker: anthropic: neither" in format_checks(checks)
-    assert "      fix: export ANTHROPIC_API_KEY" in format_checks(checks)
+    assert "      fix: put ANTHROPIC_API_KEY" in format_checks(checks)
 
 
 def test_curator_in_model_mode_needs_its_backend(paths: Paths, state: Path, monkeypatch) -> None:

@@ -13,8 +13,9 @@ from typing import Any
 
 import click
 
-from harness.cli.look import reconstruct, runs, show, status
-from harness.cli.options import paths_of
+from harness.cli.look import reconstruct, report, runs, show, status
+from harness.cli.options import GLOBAL_OPTIONS, accept_global_options, paths_of
+from harness.cli.plans import export, import_
 from harness.errors import TASK_FAILED, HarnessError, UsageError
 from harness.paths import check_state
 
@@ -31,8 +32,8 @@ class HarnessGroup(click.Group):
 
 
 @click.group(cls=HarnessGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--state", metavar="DIR", help="State directory [$HARNESS_STATE or ./.harness]")
-@click.option("--workdir", metavar="DIR", help="Where the agent works [default: current directory]")
+@click.option("--state", metavar="DIR", help=GLOBAL_OPTIONS["state"])
+@click.option("--workdir", metavar="DIR", help=GLOBAL_OPTIONS["workdir"])
 @click.pass_context
 def cli(ctx: click.Context, state: str | None, workdir: str | None) -> None:
     """autonomous-harness: run one role once, record everything, exit.
@@ -257,5 +258,19 @@ def doctor(ctx: click.Context, backend: str | None, preset: str | None,
     ctx.exit(doctor_exit_code(checks))
 
 
-for _command in (status, runs, show, reconstruct):
+@cli.command()
+@click.argument("roles", nargs=-1, type=click.Choice(["worker", "validator", "curator", "planner"]))
+@click.pass_context
+def cron(ctx: click.Context, roles: tuple[str, ...]) -> None:
+    """Print crontab lines for ROLES [default: worker validator curator]; paste into crontab -e."""
+    from harness.ops.cron import crontab
+
+    paths = paths_of(ctx)
+    check_state(paths.state)
+    click.echo(crontab(paths, roles))
+
+
+for _command in (status, runs, show, report, reconstruct, import_, export):
     cli.add_command(_command)
+for _command in cli.commands.values():
+    accept_global_options(_command)

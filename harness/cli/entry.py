@@ -34,7 +34,8 @@ def main() -> None:
     from harness.cli.app import cli
 
     with reaping():  # nothing an agent detached outlives this process
-        cli(prog_name="run.sh")
+        # click's own shell completion; the variable is named for run.sh, not `harness`
+        cli(prog_name="run.sh", complete_var="_RUN_SH_COMPLETE")
 
 
 if __name__ == "__main__":

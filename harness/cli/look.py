@@ -1,4 +1,5 @@
-"""The commands that look at the mission and its records: status, runs, show, reconstruct."""
+"""The commands that look at the mission and its records: status, runs, show, report,
+reconstruct."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import click
 
 from harness.cli.options import paths_of
-from harness.errors import TASK_FAILED
+from harness.errors import TASK_FAILED, UsageError
 from harness.paths import check_state
 
 
@@ -25,32 +26,73 @@ def status(ctx: click.Context, as_json: bool) -> None:
 
 
 @click.command()
-@click.option("--limit", default=20, show_default=True, help="How many of the latest runs.")
+@click.option("-n", "--limit", default=20, show_default=True, help="How many of the latest runs.")
+@click.option("--feature", metavar="FEATURE_ID", help="Only runs on this feature.")
+@click.option("--role", metavar="ROLE", help="Only runs of this role.")
+@click.option("--failed", is_flag=True, help="Only runs that failed or never ended.")
 @click.pass_context
-def runs(ctx: click.Context, limit: int) -> None:
-    """List the latest runs: id, status, exit code."""
+def runs(ctx: click.Context, limit: int, feature: str | None, role: str | None,
+         failed: bool) -> None:
+    """List the latest runs: start, id, duration, turns, tokens, cost, exit code, result."""
+    from harness.state.run_summary import format_duration, format_tokens, summarize
     from harness.state.runs import list_runs
 
-    for m in list_runs(check_state(paths_of(ctx).state))[-limit:]:
-        code = m.get("exit_code")
-        click.echo(f"{m['run_id']:<40} {m.get('status', '?'):<12} "
-                   f"exit={'-' if code is None else code} cost=${m.get('cost_usd', 0):.4f}")
+    rows = [summarize(m) for m in list_runs(check_state(paths_of(ctx).state))]
+    rows = [r for r in rows if (feature is None or r.feature == feature)
+            and (role is None or r.role == role) and (not failed or r.failed)]
+    shown = rows[-limit:] if limit > 0 else []
+    if shown:
+        click.echo(f"{'started':<20} {'run':<36} {'time':>7} {'turns':>5} {'tokens':>7} "
+                   f"{'cost':>8} {'exit':>4}  result")
+    for r in shown:
+        code = "-" if r.exit_code is None else r.exit_code
+        click.echo(f"{r.started_at or '?':<20} {r.run_id:<36} {format_duration(r.seconds):>7} "
+                   f"{r.turns:>5} {format_tokens(r.tokens):>7} {f'${r.cost_usd:.4f}':>8} "
+                   f"{code:>4}  {r.result}")
+    if len(rows) > len(shown):
+        click.echo(f"({len(rows) - len(shown)} earlier runs not shown; -n to show more)")
 
 
 @click.command()
 @click.argument("run_id")
+@click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
+@click.option("--prompt", "as_prompt", is_flag=True, help="Print the run's prompt.md.")
 @click.pass_context
-def show(ctx: click.Context, run_id: str) -> None:
-    """Show a run's manifest and where its files are."""
+def show(ctx: click.Context, run_id: str, as_json: bool, as_prompt: bool) -> None:
+    """Show a run: its prompt's sections, each turn's tool calls, the verdict, the cost."""
+    from harness.ops.show import format_run
     from harness.state.runs import load_manifest, runs_dir
 
     state = check_state(paths_of(ctx).state)
+    if as_json and as_prompt:
+        raise UsageError("show takes --json or --prompt, not both")
     manifest = load_manifest(state, run_id)
-    click.echo(json.dumps(manifest, indent=2))
-    folder = runs_dir(state) / run_id
-    for name in ("prompt.md", "transcript.jsonl", "verdict.json"):
-        if (folder / name).exists():
-            click.echo(f"{name}: {folder / name}")
+    if as_json:
+        click.echo(json.dumps(manifest, indent=2, ensure_ascii=False))
+    elif as_prompt:
+        try:
+            sys.stdout.write((runs_dir(state) / run_id / "prompt.md").read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise UsageError(f"run {run_id} has no prompt.md") from None
+    else:
+        click.echo(format_run(state, run_id))
+
+
+@click.command()
+@click.option("--out", metavar="DIR", type=click.Path(file_okay=False),
+              help="Where to write the report [default: <state>/report].")
+@click.pass_context
+def report(ctx: click.Context, out: str | None) -> None:
+    """Write a static HTML report of the mission (plan, runs, cost, memory; works offline)."""
+    from harness.ops.report.site import write_report
+
+    paths = paths_of(ctx)
+    state = check_state(paths.state)
+    folder = Path(out).resolve() if out else state / "report"
+    written = write_report(state, paths.identity, folder)
+    click.echo(f"report of {written.runs} runs: {written.run_pages} run pages rendered, "
+               f"{written.pages} files written ({written.bytes:,} bytes)")
+    click.echo(f"open file://{folder / 'index.html'}")
 
 
 @click.command()

@@ -1,4 +1,5 @@
-"""What every command shares: where the state and the working directory are."""
+"""What every command shares: where the state and the working directory are, given before
+the command (`run.sh --state DIR worker F-001`) or after it (`run.sh worker F-001 --state DIR`)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,25 @@ import click
 
 from harness.paths import Paths, resolve_paths
 
+GLOBAL_OPTIONS = {
+    "state": "State directory [$HARNESS_STATE or ./.harness]",
+    "workdir": "Where the agent works [default: current directory]",
+}
+
 
 def paths_of(ctx: click.Context) -> Paths:
-    """The paths from the group's --state and --workdir (or their defaults)."""
+    """The paths from --state and --workdir (or their defaults)."""
     return resolve_paths(ctx.find_root().obj["state"], ctx.find_root().obj["workdir"])
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None:  # given after the command: it overrides one given before
+        ctx.find_root().obj[param.name] = value
+
+
+def accept_global_options(command: click.Command) -> None:
+    """Let `command` take --state and --workdir too, as if given before it."""
+    for name, help_text in GLOBAL_OPTIONS.items():
+        if not any(p.name == name for p in command.params):
+            command.params.append(click.Option([f"--{name}"], metavar="DIR", help=help_text,
+                                               expose_value=False, callback=_remember))

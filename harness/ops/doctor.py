@@ -27,10 +27,11 @@ from typing import Any
 from harness.agent import sandbox
 from harness.config import ROLES, MissionConfig, RoleConfig, load_mission_config, load_role_config
 from harness.config import mission_name as mission_name_of
-from harness.errors import DONE, USAGE
+from harness.errors import DONE, USAGE, UsageError
 from harness.paths import Paths
 from harness.run import prompt
 from harness.run.prepare import FEATURE_ROLES
+from harness.state.envfile import env_files, load_env_files, user_env_file
 from harness.state.plan import Feature, load_plan
 from harness.state.redact import redact_data
 from harness.types import SandboxPolicy
@@ -39,8 +40,9 @@ DEPENDENCIES = ("harness", "click", "yaml", "jinja2", "anthropic", "pydantic", "
 MEMORY_FILES = ("summary.md", "MEMORY.md", "raw.md")
 KEY_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 CRON_PATH = "/usr/bin:/bin"
-CRON_FIX = ("cron reads no shell profile: set it in the crontab (NAME=value lines above the job)"
-            " or in a file the job sources first")
+CRON_FIX = ("cron reads no shell profile: keep keys in <state>/env or "
+            "~/.config/autonomous-harness/env (KEY=value, chmod 600), other variables in the "
+            "crontab (NAME=value lines above the job)")
 SAMPLE = Feature(id="F-000", title="doctor sample", description="A stand-in feature.",
                  acceptance_criteria=["the template renders"], verify="true")
 EVIDENCE = {"verify": {"command": "true", "exit_code": 1, "timed_out": False, "output": "out"},
@@ -72,6 +74,8 @@ def diagnose(paths: Paths, backend: str | None = None, *,
              options: dict[str, Any] | None = None, cron: bool = True) -> list[Check]:
     """Every check; `backend` and `options` (preset, command, script) override each role's."""
     checks = python_checks(paths.home) + state_checks(paths.state)
+    secrets, sources = secrets_check(paths.state)
+    checks.append(secrets)
     # A broken config or plan is reported above; templates still render with stand-ins.
     mission, plan, configs = MissionConfig(), [], {}
     with suppress(Exception):
@@ -94,7 +98,8 @@ def diagnose(paths: Paths, backend: str | None = None, *,
         if role == "curator" and mission.curator.mode == "rules":
             checks.append(Check("backend curator", True, "none needed (curator.mode: rules)"))
         else:
-            checks.append(replace(backend_check(paths, config, probe), name=f"backend {role}"))
+            checks.append(replace(backend_check(paths, config, probe, sources),
+                                  name=f"backend {role}"))
         if config.sandbox == "bwrap":
             checks.append(attempt(f"sandbox {role}", sandbox.FIX,
                                   lambda c=config: sandbox_check(c)))
@@ -182,16 +187,33 @@ def render_role(paths: Paths, role: str, config: RoleConfig, plan: list[Feature]
     return f"{config.template} renders" + (f" for {fid}" if fid else "")
 
 
-def backend_check(paths: Paths, config: RoleConfig, probe: Callable[[str], Check]) -> Check:
+def secrets_check(state: Path) -> tuple[Check, dict[str, str]]:
+    """Load the env files as a run would; which file gave each name (never a value)."""
+    try:
+        sources = load_env_files(state)
+    except UsageError as e:
+        return Check("secrets", False, str(e), "chmod 600 the file named"), {}
+    files = " and ".join(str(p) for p in env_files(state))
+    if not sources:
+        return Check("secrets", True, f"no env file ({files}); the environment only"), {}
+    said = ", ".join(f"{k} from {v}" for k, v in sorted(sources.items()))
+    return Check("secrets", True, said), sources
+
+
+def backend_check(paths: Paths, config: RoleConfig, probe: Callable[[str], Check],
+                  sources: dict[str, str] | None = None) -> Check:
     """Whether the role's backend could run (key, CLI or script present); calls no model."""
     if config.backend == "anthropic":
         key = next((k for k in KEY_VARS if os.environ.get(k)), None)
         if key is None:
             return Check("", False, f"anthropic: neither {' nor '.join(KEY_VARS)} is set",
-                         "export ANTHROPIC_API_KEY=sk-ant-... (or choose another backend)")
+                         f"put ANTHROPIC_API_KEY=sk-ant-... in {paths.state / 'env'} or "
+                         f"{user_env_file()} (chmod 600), or export it; or choose another "
+                         "backend")
         if error := import_error("anthropic"):
             return Check("", False, f"anthropic: {error}", "reinstall: see the packages check")
-        return Check("", True, f"anthropic: {key} is set, model {config.model}")
+        source = (sources or {}).get(key, "environment")
+        return Check("", True, f"anthropic: {key} is set (from {source}), model {config.model}")
     if config.backend == "command":
         from harness.backends.command import build_argv
 

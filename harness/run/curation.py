@@ -22,6 +22,7 @@ from harness.run.lifecycle import call_and_close
 from harness.run.outcome import Interrupted, Judged, judge_error, outcome_fields
 from harness.run.prepare import Prepared, prepare
 from harness.state import actions, ledger
+from harness.state.envfile import load_env_files
 from harness.state.plan import load_plan
 from harness.types import Outcome
 
@@ -42,6 +43,7 @@ def run_curator(paths: Paths, *, dry_run: bool = False) -> CuratorReport:
     state = check_state(paths.state)
     config = load_mission_config(state)
     if config.curator.mode == "model" and not dry_run:
+        load_env_files(state)  # cron reads no profile: keys may live in env files
         return ModelCuration(paths, config).run()
     report = curate(state, paths.identity, mission_name(config, state), settings_for(config),
                     dry_run=dry_run)

@@ -13,6 +13,7 @@ from harness.paths import Paths, check_state
 from harness.run.prepare import prepare, resolve_feature, role_config_for, sandbox_policy
 from harness.state import ledger
 from harness.state import plan as plan_mod
+from harness.state.envfile import load_env_files
 from harness.state.store import hold_lock, lock_path
 from harness.types import RunResult
 
@@ -43,6 +44,7 @@ def run_role(paths: Paths, role: str, target: str | None, *, dry_run: bool = Fal
         from harness.run.verify import validator_evidence
 
         check_budget_left(paths, mission)
+        load_env_files(paths.state)  # cron reads no profile: keys may live in env files
         config = role_config_for(paths, role, backend, backend_options, sandbox)[0]
         policy = sandbox_policy(config, paths)
         require_sandbox(policy)  # exit 2 before anything runs: never unsandboxed instead

@@ -35,6 +35,7 @@ class Feature(BaseModel):
     status: Status = "pending"
     attempts: int = 0
     blocked_reason: str | None = None
+    source_id: str | None = None  # the id in the plan it was imported from (a Ralph prd.json)
 
     @field_validator("id")
     @classmethod

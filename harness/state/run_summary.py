@@ -1,0 +1,114 @@
+"""One line's worth of a run from its manifest: when, how long, tokens, cost, how it ended.
+
+Shared by `run.sh runs`, `run.sh show` and the HTML report, so they agree on every figure.
+"""
+
+from __future__ import annotations
+
+import calendar
+import time
+from dataclasses import dataclass
+from typing import Any
+
+DONE_STATUSES = ("finished", "dry-run")
+
+
+def parse_time(stamp: Any) -> float | None:
+    """Seconds since the epoch of a `YYYY-MM-DDTHH:MM:SSZ` stamp, or None."""
+    try:
+        return float(calendar.timegm(time.strptime(str(stamp), "%Y-%m-%dT%H:%M:%SZ")))
+    except ValueError:
+        return None
+
+
+@dataclass
+class RunSummary:
+    """The figures of one run; tokens keep cache reads and cache writes apart."""
+
+    run_id: str
+    role: str
+    feature: str
+    status: str
+    started_at: str
+    seconds: float | None
+    turns: int
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    cost_usd: float
+    exit_code: int | None
+    result: str
+    detail: str
+
+    @property
+    def failed(self) -> bool:
+        """Ended with a non-zero exit code, or never ended (interrupted, unreadable)."""
+        if self.status not in DONE_STATUSES and self.status != "started":
+            return True
+        return self.exit_code not in (None, 0)
+
+    @property
+    def tokens(self) -> int:
+        return (self.input_tokens + self.output_tokens + self.cache_read_tokens
+                + self.cache_write_tokens)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**vars(self), "failed": self.failed, "tokens": self.tokens}
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def summarize(manifest: dict[str, Any]) -> RunSummary:
+    """The summary of a run from its manifest (missing fields count as zero or empty)."""
+    usage = manifest.get("usage") if isinstance(manifest.get("usage"), dict) else {}
+    start, end = parse_time(manifest.get("started_at")), parse_time(manifest.get("finished_at"))
+    code = manifest.get("exit_code")
+    try:
+        cost = float(manifest.get("cost_usd") or 0.0)
+    except (TypeError, ValueError):
+        cost = 0.0
+    return RunSummary(
+        run_id=str(manifest.get("run_id", "?")),
+        role=str(manifest.get("role") or "?"),
+        feature=str(manifest.get("feature") or "-"),
+        status=str(manifest.get("status") or "?"),
+        started_at=str(manifest.get("started_at") or ""),
+        seconds=end - start if start is not None and end is not None else None,
+        turns=_int(manifest.get("turns")),
+        input_tokens=_int(usage.get("input_tokens")),
+        output_tokens=_int(usage.get("output_tokens")),
+        cache_read_tokens=_int(usage.get("cache_read_input_tokens")),
+        cache_write_tokens=_int(usage.get("cache_creation_input_tokens")),
+        cost_usd=cost,
+        exit_code=code if isinstance(code, int) else None,
+        result=str(manifest.get("result") or manifest.get("outcome") or manifest.get("status")
+                   or "?"),
+        detail=" ".join(str(manifest.get("error") or manifest.get("detail") or "").split()),
+    )
+
+
+def format_duration(seconds: float | None) -> str:
+    """`42s`, `3m05s`, `2h07m`; `-` when unknown."""
+    if seconds is None:
+        return "-"
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def format_tokens(n: int) -> str:
+    """`950`, `12.3k`, `4.1M`."""
+    if n < 1000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k"
+    return f"{n / 1_000_000:.1f}M"

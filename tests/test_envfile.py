@@ -1,0 +1,127 @@
+"""Secrets a cron job can find: the env files, their precedence and permissions; doctor's cron
+check passing on them; `run.sh cron`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import RUN_SH, run_sh
+
+from harness.errors import UsageError
+from harness.state.envfile import load_env_files, parse_env, read_env_file
+
+KEY = "ANTHROPIC_API_KEY"
+CANARY = "canary-deploy-secret-from-file-0042"
+
+
+def write_secret(path: Path, text: str, mode: int = 0o600) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(mode)
+    return path
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home folder of our own, and os.environ restored whatever the files add to it."""
+    folder = tmp_path / "home"
+    folder.mkdir()
+    monkeypatch.setenv("HOME", str(folder))
+    for name in (KEY, "DEPLOY_SECRET", "OTHER"):
+        monkeypatch.setenv(name, "")  # recorded, so the undo removes what a load sets
+        monkeypatch.delenv(name)
+    return folder
+
+
+def test_parse_takes_export_quotes_and_comments() -> None:
+    text = "# keys\nexport A=1\nB='two words'\n\nC=\"x=y\"\nD=\n"
+    assert parse_env(text, Path("f")) == {"A": "1", "B": "two words", "C": "x=y", "D": ""}
+    with pytest.raises(UsageError, match=r"^f line 2: expected KEY=value$"):
+        parse_env("A=1\nnot a pair\n", Path("f"))
+
+
+def test_state_file_wins_over_the_users_and_the_environment_over_both(
+        home: Path, state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    user = write_secret(home / ".config/autonomous-harness/env", f"{KEY}=user\nOTHER=user\n")
+    write_secret(state / "env", f"{KEY}=state\nDEPLOY_SECRET=state\n")
+    monkeypatch.setenv("DEPLOY_SECRET", "shell")
+    environ = dict(os.environ)
+    sources = load_env_files(state, environ)
+    assert (environ[KEY], environ["OTHER"], environ["DEPLOY_SECRET"]) == ("state", "user", "shell")
+    assert sources == {KEY: str(state / "env"), "OTHER": str(user),
+                       "DEPLOY_SECRET": "environment"}
+
+
+@pytest.mark.parametrize("mode", [0o640, 0o604])
+def test_a_file_others_can_read_is_refused(tmp_path: Path, mode: int) -> None:
+    path = write_secret(tmp_path / "env", f"{KEY}=x\n", mode)
+    with pytest.raises(UsageError, match=f"{path} is readable by group or others"):
+        read_env_file(path)
+    assert read_env_file(tmp_path / "missing") == {}
+
+
+def test_a_run_takes_its_secrets_from_the_state_env_file(home: Path, project: Path,
+                                                         tmp_path: Path) -> None:
+    state = project / ".harness"
+    write_secret(state / "env", f"DEPLOY_SECRET={CANARY}\n")
+    script = tmp_path / "s.yaml"
+    script.write_text(f"- tools: [{{name: bash, input: {{command: 'echo {CANARY}; "
+                      "env | grep -c DEPLOY_SECRET'}}]\n"
+                      "- tools: [{name: finish, input: {summary: done}}]\n")
+    result = run_sh("worker", "F-004", "--backend", "scripted", "--script", str(script),
+                    cwd=project, env={"HOME": str(home)})
+    assert result.returncode == 0, result.stderr
+    transcript = next(state.glob("runs/*/transcript.jsonl")).read_text()
+    # redacted: the runner loaded the value; 0: the agent's tools did not get it
+    assert CANARY not in transcript and "[REDACTED]\\n0\\n" in transcript
+
+
+def test_a_run_refuses_a_readable_env_file_with_exit_2(home: Path, project: Path) -> None:
+    path = write_secret(project / ".harness" / "env", f"{KEY}=x\n", 0o644)
+    result = run_sh("worker", "F-004", "--backend", "scripted", "--script",
+                    str(Path(__file__).parent / "data" / "hostile-worker.yaml"), cwd=project,
+                    env={"HOME": str(home)})
+    assert result.returncode == 2 and f"{path} is readable by group or others" in result.stderr
+    assert not list((project / ".harness").glob("runs/*"))
+
+
+def cron_doctor(project: Path, home: Path, **extra: str):
+    """`run.sh doctor --backend anthropic` as cron would start it: a bare environment."""
+    import subprocess
+
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "LOGNAME": "cron", **extra}
+    return subprocess.run([str(RUN_SH), "doctor", "--backend", "anthropic"], cwd=project,
+                          env=env, capture_output=True, text=True, timeout=240)
+
+
+def test_doctor_passes_under_cron_with_the_key_in_an_env_file(home: Path, project: Path) -> None:
+    secret = "sk-ant-api03-doctorCANARY0000000000001"
+    # the state's file: doctor's cron check gives its child cron's HOME, the passwd one
+    user = write_secret(project / ".harness" / "env", f"{KEY}={secret}\n")
+    result = cron_doctor(project, home)
+    assert result.returncode == 0, result.stdout
+    assert f"secrets: {KEY} from {user}" in result.stdout
+    assert f"{KEY} is set (from {user})" in result.stdout
+    assert "ok    cron: under cron" in result.stdout and secret not in result.stdout
+
+
+def test_doctor_under_cron_fails_for_a_key_only_in_the_shell(home: Path, project: Path) -> None:
+    result = cron_doctor(project, home, **{KEY: "sk-ant-only-in-the-shell"})
+    assert result.returncode == 2
+    assert "FAIL  backend worker (under cron): anthropic: neither" in result.stdout
+    assert f"{project / '.harness' / 'env'}" in result.stdout  # the fix names the files
+
+
+def test_cron_prints_ready_crontab_lines(invoke, state: Path, project: Path) -> None:
+    out = invoke("cron").output.splitlines()
+    jobs = [line for line in out if not line.startswith("#")]
+    commands = [line.split(f"--state {state} ")[1].split(" >> ")[0] for line in jobs]
+    assert commands == ["worker next", "validator next", "curator"]
+    assert all(line.split()[5:8] == ["cd", str(project), "&&"] for line in jobs)
+    assert all(f"{RUN_SH} --state {state}" in line and line.endswith(" 2>&1") for line in jobs)
+    assert f">> {state / 'cron-worker.log'} 2>&1" in jobs[0]
+    planner = invoke("cron", "planner").output
+    assert "planner >> " in planner and "worker" not in planner.split("doctor")[-1]
+    assert invoke("cron", "bogus").exit_code == 2
