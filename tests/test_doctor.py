@@ -8,15 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import unwritable
 
-from harness.ops.doctor import (
-    CRON_PATH,
-    Check,
-    cron_checks,
-    cron_env,
-    diagnose,
-    doctor_exit_code,
-    format_checks,
-)
+from harness.ops.checks import Check, doctor_exit_code, format_checks
+from harness.ops.doctor import CRON_PATH, cron_checks, cron_env, diagnose
 from harness.paths import Paths, resolve_paths
 
 MODEL_ROLES = {"planner", "worker", "validator"}  # the curator runs rules-only by default

@@ -249,7 +249,8 @@ def demo(base: str | None) -> None:
 def doctor(ctx: click.Context, backend: str | None, preset: str | None,
            command_line: str | None, script: str | None, no_cron: bool) -> None:
     """Check what a cron job needs: venv, state, templates, backend, cron environment."""
-    from harness.ops.doctor import diagnose, doctor_exit_code, format_checks
+    from harness.ops.checks import doctor_exit_code, format_checks
+    from harness.ops.doctor import diagnose
 
     options = {k: v for k, v in (("preset", preset), ("command", command_line),
                                  ("script", script)) if v}

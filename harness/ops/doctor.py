@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib
 import os
 import pwd
-import re
 import shlex
 import shutil
 import subprocess
@@ -19,7 +18,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,8 @@ from typing import Any
 from harness.agent import sandbox
 from harness.config import ROLES, MissionConfig, RoleConfig, load_mission_config, load_role_config
 from harness.config import mission_name as mission_name_of
-from harness.errors import DONE, USAGE, UsageError
+from harness.errors import UsageError
+from harness.ops.checks import FIX_PREFIX, PROBLEM, Check, attempt
 from harness.paths import Paths
 from harness.run import prompt
 from harness.run.prepare import FEATURE_ROLES
@@ -47,27 +47,6 @@ SAMPLE = Feature(id="F-000", title="doctor sample", description="A stand-in feat
                  acceptance_criteria=["the template renders"], verify="true")
 EVIDENCE = {"verify": {"command": "true", "exit_code": 1, "timed_out": False, "output": "out"},
             "diff": "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"}
-PROBLEM = re.compile(r"^FAIL  (?P<name>.+?): (?P<detail>.*)$")
-FIX_PREFIX = "      fix: "
-
-
-@dataclass
-class Check:
-    """One finding; `warn` marks an ok check that still deserves attention."""
-
-    name: str
-    ok: bool
-    detail: str
-    fix: str = ""
-    warn: bool = False
-
-
-def attempt(name: str, fix: str, describe: Callable[[], str]) -> Check:
-    """A passing check with `describe()` as its detail, or a failing one with the error."""
-    try:
-        return Check(name, True, describe())
-    except Exception as e:  # a doctor reports whatever breaks; it must not crash on it
-        return Check(name, False, str(e) or type(e).__name__, fix)
 
 
 def diagnose(paths: Paths, backend: str | None = None, *,
@@ -289,21 +268,3 @@ def cron_checks(paths: Paths, argv: list[str], seen: list[Check]) -> list[Check]
            for c in problems if (c.name, c.detail) not in known]
     more = "no problems beyond those above" if problems else "no problems"
     return new or [Check("cron", True, f"under cron (PATH={CRON_PATH}, no profile): {more}")]
-
-
-def format_checks(checks: list[Check]) -> str:
-    """One line per check (`ok`, `warn` or `FAIL`), a fix under each that needs one, a total."""
-    lines = []
-    for c in checks:
-        mark = "FAIL" if not c.ok else "warn" if c.warn else "ok  "
-        lines.append(f"{mark}  {c.name}: {' '.join(c.detail.split())}")
-        if c.fix and (c.warn or not c.ok):
-            lines.append(FIX_PREFIX + " ".join(c.fix.split()))
-    failed = sum(not c.ok for c in checks)
-    lines.append(f"{failed} problem(s) to fix" if failed else "all checks passed")
-    return "\n".join(lines)
-
-
-def doctor_exit_code(checks: list[Check]) -> int:
-    """0 when every check passed (warnings allowed), else 2: a usage or state error."""
-    return DONE if all(c.ok for c in checks) else USAGE
