@@ -5,6 +5,9 @@ and the scripted backend."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -13,6 +16,7 @@ import pytest
 from conftest import RUN_SH, git_init, run_sh
 
 from harness.state.plan import load_plan
+from harness.state.store import hold_lock, lock_path
 
 FEATURES = ("F-001", "F-002", "F-003", "F-004")
 SHARED = "line 1\nline 2\nline 3\n"
@@ -70,7 +74,6 @@ def role(project: Path, name: str, target: str, script: Path,
 
 
 def _env(extra: dict[str, str] | None) -> dict[str, str]:
-    import os
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HARNESS_STATE",
                                                                     "FEATURE_ID"))}
     return {**env, **(extra or {})}
@@ -205,3 +208,127 @@ def test_an_unknown_workspace_is_a_usage_error_naming_the_key(tmp_path: Path,
     assert not (project / ".harness" / "runs").exists() or not any(
         (project / ".harness" / "runs").iterdir())
 
+SLOW = """
+- tools:
+    - {name: bash, input: {command: "echo partial > partial.txt; sleep 60"}}
+- tools: [{name: finish, input: {summary: never reached}}]
+"""
+
+
+def test_sigkill_in_a_worktree_then_the_next_run_takes_it_over(tmp_path: Path) -> None:
+    project = make_mission(tmp_path, "worktrees")
+    tree = project / ".harness" / "worktrees" / "F-003"
+    (tmp_path / "slow.yaml").write_text(SLOW)
+    proc = subprocess.Popen([str(RUN_SH), "worker", "F-003", "--backend", "scripted",
+                             "--script", str(tmp_path / "slow.yaml")], cwd=project,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True, env=_env(None))
+    deadline = time.monotonic() + 60
+    while not (tree / "partial.txt").exists():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+    report = json.loads(run_sh("status", "--json", cwd=project).stdout)
+    assert len(report["interrupted"]) == 1
+    assert [(r["feature"], r["state"]) for r in report["worktrees"]] == [
+        ("F-003", "idle: the next run on the feature takes it over")]
+    resumed = run_sh("worker", "F-003", "--backend", "scripted", "--script",
+                     str(tmp_path / "work.yaml"), cwd=project)
+    assert resumed.returncode == 0, resumed.stderr
+    on_branch = git(project, "ls-tree", "--name-only", "harness/F-003").split()
+    assert {"partial.txt", "own-F-003.txt"} <= set(on_branch)  # the killed run's work kept
+    assert git(tree, "status", "--porcelain") == ""
+    judged = run_sh("validator", "F-003", "--backend", "scripted", "--script",
+                    str(tmp_path / "pass.yaml"), cwd=project)
+    assert judged.returncode == 0, judged.stderr
+    assert (project / "partial.txt").read_text() == "partial\n" and not tree.exists()
+    assert statuses(project)["F-003"] == "done"
+    assert git(project, "status", "--porcelain") == ""
+
+
+def test_a_broken_worktree_is_pruned_and_made_again_from_its_branch(tmp_path: Path) -> None:
+    project = make_mission(tmp_path, "worktrees")
+    tree = project / ".harness" / "worktrees" / "F-002"
+    args = ("worker", "F-002", "--backend", "scripted", "--script", str(tmp_path / "work.yaml"))
+    assert run_sh(*args, cwd=project).returncode == 0
+    first = git(project, "rev-parse", "harness/F-002").strip()
+    shutil.rmtree(tree)
+    doctor = run_sh("doctor", "--no-cron", cwd=project)
+    assert "harness/F-002 (orphaned: its folder is gone)" in doctor.stdout
+    assert "worktree prune" in doctor.stdout
+    again = run_sh(*args, cwd=project)
+    assert again.returncode == 0, again.stderr
+    assert (tree / "own-F-002.txt").exists()
+    assert git(project, "merge-base", "--is-ancestor", first, "harness/F-002") == ""
+
+
+def test_status_and_doctor_name_orphaned_worktrees_with_their_fix(tmp_path: Path) -> None:
+    project = make_mission(tmp_path, "worktrees")
+    state = project / ".harness"
+    assert run_sh("worker", "F-001", "--backend", "scripted", "--script",
+                  str(tmp_path / "work.yaml"), cwd=project).returncode == 0
+    plan = json.loads((state / "features.json").read_text())
+    plan[0]["status"] = "done"  # finished by hand: its worktree is left over
+    (state / "features.json").write_text(json.dumps(plan))
+    status = run_sh("status", cwd=project).stdout
+    assert "worktree harness/F-001 (done): orphaned: the feature is done" in status
+    doctor = run_sh("doctor", "--no-cron", cwd=project)
+    fix = f"git -C {project} worktree remove --force {state / 'worktrees' / 'F-001'}"
+    assert "warn  worktrees: 1 orphaned: harness/F-001" in doctor.stdout and fix in doctor.stdout
+    subprocess.run(fix.split(), check=True)
+    subprocess.run(["git", "-C", str(project), "branch", "-D", "harness/F-001"], check=True,
+                   capture_output=True)
+    assert "ok    worktrees: no orphaned" in run_sh("doctor", "--no-cron", cwd=project).stdout
+
+
+def test_next_in_worktrees_mode_skips_features_a_live_run_holds(tmp_path: Path) -> None:
+    project = make_mission(tmp_path, "worktrees")
+    state = project / ".harness"
+    args = ("worker", "next", "--backend", "scripted", "--script", str(tmp_path / "work.yaml"))
+    with hold_lock(lock_path(state, "worker-F-001")), hold_lock(lock_path(state, "tree-F-002")):
+        taken = run_sh(*args, cwd=project)
+        assert taken.returncode == 0 and "-worker-F-003" in taken.stdout
+        assert run_sh(*args, cwd=project).returncode == 0  # F-004
+        busy = run_sh(*args, cwd=project)
+    assert busy.returncode == 3 and "every pending feature is held" in busy.stderr
+    assert statuses(project) == {"F-001": "pending", "F-002": "pending",
+                                 "F-003": "in_progress", "F-004": "in_progress"}
+
+
+def test_a_merge_that_would_touch_the_persons_uncommitted_edit_waits(tmp_path: Path) -> None:
+    project = make_mission(tmp_path, "worktrees")
+    (project / "shared.txt").write_text(SHARED + "the person's uncommitted line\n")
+    head = git(project, "rev-parse", "main")
+    args = ("--backend", "scripted", "--script")
+    assert run_sh("worker", "F-001", *args, str(tmp_path / "work.yaml"),
+                  cwd=project).returncode == 0
+    waiting = run_sh("validator", "F-001", *args, str(tmp_path / "pass.yaml"), cwd=project)
+    assert waiting.returncode == 3 and "its merge waits" in waiting.stderr
+    assert "main is checked out in" in waiting.stderr and "shared.txt" in waiting.stderr
+    assert (project / "shared.txt").read_text() == SHARED + "the person's uncommitted line\n"
+    assert git(project, "rev-parse", "main") == head and statuses(project)["F-001"] == (
+        "in_progress")
+    assert " waiting: main is checked out in" in run_sh("status", cwd=project).stdout
+
+    (project / "shared.txt").write_text(SHARED)  # the person puts their edit away
+    merged = run_sh("validator", "F-001", *args, str(tmp_path / "pass.yaml"), cwd=project)
+    assert merged.returncode == 0, merged.stderr
+    assert "line 2 by F-001" in (project / "shared.txt").read_text()
+    assert git(project, "status", "--porcelain") == "" and statuses(project)["F-001"] == "done"
+
+
+def test_a_base_branch_checked_out_nowhere_moves_by_its_ref_alone(tmp_path: Path) -> None:
+    project = make_mission(tmp_path, "worktrees")
+    git(project, "branch", "integration")
+    with (project / ".harness" / "config.yaml").open("a") as f:
+        f.write("base_branch: integration\n")
+    args = ("--backend", "scripted", "--script")
+    assert run_sh("worker", "F-004", *args, str(tmp_path / "work.yaml"),
+                  cwd=project).returncode == 0
+    judged = run_sh("validator", "F-004", *args, str(tmp_path / "pass.yaml"), cwd=project)
+    assert judged.returncode == 0 and "not checked out anywhere" in judged.stdout
+    assert git(project, "show", "integration:own-F-004.txt") == "F-004\n"
+    assert not (project / "own-F-004.txt").exists()  # main, checked out here, did not move
+    assert git(project, "status", "--porcelain") == ""

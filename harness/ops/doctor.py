@@ -27,6 +27,7 @@ from typing import Any
 from harness.config import ROLES, MissionConfig, RoleConfig, load_mission_config, load_role_config
 from harness.config import mission_name as mission_name_of
 from harness.errors import DONE, USAGE
+from harness.ops.worktrees import worktree_rows
 from harness.paths import Paths
 from harness.run import prompt
 from harness.run.prepare import FEATURE_ROLES
@@ -93,9 +94,24 @@ def diagnose(paths: Paths, backend: str | None = None, *,
             checks.append(Check("backend curator", True, "none needed (curator.mode: rules)"))
         else:
             checks.append(replace(backend_check(paths, config, probe), name=f"backend {role}"))
+    checks.append(worktree_check(paths))
     if cron:
         checks += cron_checks(paths, doctor_argv(paths, backend, options), checks)
     return checks
+
+
+def worktree_check(paths: Paths) -> Check:
+    """Orphaned feature worktrees or branches, each with the command that clears it."""
+    try:
+        rows = worktree_rows(paths.state, paths.workdir)
+    except Exception as e:  # a broken plan is reported by its own check
+        return Check("worktrees", False, str(e), "correct the file named")
+    orphans = [r for r in rows if r["state"].startswith("orphaned")]
+    if not orphans:
+        return Check("worktrees", True, "no orphaned feature worktree or branch")
+    return Check("worktrees", True, f"{len(orphans)} orphaned: " + "; ".join(
+        f"{r['branch']} ({r['state']})" for r in orphans),
+        " && ".join(r["fix"] for r in orphans), warn=True)
 
 
 def python_checks(home: Path) -> list[Check]:
