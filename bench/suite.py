@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 import history  # noqa: E402 - bench/ is not a package
 import lessons  # noqa: E402
 import spine  # noqa: E402
+import worktrees  # noqa: E402
 
 from harness.state.memory import append_entry, make_entry, parse_entry  # noqa: E402
 
@@ -351,6 +352,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=15, help="rounds per subprocess timing")
     parser.add_argument("--notes", type=int, default=200, help="notes per concurrent writer")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of concurrent writers")
+    parser.add_argument("--loop-rounds", type=int, default=3,
+                        help="rounds of 1 loop against 4 loops in worktrees mode (--quick: 1)")
     args = parser.parse_args()
     started = time.perf_counter()
     head = header()
@@ -373,6 +376,9 @@ def main() -> None:
     say(f"simulating {PROMPT_RUNS[-1]:,} runs for the worker prompt's size")
     prompt, history_note = prompt_rows(PROMPT_RUNS)
     rows += prompt
+    loop_rounds = 1 if args.quick else args.loop_rounds
+    say(f"1 loop against 4 loops in worktrees mode, {loop_rounds} round(s) (bench/worktrees.py)")
+    rows += [Row(*figure) for figure in worktrees.figures(loop_rounds)]
     took = time.perf_counter() - started
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     footer = f"{history_note}; whole suite {took:.0f} s; load {load} at end"
