@@ -13,6 +13,7 @@ from harness.errors import BudgetError
 from harness.paths import Paths, check_state
 from harness.run.claim import Claim, claim
 from harness.run.prepare import prepare, role_config_for
+from harness.run.worktree import commit_leftovers, merge_base_in
 from harness.state import ledger
 from harness.state import plan as plan_mod
 from harness.types import RunResult
@@ -60,7 +61,6 @@ def before_call(paths: Paths, role: str, claimed: Claim, mission: MissionConfig,
     for it to resolve); a validator gets the `verify` output and the diff.
     """
     from harness.run.verify import validator_evidence
-    from harness.run.worktree import commit_leftovers, merge_base_in
 
     ws, feature = claimed.workspace, claimed.feature
     if role == "worker" and ws is not None:
