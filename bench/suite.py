@@ -39,6 +39,7 @@ import history  # noqa: E402
 import lessons  # noqa: E402
 import sandbox  # noqa: E402 - bench/sandbox.py
 import spine  # noqa: E402
+import worktrees  # noqa: E402
 
 from harness.state.memory import append_entry, make_entry, parse_entry  # noqa: E402
 
@@ -387,6 +388,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=15, help="rounds per subprocess timing")
     parser.add_argument("--notes", type=int, default=200, help="notes per concurrent writer")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of concurrent writers")
+    parser.add_argument("--loop-rounds", type=int, default=3,
+                        help="rounds of 1 loop against 4 loops in worktrees mode (--quick: 1)")
     args = parser.parse_args()
     started = time.perf_counter()
     head = header()
@@ -413,6 +416,9 @@ def main() -> None:
     rows += prompt
     say("a 200-turn tool loop against the fake Messages API, three ways (bench/context.py)")
     rows += context_rows()
+    loop_rounds = 1 if args.quick else args.loop_rounds
+    say(f"1 loop against 4 loops in worktrees mode, {loop_rounds} round(s) (bench/worktrees.py)")
+    rows += [Row(*figure) for figure in worktrees.figures(loop_rounds)]
     took = time.perf_counter() - started
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     footer = f"{history_note}; whole suite {took:.0f} s; load {load} at end"

@@ -59,6 +59,10 @@ class MissionConfig(Strict):
     prompt: PromptCaps = Field(default_factory=PromptCaps)
     prices: dict[str, dict[str, float]] = Field(default_factory=dict)
     curator: CuratorConfig = Field(default_factory=CuratorConfig)
+    # shared: one worker or validating run per working tree; worktrees: one git worktree
+    # per feature, merged into base_branch on a pass (DESIGN.md, Workspaces)
+    workspace: Literal["shared", "worktrees"] = "shared"
+    base_branch: str | None = None  # None: the branch checked out in the working directory
 
 
 class RoleConfig(Strict):

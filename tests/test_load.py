@@ -1,6 +1,7 @@
 """Load: eight workers on eight features, notes from all of them, a curator pass every second
 and status calls, all at once with real processes. Nothing lost or duplicated, every lock
-honoured, every file parseable.
+honoured, every file parseable. The workers run at once because each feature has its own git
+worktree (`workspace: worktrees`); in the shared working tree they would take turns.
 """
 
 import json
@@ -10,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from conftest import EXAMPLE, run_sh
+from conftest import EXAMPLE, git_init, run_sh
 from test_faults import check_every_file
 
 from harness.state.memory import parse_entry
@@ -41,8 +42,9 @@ def make_project(tmp_path: Path) -> Path:
     plan = [{"id": fid, "title": f"load {fid}", "description": "d", "acceptance_criteria": ["a"]}
             for fid in FEATURES]
     (state / "features.json").write_text(json.dumps(plan))
-    (state / "config.yaml").write_text("max_attempts: 100000\nstuck_after: 100000\n")
-    return project
+    (state / "config.yaml").write_text("max_attempts: 100000\nstuck_after: 100000\n"
+                                       "workspace: worktrees\n")
+    return git_init(project)
 
 
 def loop(deadline: float, action, results: list) -> None:
@@ -86,7 +88,8 @@ def run_lanes(project: Path, script: Path, seconds: float) -> dict[str, list]:
 def check_locks_honoured(project: Path) -> None:
     """Every lock honoured: a feature's runs never overlapped."""
     for fid in FEATURES:
-        lines = (project / f"lock-{fid}.log").read_text().splitlines()
+        tree = project / ".harness" / "worktrees" / fid  # where the feature's runs work
+        lines = (tree / f"lock-{fid}.log").read_text().splitlines()
         assert lines, f"no run of {fid} got through"
         for start, end in zip(lines[0::2], lines[1::2], strict=True):
             assert start.split()[0] == "start" and end.split()[0] == "end", f"{fid} overlapped"

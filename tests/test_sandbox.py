@@ -118,6 +118,27 @@ def test_the_state_identity_and_harness_home_are_hidden(box, isolated_env):
 
 
 @needs_bwrap
+def test_a_feature_worktree_under_the_state_is_writable_and_the_rest_hidden(tmp_path,
+                                                                           isolated_env):
+    # workspace: worktrees puts a feature's tree at <state>/worktrees/F-xxx: the working
+    # directory then lies inside what the sandbox hides, and must be mounted over it
+    state = tmp_path / "work" / ".harness"
+    tree = state / "worktrees" / "F-001"
+    tree.mkdir(parents=True)
+    (state / "raw.md").write_text("SECRET-RAW-LINE\n")
+    (state / "worktrees" / "F-002").mkdir()
+    (state / "worktrees" / "F-002" / "other.txt").write_text("ANOTHER-FEATURE\n")
+    policy = SandboxPolicy("bwrap", state=state, identity=isolated_env, harness_home=ROOT)
+    session = make_session(tmp_path, workdir=tree, state=state, home=ROOT, sandbox=policy)
+    with ToolBox(session) as tools:
+        out, ok = bash(tools, "echo built > out.txt && cat out.txt")
+        assert ok and "built" in out, out
+        out, _ = bash(tools, f"cat {state}/raw.md {state}/worktrees/F-002/other.txt")
+        assert "SECRET" not in out and "ANOTHER-FEATURE" not in out, out
+    assert (tree / "out.txt").read_text() == "built\n"
+
+
+@needs_bwrap
 def test_run_sh_note_is_refused_with_a_pointer_to_the_note_tool(box):
     out, ok = bash(box, "run.sh note TRICK through the file system; echo code=$?")
     assert "code=2" in out and "`note`" in out and "sandbox" in out, out

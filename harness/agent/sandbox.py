@@ -80,10 +80,14 @@ def bwrap_args(policy: SandboxPolicy, workdir: Path, home: Path | None = None) -
     for path, mode in policy.paths.items():
         real = str(home / path[2:]) if path.startswith("~/") else path
         args += ["--bind-try" if mode == "rw" else "--ro-bind-try", real, real]
-    args += ["--bind", str(workdir), str(workdir)]  # may lie inside what was hidden above
+    hidden = _hide(policy.state) + _hide(policy.identity)
+    bind = ["--bind", str(workdir), str(workdir)]  # may lie inside what was hidden above
     if policy.harness_home is not None:
-        args += ["--ro-bind", str(RUN_SH_INSIDE), str(policy.harness_home / "run.sh")]
-    args += _hide(policy.state) + _hide(policy.identity)  # even inside the working directory
+        bind += ["--ro-bind", str(RUN_SH_INSIDE), str(policy.harness_home / "run.sh")]
+    # the inner mount goes last: the state is hidden even inside the working directory
+    # (./.harness), and a feature's worktree (<state>/worktrees/F-xxx) shows inside the state
+    inside_state = policy.state is not None and workdir.is_relative_to(policy.state)
+    args += hidden + bind if inside_state else bind + hidden
     return args + ["--setenv", "TMPDIR", "/tmp", "--chdir", str(workdir)]
 
 

@@ -21,7 +21,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
     """The plan by status, runs in flight or interrupted, and memory sizes."""
     from harness.ops.status import collect_status, format_status
 
-    report = collect_status(check_state(paths_of(ctx).state))
+    paths = paths_of(ctx)
+    report = collect_status(check_state(paths.state), paths.workdir)
     click.echo(json.dumps(report, indent=2) if as_json else format_status(report))
 
 

@@ -23,6 +23,8 @@ max_attempts: 3              # validator fails before a feature becomes `failed`
 #   claude-sonnet-4-5: {input_tokens: 3, output_tokens: 15,
 #                       cache_creation_input_tokens: 3.75, cache_read_input_tokens: 0.3}
 # curator: {mode: rules, similarity: 80}
+# workspace: shared          # shared: one worker or validator per working tree at a time;
+#                            # worktrees: a git worktree per feature, merged on a pass
 """
 
 SPEC = "# Specification\n\nDescribe what to build here; the planner turns it into features.json.\n"
@@ -35,6 +37,12 @@ def _in_git_repo(folder: Path) -> bool:
     except (OSError, subprocess.TimeoutExpired):
         return False
     return result.returncode == 0 and result.stdout.strip() == "true"
+
+
+def _current_branch(project: Path) -> str | None:
+    result = subprocess.run(["git", "-C", str(project), "symbolic-ref", "-q", "--short", "HEAD"],
+                            capture_output=True, text=True, timeout=10)
+    return result.stdout.strip() or None
 
 
 def _git_ignore(project: Path) -> bool:
@@ -55,8 +63,12 @@ def init_state(project: Path) -> tuple[Path, bool]:
     state = project / ".harness"
     if state.exists():
         raise UsageError(f"{state} already exists; nothing changed")
+    in_repo = _in_git_repo(project)
+    branch = _current_branch(project) if in_repo else None
+    base = (f"base_branch: {branch}         # where passed features merge (worktrees mode)\n"
+            if branch else "# base_branch: main         # default: the branch checked out\n")
     files = {
-        "config.yaml": CONFIG,
+        "config.yaml": CONFIG + base,
         "features.json": "[]\n",
         "spec.md": SPEC,
         "raw.md": "",
@@ -67,5 +79,5 @@ def init_state(project: Path) -> tuple[Path, bool]:
         atomic_write(state / name, text)
     for folder in ("memory", "ledger", "runs", "archive"):
         (state / folder).mkdir()
-    ignored = _git_ignore(project) if _in_git_repo(project) else False
+    ignored = _git_ignore(project) if in_repo else False
     return state, ignored

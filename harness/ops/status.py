@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from harness.ops.worktrees import recent_merges, worktree_rows
 from harness.state.memory import parse_entry, raw_path
 from harness.state.plan import load_plan
 from harness.state.runs import list_runs, run_progress
@@ -49,8 +50,9 @@ def state_warnings(state: Path) -> list[str]:
     return warnings
 
 
-def collect_status(state: Path) -> dict[str, Any]:
-    """Features by status, runs in flight or interrupted, spend, memory sizes."""
+def collect_status(state: Path, workdir: Path | None = None) -> dict[str, Any]:
+    """Features by status, runs in flight or interrupted, spend, memory sizes; with the
+    working directory, the features' worktrees and the last merges too."""
     plan = load_plan(state)
     runs = list_runs(state)
     return {
@@ -68,6 +70,8 @@ def collect_status(state: Path) -> dict[str, Any]:
         "spent_usd": round(sum(float(r.get("cost_usd") or 0) for r in runs), 6),
         "last_runs": [{k: r.get(k) for k in ("run_id", "status", "exit_code")}
                       for r in runs[-5:]],
+        "worktrees": worktree_rows(state, workdir) if workdir else [],
+        "merges": recent_merges(state),
         "memory": {
             "raw": _raw_stats(raw_path(state)),
             "summary_lines": count_lines(state / "summary.md"),
@@ -101,6 +105,10 @@ def format_status(report: dict[str, Any]) -> str:
         lines.append(f"  running: {run_id}{_so_far(report['progress'].get(run_id))}")
     for run_id in report["interrupted"]:
         lines.append(f"  interrupted: {run_id}")
+    for row in report["worktrees"]:
+        lines.append(f"  worktree {row['branch']} ({row['feature_status']}): {row['state']}"
+                     + (f"\n    fix: {row['fix']}" if row["fix"] else ""))
+    lines += [f"  merge: {line}" for line in report["merges"]]
     mem = report["memory"]
     raw = mem["raw"]
     lines.append(

@@ -10,10 +10,11 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.errors import BACKEND, BLOCKED, BUDGET, DONE, TASK_FAILED, HarnessError
+from harness.errors import BACKEND, BLOCKED, BUDGET, BUSY, DONE, TASK_FAILED, HarnessError
 from harness.paths import Paths
 from harness.run import git, stuck
-from harness.run.prepare import Prepared
+from harness.run.merge import MERGED, WAITING, VerifySpec, land
+from harness.run.prepare import Prepared, sandbox_policy
 from harness.state import actions, ledger
 from harness.state import plan as plan_mod
 from harness.state.runs import recent_runs
@@ -148,9 +149,11 @@ def _apply_verdict(paths: Paths, prepared: Prepared, outcome: Outcome) -> tuple[
     if verdict == "pass" and verify and verify["exit_code"] != 0:
         verdict = "fail"
         reason = f"verify `{verify['command']}` exited {verify['exit_code']}; overrides: {reason}"
-    ledger.append_verdict(paths.state, feature.id, {
-        "run_id": run_id, "verdict": verdict, "reason": reason,
-        "verify_exit": verify["exit_code"] if verify else None})
+    record = {"run_id": run_id, "verdict": verdict, "reason": reason,
+              "verify_exit": verify["exit_code"] if verify else None}
+    if verdict == "pass" and prepared.workspace is not None:
+        return _land(paths, prepared, record)
+    ledger.append_verdict(paths.state, feature.id, record)
     if verdict == "pass":
         _set_status(paths, feature.id, "done")
         return DONE, "pass", f"{feature.id} passed: {reason}"
@@ -159,6 +162,33 @@ def _apply_verdict(paths: Paths, prepared: Prepared, outcome: Outcome) -> tuple[
         "status": "failed" if f.attempts + 1 >= mission.max_attempts else "pending"}))
     return TASK_FAILED, "fail", (f"{feature.id} failed ({updated.status}, attempt "
                                  f"{updated.attempts} of {mission.max_attempts}): {reason}")
+
+
+def _land(paths: Paths, prepared: Prepared, record: dict[str, Any]) -> tuple[int, str, str]:
+    """A pass in a worktree: merge the branch into the base; a conflict, or a verify that
+    fails with the base merged in, sends the feature back to its worker (no attempt spent)."""
+    feature, ws, options = prepared.feature, prepared.workspace, prepared.role_config.options
+    assert feature is not None and ws is not None
+    landing = land(paths.state, ws, VerifySpec(feature.verify,
+                                               float(options.get("verify_timeout", 600)),
+                                               prepared.mission.prompt.verify_chars,
+                                               sandbox_policy(prepared.role_config, paths)))
+    ledger.append_merge(paths.state, feature.id, prepared.record.run_id, landing.result,
+                        landing.detail)
+    if landing.result == MERGED:
+        ledger.append_verdict(paths.state, feature.id, {**record, "merge": landing.detail})
+        _set_status(paths, feature.id, "done")
+        return DONE, "pass", f"{feature.id} passed and merged: {landing.detail}"
+    if landing.result == WAITING:
+        ledger.append_verdict(paths.state, feature.id,
+                              {**record, "merge": f"waiting: {landing.detail}"})
+        return BUSY, "merge-waiting", f"{feature.id} passed; its merge waits: {landing.detail}"
+    reason = (f"passed, but did not merge into {ws.base}: {landing.detail}. The next worker "
+              f"starts with {ws.base} merged into {ws.branch}")
+    ledger.append_verdict(paths.state, feature.id, {**record, "verdict": "unmerged",
+                                                    "reason": reason, "paths": landing.paths})
+    _set_status(paths, feature.id, "pending")
+    return TASK_FAILED, "unmerged", f"{feature.id} back to pending: {reason}"
 
 
 def _set_status(paths: Paths, fid: str, status: str) -> None:

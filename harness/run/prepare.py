@@ -22,6 +22,7 @@ from harness.run.prompt import (
     render,
     template_dirs,
 )
+from harness.run.worktree import Workspace
 from harness.state import plan as plan_mod
 from harness.state.plan import Feature
 from harness.state.redact import redact_data
@@ -42,6 +43,7 @@ class Prepared:
     feature: Feature | None
     role_config: RoleConfig
     mission: MissionConfig
+    workspace: Workspace | None = None  # the feature's own worktree (workspace: worktrees)
 
     @property
     def role(self) -> str:
@@ -98,7 +100,8 @@ def sandbox_policy(config: RoleConfig, paths: Paths) -> SandboxPolicy:
 def prepare(paths: Paths, role: str, feature: Feature | None, plan: list[Feature],
             mission: MissionConfig, *, extra: dict[str, Any] | None = None,
             backend: str | None = None, backend_options: dict[str, Any] | None = None,
-            sandbox: str | None = None, dry_run: bool = False) -> Prepared:
+            sandbox: str | None = None, dry_run: bool = False,
+            workspace: Workspace | None = None) -> Prepared:
     """Claim a run id, render the prompt from disk and write the run's starting record.
 
     `backend`, `backend_options` and `sandbox` (from the command line) override the role's
@@ -129,9 +132,11 @@ def prepare(paths: Paths, role: str, feature: Feature | None, plan: list[Feature
         "role_config": {"path": str(role_path), "sha256": put_object(paths.state, role_text)},
         "prompt_sha256": sha256(rendered.text),
         "workdir": str(paths.workdir),
+        **({"workspace": {"branch": workspace.branch, "base": workspace.base}}
+           if workspace else {}),
     })
     record.write_file("prompt.md", rendered.text)
-    return Prepared(record, rendered, feature, role_config, mission)
+    return Prepared(record, rendered, feature, role_config, mission, workspace)
 
 
 def _context_json(paths: Paths, role: str, run_id: str, feature: Feature | None,

@@ -1,6 +1,7 @@
-"""A role's run from the command line: resolve the feature, lock it, then either render and
-record the prompt only (a dry run) or prepare and call the model through the one lifecycle
-(`lifecycle.call_and_close`: call, judge, close the record on every path).
+"""A role's run from the command line: claim the feature and the tree it works in (`claim`),
+then either render and record the prompt only (a dry run) or prepare and call the model
+through the one lifecycle (`lifecycle.call_and_close`: call, judge, close the record on every
+path).
 """
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ from typing import Any
 from harness.config import MissionConfig, load_mission_config
 from harness.errors import BudgetError
 from harness.paths import Paths, check_state
-from harness.run.prepare import prepare, resolve_feature, role_config_for, sandbox_policy
+from harness.run.claim import Claim, claim
+from harness.run.prepare import prepare, role_config_for, sandbox_policy
+from harness.run.worktree import commit_leftovers, merge_base_in
 from harness.state import ledger
 from harness.state import plan as plan_mod
 from harness.state.envfile import load_env_files
-from harness.state.store import hold_lock, lock_path
-from harness.types import RunResult
+from harness.types import RunResult, SandboxPolicy
 
 
 def run_role(paths: Paths, role: str, target: str | None, *, dry_run: bool = False,
@@ -25,10 +27,8 @@ def run_role(paths: Paths, role: str, target: str | None, *, dry_run: bool = Fal
     check_state(paths.state)
     mission = load_mission_config(paths.state)
     plan = plan_mod.load_plan(paths.state)
-    feature = resolve_feature(role, target, plan)
-    lock_name = f"{role}-{feature.id if feature else 'mission'}"
-    with hold_lock(lock_path(paths.state, lock_name), wait=False,
-                   what=f"{role} on {feature.id if feature else 'the mission'}"):
+    with claim(paths, mission, role, target, plan, dry_run=dry_run) as claimed:
+        feature, work_paths = claimed.feature, claimed.paths
         if dry_run:
             prepared = prepare(paths, role, feature, plan, mission, backend=backend,
                                backend_options=backend_options, sandbox=sandbox, dry_run=True)
@@ -41,22 +41,41 @@ def run_role(paths: Paths, role: str, target: str | None, *, dry_run: bool = Fal
         from harness.agent.sandbox import require as require_sandbox
         from harness.run.lifecycle import call_and_close
         from harness.run.outcome import judge_role_run
-        from harness.run.verify import validator_evidence
 
         check_budget_left(paths, mission)
         load_env_files(paths.state)  # cron reads no profile: keys may live in env files
         config = role_config_for(paths, role, backend, backend_options, sandbox)[0]
-        policy = sandbox_policy(config, paths)
+        policy = sandbox_policy(config, work_paths)
         require_sandbox(policy)  # exit 2 before anything runs: never unsandboxed instead
-        extra = None
-        if role == "validator" and feature is not None:
-            extra = validator_evidence(paths, feature, mission, config.options, policy)
-        prepared = prepare(paths, role, feature, plan, mission, extra=extra, backend=backend,
-                           backend_options=backend_options, sandbox=sandbox)
-        if extra and extra["verify"]:
+        extra = before_call(work_paths, role, claimed, mission, config.options, policy)
+        prepared = prepare(work_paths, role, feature, plan, mission, extra=extra,
+                           backend=backend, backend_options=backend_options, sandbox=sandbox,
+                           workspace=claimed.workspace)
+        claimed.label(prepared.record.run_id)
+        if extra and extra.get("verify"):
             prepared.record.manifest["verify"] = {k: extra["verify"][k]
                                                   for k in ("command", "exit_code", "timed_out")}
-        return call_and_close(paths, prepared, judge_role_run)
+        return call_and_close(work_paths, prepared, judge_role_run)
+
+
+def before_call(paths: Paths, role: str, claimed: Claim, mission: MissionConfig,
+                options: dict[str, Any], policy: SandboxPolicy) -> dict[str, Any] | None:
+    """What the harness does before the model is called, and what the prompt shows of it.
+
+    A worker in its worktree starts from the branch with the base merged in (conflicts left
+    for it to resolve); a validator gets the `verify` output and the diff.
+    """
+    from harness.run.verify import validator_evidence
+
+    ws, feature = claimed.workspace, claimed.feature
+    if role == "worker" and ws is not None:
+        commit_leftovers(paths.state, ws)
+        conflicts = merge_base_in(paths.state, ws, keep_conflicts=True)
+        return {"merge": {"base": ws.base, "branch": ws.branch, "conflicts": conflicts}}
+    if role == "validator" and feature is not None:
+        return validator_evidence(paths, feature, mission, options, policy,
+                                  base=ws.base if ws else None)
+    return None
 
 
 def check_budget_left(paths: Paths, mission: MissionConfig) -> None:

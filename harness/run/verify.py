@@ -39,8 +39,10 @@ def run_verify(command: str, workdir: Path, timeout: float, max_chars: int,
 
 
 def validator_evidence(paths: Paths, feature: Feature, mission: MissionConfig,
-                       options: dict[str, Any], sandbox: SandboxPolicy) -> dict[str, Any]:
-    """The verify result and the workers' diff, for the validator's prompt."""
+                       options: dict[str, Any], sandbox: SandboxPolicy,
+                       base: str | None = None) -> dict[str, Any]:
+    """The verify result and the workers' diff (against `base`: a feature branch's), for the
+    validator's prompt."""
     caps = mission.prompt
     verify = None
     if feature.verify:
@@ -48,5 +50,5 @@ def validator_evidence(paths: Paths, feature: Feature, mission: MissionConfig,
                             float(options.get("verify_timeout", 600)), caps.verify_chars, sandbox)
     diff = None
     if git.is_repo(paths.workdir):
-        diff = git.feature_diff(paths.workdir, feature.id, caps.diff_chars) or None
+        diff = git.feature_diff(paths.workdir, feature.id, caps.diff_chars, base) or None
     return {"verify": verify, "diff": diff}

@@ -35,6 +35,17 @@ def append_progress(state: Path, role: str, feature: str | None, run_id: str, re
     return line
 
 
+def append_merge(state: Path, feature_id: str, run_id: str, result: str, detail: str) -> str:
+    """One `<state>/merges.log` line per landing of a feature on its base branch."""
+    line = f"{utc_now()} {feature_id} {run_id} {result}: {' '.join(detail.split())}"
+    append_record(merges_path(state), line + "\n", lock_path(state, "merges"))
+    return line
+
+
+def merges_path(state: Path) -> Path:
+    return state / "merges.log"
+
+
 def spent(state: Path) -> float:
     """Dollars spent by all finished runs of the mission."""
     try:

@@ -83,7 +83,7 @@ class hold_lock:  # noqa: N801 - used like a function: `with hold_lock(path):`
         self.path, self.wait, self.what = path, wait, what
         self.fd = -1
 
-    def __enter__(self) -> None:
+    def __enter__(self) -> hold_lock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -101,9 +101,30 @@ class hold_lock:  # noqa: N801 - used like a function: `with hold_lock(path):`
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()}".encode(), 0)
         self.fd = fd
+        return self
+
+    def label(self, text: str) -> None:
+        """Say who holds the lock (a run id), for the busy message of the next comer."""
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, f"pid {os.getpid()}, {text}".encode(), 0)
 
     def __exit__(self, *exc: object) -> None:
         os.close(self.fd)
+
+
+def lock_holder(path: Path) -> str | None:
+    """Who holds the lock at `path` now (its label), or None when nobody does."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return os.pread(fd, 200, 0).decode(errors="replace").strip() or "a live process"
+    finally:
+        os.close(fd)  # closing releases the probe's own flock
+    return None
 
 
 def locked_append(path: Path, text: str, lock: Path) -> None:
