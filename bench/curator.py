@@ -169,7 +169,17 @@ def measure(state: str, identity: str) -> dict:
     return {"seconds": seconds, "cpu": cpu, "reader_cpu": reader.ru_utime + reader.ru_stime,
             "curator_mib": own.ru_maxrss / 1024, "reader_mib": reader.ru_maxrss / 1024,
             "archived": report.archived, "promoted": len(report.promoted),
-            "unparsed": report.unparsed}
+            "unparsed": report.unparsed, **identity_figures(Path(identity))}
+
+
+def identity_figures(identity: Path) -> dict:
+    """The identity files after the run: their lines, the biggest one's characters (each
+    must stay within the bound the prompt shows whole), and the lines moved to the archive."""
+    files = [p.read_text(encoding="utf-8") for p in identity.glob("*.md")]
+    archive = sum(p.read_text(encoding="utf-8").count("\n")
+                  for p in (identity / "archive").glob("*.md"))
+    return {"identity_lines": sum(t.count("\n") for t in files),
+            "identity_chars": max(map(len, files), default=0), "identity_archived": archive}
 
 
 def child(state: str, identity: str) -> None:
@@ -230,7 +240,7 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     print(f"{'entries':>10} {'runs':>4} {'seconds':>8} {'cpu-s':>8} {'reader-cpu-s':>12} "
           f"{'peak-MiB':>9} {'curator-MiB':>11} {'reader-MiB':>10} {'archived':>9} "
-          f"{'promoted':>9}")
+          f"{'promoted':>9} {'id-lines':>8} {'id-max-chars':>12} {'id-archived':>11}")
     for n in sizes:
         tmp = Path(tempfile.mkdtemp(prefix=f"curator-bench-{n}-"))
         try:
@@ -246,7 +256,9 @@ def main() -> None:
                   f"{result['reader_cpu']:>12.2f} {result['peak_mib']:>9.1f} "
                   f"{result['curator_mib']:>11.1f} "
                   f"{result['reader_mib']:>10.1f} {result['archived']:>9} "
-                  f"{result['promoted']:>9}", flush=True)
+                  f"{result['promoted']:>9} {result['identity_lines']:>8} "
+                  f"{result['identity_chars']:>12} {result['identity_archived']:>11}",
+                  flush=True)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 

@@ -41,6 +41,7 @@ import sandbox  # noqa: E402 - bench/sandbox.py
 import spine  # noqa: E402
 import worktrees  # noqa: E402
 
+from harness.config import IDENTITY_CHARS  # noqa: E402
 from harness.state.memory import append_entry, make_entry, parse_entry  # noqa: E402
 
 WRITERS = 16
@@ -152,6 +153,7 @@ def curator_rows(sizes: list[int]) -> list[Row]:
     # size; columns are found by their header so that a new column cannot shift them
     argv = [sys.executable, str(BENCH / "curator.py"), "--sizes", ",".join(map(str, sizes))]
     found: dict[int, tuple[float, float, int]] = {}
+    identity: dict[int, tuple[int, int, int]] = {}
     columns: list[str] = []
     with subprocess.Popen(argv, stdout=subprocess.PIPE, text=True) as proc:
         for line in proc.stdout:
@@ -163,6 +165,8 @@ def curator_rows(sizes: list[int]) -> list[Row]:
                 row = dict(zip(columns, fields, strict=True))
                 found[int(fields[0])] = (float(row["seconds"]), float(row["peak-MiB"]),
                                          int(row["runs"]))
+                identity[int(fields[0])] = (int(row["id-lines"]), int(row["id-max-chars"]),
+                                            int(row["id-archived"]))
     if proc.returncode != 0 or set(found) != set(sizes):
         raise SystemExit(f"bench: {' '.join(argv)} exited {proc.returncode} with rows for "
                          f"{sorted(found)}; expected `entries seconds peak-MiB ...` per size")
@@ -178,6 +182,11 @@ def curator_rows(sizes: list[int]) -> list[Row]:
         how = "one run" if runs == 1 else f"median of {runs}"
         rows.append(Row(f"curator, {n:,} raw entries ({how}; peak: curator + reader)",
                         f"{seconds:.2f} s, {peak:.0f} MiB peak", goal, met))
+    lines, chars, archived = identity[max(sizes)]
+    rows.append(Row(f"identity after {max(sizes):,} entries: lines in the role files, the "
+                    "biggest file, lines moved to identity/archive/",
+                    f"{lines:,} lines, {chars:,} chars, {archived:,} archived",
+                    f"each file <= {IDENTITY_CHARS:,} chars", chars <= IDENTITY_CHARS))
     return rows
 
 
