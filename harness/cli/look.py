@@ -32,9 +32,10 @@ def runs(ctx: click.Context, limit: int) -> None:
     from harness.state.runs import list_runs
 
     for m in list_runs(check_state(paths_of(ctx).state))[-limit:]:
-        code = m.get("exit_code")
+        code, cost = m.get("exit_code"), m.get("cost_usd", 0)
+        spent = "unknown" if cost is None else f"${cost:.4f}"
         click.echo(f"{m['run_id']:<40} {m.get('status', '?'):<12} "
-                   f"exit={'-' if code is None else code} cost=${m.get('cost_usd', 0):.4f}")
+                   f"exit={'-' if code is None else code} cost={spent}")
 
 
 @click.command()
