@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from conftest import RUN_SH, run_sh
 
-from harness.backends.cli_results import UsageLimitReached
 from harness.backends.cli_presets import build_argv, cli_model, docs_read_by
+from harness.backends.cli_results import UsageLimitReached
 from harness.backends.command import CommandBackend, build_env
 from harness.errors import BackendError, BudgetError, UsageError
 from harness.types import CAPPED, FINISHED, GAVE_UP, Caps, Session

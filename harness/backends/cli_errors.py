@@ -25,6 +25,7 @@ _REFUSED = re.compile(r"not inside a trusted directory|skip-git-repo-check", re.
 _SERVER = re.compile(
     r"\b5\d\d\b|server[- ]side issue|server_error|internal server error|overloaded"
     r"|high demand|stream disconnected|error sending request|connection (?:refused|reset)"
+    r"|unable to connect|failed ?to ?open ?socket|econn(?:refused|reset)"
     r"|timed? ?out|network error|service unavailable|bad gateway", re.I)
 
 AUTH_FIX = ("log the CLI in (`claude login`, `codex login`) or give it its key: put the key's"
