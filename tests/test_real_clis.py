@@ -89,6 +89,18 @@ def test_codex_outside_a_repository_runs_a_command_notes_and_is_priced(codex, pr
     assert {r["body"]["model"] for r in fake.requests} == {"gpt-5-codex"}
 
 
+def test_codex_choosing_its_own_model_has_an_unknown_cost_never_zero(codex, project):
+    fake, env = codex
+    worker_role(project / ".harness", "claude-sonnet-4-5", {  # the harness's default model
+        "preset": "codex", "sandbox": "danger-full-access", "pass_env": ["OPENAI_API_KEY"]})
+    fake.reply(message("F-004 done."))
+    assert run_sh("worker", "F-004", cwd=project, env=env).returncode == 0
+    manifest = last_manifest(project / ".harness")
+    assert (manifest["cost_usd"], manifest["cost_unknown"]) == (None, True)
+    assert "cost=unknown" in (project / ".harness" / "progress.log").read_text()
+    assert fake.requests[0]["body"]["model"] == "gpt-5-codex"  # CODEX_HOME's, not Claude's
+
+
 def test_codex_server_errors_are_exit_6_and_never_block_the_feature(codex, project):
     fake, env = codex
     git_init(project)

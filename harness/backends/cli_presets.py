@@ -10,6 +10,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from harness.backends.pricing import priced
 from harness.errors import UsageError
 
 
@@ -99,3 +100,20 @@ def build_argv(options: dict[str, Any], model: str, turns: int | None,
     # codex exec's default sandbox is read-only: a worker could change nothing
     argv += ["--sandbox", str(options.get("sandbox", "workspace-write"))]
     return argv + extra + ["-"], preset  # `-`: codex exec reads the prompt from stdin
+
+
+def unpriced_model(backend: str, options: dict[str, Any], model: str,
+                   prices: dict[str, dict[str, float]]) -> str | None:
+    """The model a role's runs would be priced by, when no price table knows it (its cost
+    would be unknown); None when it is priced, or when the CLI reports its own cost."""
+    if backend == "scripted":
+        return None
+    if backend == "command":
+        try:
+            name, _ = preset_for(options)
+        except UsageError:
+            return None  # the backend check reports it
+        if name == "claude" and not options.get("command"):
+            return None  # Claude Code reports each run's cost itself
+        model = cli_model(options, model)
+    return None if priced(model, prices) else model

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.agent import sandbox
+from harness.backends.cli_presets import unpriced_model
 from harness.config import ROLES, MissionConfig, RoleConfig, load_mission_config, load_role_config
 from harness.config import mission_name as mission_name_of
 from harness.errors import DONE, USAGE
@@ -47,6 +48,8 @@ EVIDENCE = {"verify": {"command": "true", "exit_code": 1, "timed_out": False, "o
             "diff": "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"}
 PROBLEM = re.compile(r"^FAIL  (?P<name>.+?): (?P<detail>.*)$")
 FIX_PREFIX = "      fix: "
+PRICE_WARNING = ("{} has no price, and a budget is set: its runs' cost is recorded as unknown"
+                 " and no budget stops them")
 
 
 @dataclass
@@ -95,6 +98,12 @@ def diagnose(paths: Paths, backend: str | None = None, *,
             checks.append(Check("backend curator", True, "none needed (curator.mode: rules)"))
         else:
             checks.append(replace(backend_check(paths, config, probe), name=f"backend {role}"))
+        budget = mission.budget_usd is not None or config.caps.dollars
+        if budget and (model := unpriced_model(config.backend, config.options, config.model,
+                                               mission.prices)) is not None:
+            checks.append(Check(f"prices {role}", True, PRICE_WARNING.format(model or "the CLI's"
+                                " choice"), "add the model to `prices` in config.yaml, or run"
+                                " a priced one", warn=True))
         if config.sandbox == "bwrap":
             checks.append(attempt(f"sandbox {role}", sandbox.FIX,
                                   lambda c=config: sandbox_check(c)))
@@ -193,7 +202,7 @@ def backend_check(paths: Paths, config: RoleConfig, probe: Callable[[str], Check
             return Check("", False, f"anthropic: {error}", "reinstall: see the packages check")
         return Check("", True, f"anthropic: {key} is set, model {config.model}")
     if config.backend == "command":
-        from harness.backends.command import build_argv
+        from harness.backends.cli_presets import build_argv
 
         try:
             exe = build_argv(config.options, config.model, config.caps.turns)[0][0]
