@@ -98,7 +98,7 @@ class Outcome:
     status: str
     summary: str = ""
     usage: Usage = field(default_factory=Usage)
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0  # None: unknown (the model has no price)
     turns: int = 0
     detail: str = ""  # why it stopped, for the record
     reset_at: str | None = None  # when a usage limit lifts, if the backend was told

@@ -151,7 +151,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         api.requests.append(body)
         api.headers.append({k.lower(): v for k, v in self.headers.items()})
-        if self.path != "/v1/messages":
+        if self.path.split("?")[0] != "/v1/messages":  # Claude Code adds ?beta=true
             return self._json(404, _error_body("not_found_error", self.path), {})
         tokens = count_tokens(body)
         if api.context_limit is not None and tokens > api.context_limit:

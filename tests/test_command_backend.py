@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 from conftest import RUN_SH, run_sh
 
+from harness.backends.cli_presets import build_argv, cli_model, docs_read_by
 from harness.backends.cli_results import UsageLimitReached
-from harness.backends.command import CommandBackend, build_argv, build_env
+from harness.backends.command import CommandBackend, build_env
 from harness.errors import BackendError, BudgetError, UsageError
 from harness.types import CAPPED, FINISHED, GAVE_UP, Caps, Session
 
@@ -73,12 +74,36 @@ def test_claude_preset_argv_adds_model_turn_cap_and_what_it_may_do_unasked():
 
 
 def test_codex_preset_may_write_the_workspace_and_reads_prompt_from_stdin_last():
-    argv, preset = build_argv({"preset": "codex", "args": ["--skip-git-repo-check"]}, "o3", 5)
-    assert argv == ["codex", "exec", "--json", "-m", "o3", "--sandbox", "workspace-write",
-                    "--skip-git-repo-check", "-"]
+    argv, preset = build_argv({"preset": "codex", "args": ["-c", "x=1"]}, "o3", 5)
+    assert argv == ["codex", "exec", "--json", "--skip-git-repo-check", "-m", "o3",
+                    "--sandbox", "workspace-write", "-c", "x=1", "-"]
     assert preset.parser == "codex"
     argv, _ = build_argv({"preset": "codex", "sandbox": "read-only"}, "", None)
-    assert argv == ["codex", "exec", "--json", "--sandbox", "read-only", "-"]
+    assert argv == ["codex", "exec", "--json", "--skip-git-repo-check", "--sandbox", "read-only",
+                    "-"]
+
+
+def test_a_preset_passes_only_a_model_its_provider_serves():
+    # the role's default model is Anthropic's: Codex would warn and its API refuse it
+    argv, _ = build_argv({"preset": "codex"}, "claude-sonnet-4-5", None)
+    assert "-m" not in argv
+    assert cli_model({"preset": "codex"}, "claude-sonnet-4-5") == ""
+    assert cli_model({"preset": "codex"}, "gpt-5-codex") == "gpt-5-codex"
+    assert cli_model({"preset": "claude"}, "gpt-5") == ""
+    assert cli_model({"preset": "claude"}, "opus") == "opus"
+    assert cli_model({"preset": "generic", "command": "x"}, "anything") == "anything"
+
+
+def test_the_claude_preset_passes_the_dollar_cap():
+    argv, _ = build_argv({"preset": "claude"}, "claude-sonnet-4-5", 5, 2.5)
+    assert argv[argv.index("--max-budget-usd") + 1] == "2.5"
+
+
+def test_docs_a_preset_reads_itself_are_named_for_the_prompt_to_leave_out():
+    assert docs_read_by("command", {"preset": "codex"}) == ("AGENTS.md",)
+    assert docs_read_by("command", {"preset": "claude"}) == ("CLAUDE.md",)
+    assert docs_read_by("command", {"preset": "codex", "command": "./my-agent"}) == ()
+    assert docs_read_by("anthropic", {"preset": "codex"}) == ()
 
 
 def test_explicit_command_overrides_argv_but_keeps_parser():
@@ -198,10 +223,13 @@ def test_claude_usage_limit_is_a_backend_error_with_reset(tmp_path):
     assert caught.value.reset_at is None
 
 
-def test_claude_output_that_is_not_json_is_a_backend_error(tmp_path):
-    with pytest.raises(BackendError, match="Invalid API key") as caught:
+def test_claude_output_that_is_not_json_is_read_for_what_it_means(tmp_path):
+    # a refused key is the person's to fix (exit 2), with the fix named
+    with pytest.raises(UsageError, match="Invalid API key.*pass_env"):
         run(tmp_path, preset="claude", command=fake("claude.py", "not_json"))
-    assert not isinstance(caught.value, UsageLimitReached)
+    with pytest.raises(BackendError, match="printed no claude JSON") as caught:
+        run(tmp_path, preset="claude", command=["sh", "-c", "echo something odd"])
+    assert not isinstance(caught.value, UsageError | UsageLimitReached)
 
 
 def test_claude_preset_argv_reaches_the_cli_via_path(tmp_path):

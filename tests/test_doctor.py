@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import unwritable
 
+from harness.backends.cli_presets import unpriced_model
 from harness.ops.checks import Check, doctor_exit_code, format_checks
 from harness.ops.doctor import CRON_PATH, cron_checks, cron_env, diagnose
 from harness.paths import Paths, resolve_paths
@@ -256,3 +257,17 @@ def test_key_only_in_the_interactive_shell_is_a_problem_under_cron(paths: Paths,
     assert set(bad) == {f"backend {r} (under cron)" for r in MODEL_ROLES}  # and none outside
     assert "ANTHROPIC_API_KEY" in bad["backend worker (under cron)"].detail
     assert "crontab" in bad["backend worker (under cron)"].fix
+
+
+def test_a_role_whose_cost_cannot_be_known_under_a_budget_is_flagged(paths: Paths) -> None:
+    # the example mission has a budget; Codex left to choose its model cannot be priced
+    checks = {c.name: c for c in diagnose(paths, "command", options={"preset": "codex"},
+                                          cron=False)}
+    assert checks["prices worker"].warn
+    assert "the CLI's choice has no price" in checks["prices worker"].detail
+    # Claude Code reports its own cost; a named, priced OpenAI model is known
+    checks = diagnose(paths, "command", options={"preset": "claude"}, cron=False)
+    assert not [c for c in checks if c.name.startswith("prices")]
+    assert unpriced_model("command", {"preset": "codex"}, "gpt-5-codex", {}) is None
+    assert unpriced_model("anthropic", {}, "my-model", {}) == "my-model"
+    assert unpriced_model("anthropic", {}, "my-model", {"default": {"input_tokens": 1}}) is None

@@ -155,3 +155,14 @@ def test_plan_view_counts_done_features_instead_of_listing_them() -> None:
     assert view["omitted"] == 1995
     tight = plan_view(plan, "F-2002", 10)  # the current feature is shown whatever the cap
     assert [r["id"] for r in tight["features"]] == ["F-2002"]
+
+
+def test_a_project_doc_the_agent_cli_reads_itself_is_left_out(project: Path, state: Path) -> None:
+    (project / "AGENTS.md").write_text("Use tabs.\n")
+    (project / "CLAUDE.md").write_text("Be brief.\n")
+    (state / "roles").mkdir(exist_ok=True)
+    (state / "roles" / "worker.yaml").write_text(
+        "template: worker.md.j2\nbackend: command\noptions: {preset: codex}\n")
+    prompt, _ = dry_run(project)
+    assert "Use tabs." not in prompt  # Codex reads AGENTS.md itself
+    assert "Be brief." in prompt

@@ -93,3 +93,12 @@ def test_prompt_sections_split_at_template_headings_only() -> None:
     assert [s.title for s in sections] == ["You are a worker", "Mission memory",
                                            "Your feature: F-001"]
     assert "## Lessons" in sections[1].text and "".join(s.text for s in sections) == prompt
+
+
+def test_a_run_whose_price_was_unknown_shows_unknown_never_zero() -> None:
+    from harness.state.run_summary import summarize
+
+    known = summarize({"run_id": "r1", "cost_usd": 0.25})
+    unknown = summarize({"run_id": "r2", "cost_usd": None, "cost_unknown": True})
+    assert known.cost_text == "$0.2500"
+    assert unknown.cost_text == "unknown" and unknown.cost_usd == 0.0

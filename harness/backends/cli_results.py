@@ -17,7 +17,8 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from harness.backends.pricing import cost_of
+from harness.backends.cli_errors import classify
+from harness.backends.pricing import known_cost
 from harness.errors import BackendError
 from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Usage
 
@@ -32,6 +33,7 @@ class UsageLimitReached(BackendError):
         super().__init__(f"agent CLI usage limit reached ({when}): {message.strip()[:300]}")
 
 
+SYNTHETIC = "<synthetic>"  # the model Claude Code names in messages it made up itself
 CLAUDE_CAPS = {"error_max_turns": "turn cap", "error_max_budget_usd": "dollar cap"}
 
 
@@ -55,13 +57,14 @@ def claude_outcome(result: dict[str, Any], model: str, prices: dict) -> Outcome:
     raw = result.get("usage")
     usage = usage_from(raw if isinstance(raw, dict) else {})
     cost = result.get("total_cost_usd", result.get("cost_usd"))
-    cost = float(cost) if isinstance(cost, int | float) else cost_of(usage, model, prices)
+    cost = float(cost) if isinstance(cost, int | float) else known_cost(usage, model, prices)
     if subtype in CLAUDE_CAPS:
         status, detail = CAPPED, CLAUDE_CAPS[subtype]
     elif subtype == "success" and result.get("is_error") is False:
         status, detail = FINISHED, ""
     else:
-        check_usage_limit(text)
+        api_status = result.get("api_error_status")
+        raise_for_failure(text, api_status if isinstance(api_status, int) else None)
         status, detail = GAVE_UP, f"{subtype or 'error'}: {text[:300]}"
     turns = int(result.get("num_turns") or 0)
     return Outcome(status, summary=text, usage=usage, cost_usd=cost, turns=turns, detail=detail)
@@ -86,6 +89,8 @@ class ClaudeEvents:
         message = event.get("message")
         if event.get("type") != "assistant" or not isinstance(message, dict):
             return False
+        if message.get("model") == SYNTHETIC:
+            return False  # Claude Code's own words (an API error, a login prompt): no model call
         key = str(message.get("id") or len(self.by_message))
         raw = message.get("usage")
         new = key not in self.by_message
@@ -117,10 +122,13 @@ class CodexEvents:
         if kind in ("turn.completed", "turn.failed") and isinstance(event.get("usage"), dict):
             raw = event["usage"]
             cached = int(raw.get("cached_input_tokens") or 0)
-            # Codex counts cached tokens inside input_tokens; Usage keeps them apart.
-            uncached = int(raw.get("input_tokens") or 0) - cached
+            written = int(raw.get("cache_write_input_tokens") or 0)
+            # Codex counts cached and cache-written tokens inside input_tokens; Usage keeps
+            # them apart, so each is priced at its own rate.
+            uncached = int(raw.get("input_tokens") or 0) - cached - written
             out = int(raw.get("output_tokens") or 0)
-            self.usage.add(Usage(uncached, out, cache_read_input_tokens=cached))
+            self.usage.add(Usage(uncached, out, cache_creation_input_tokens=written,
+                                 cache_read_input_tokens=cached))
         if kind == "turn.completed":
             self.turns += 1
             self.failure = None
@@ -140,12 +148,12 @@ class CodexEvents:
         if self.failure is None and not self.turns:
             return None
         if self.failure is not None:
-            check_usage_limit(self.failure)
+            raise_for_failure(self.failure)
         return Outcome(
             FINISHED if self.failure is None else GAVE_UP,
             summary=self.summary,
             usage=self.usage,
-            cost_usd=cost_of(self.usage, model, prices),
+            cost_usd=known_cost(self.usage, model, prices),
             turns=self.turns,
             detail=(self.failure or "")[:500],
         )
@@ -181,6 +189,15 @@ _CLOCK = re.compile(  # "resets 6:30pm (Asia/Jerusalem)", "try again at Apr 28th
     re.I,
 )
 _RELATIVE = re.compile(r"try again in((?:[\s,]*\d+\s*(?:day|hour|hr|min|sec)\w*)+)", re.I)
+
+
+def raise_for_failure(message: str, status: int | None = None) -> None:
+    """Raise what a CLI's failure message stands for: a usage limit (with its reset time),
+    a service error (exit 6) or something for the person to fix (exit 2); return when it is
+    none of these."""
+    check_usage_limit(message)
+    if (error := classify(message, status)) is not None:
+        raise error
 
 
 def check_usage_limit(

@@ -14,80 +14,30 @@ the reset time when one is given.
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 import subprocess
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from harness.agent.env import agent_env
 from harness.agent.procs import die_with_parent
 from harness.agent.sandbox import confine
+from harness.backends.cli_presets import Preset, build_argv, cli_model
 from harness.backends.cli_process import Output, wait_and_stop
 from harness.backends.cli_results import (
     ClaudeEvents,
     CodexEvents,
-    check_usage_limit,
     claude_outcome,
     find_claude_result,
+    raise_for_failure,
 )
-from harness.backends.pricing import cost_of, priced
+from harness.backends.pricing import known_cost
 from harness.errors import BackendError, UsageError
 from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session
 
 CLI_FIX = "install it or put it on PATH, or set the role's `command` option to its full path"
-
-
-@dataclass(frozen=True)
-class Preset:
-    """How to invoke one agent CLI and read its output."""
-
-    argv: tuple[str, ...]
-    parser: str  # "claude", "codex" or "generic"
-    key_vars: tuple[str, ...] = ()  # credentials the CLI itself needs
-
-
-PRESETS = {
-    "claude": Preset(
-        ("claude", "-p", "--output-format", "stream-json", "--verbose"),
-        "claude",
-        ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"),
-    ),
-    "codex": Preset(("codex", "exec", "--json"), "codex", ("OPENAI_API_KEY", "CODEX_API_KEY")),
-    "generic": Preset((), "generic"),
-}
-
-
-def build_argv(options: dict[str, Any], model: str, turns: int | None) -> tuple[list[str], Preset]:
-    """The argv to run and its preset, from the options `preset`, `command` and `args`, and
-    for the claude preset `permission_mode` and `allowed_tools`, for codex `sandbox`."""
-    name = options.get("preset", "generic")
-    if name not in PRESETS:
-        raise UsageError(f"unknown command preset {name!r}; use one of: {', '.join(PRESETS)}")
-    preset, extra = PRESETS[name], [str(a) for a in options.get("args", [])]
-    command = options.get("command")
-    if command:
-        argv = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
-        return argv + extra, preset
-    if name == "generic":
-        raise UsageError("the generic command backend needs a `command` option")
-    argv = list(preset.argv)
-    if name == "claude":
-        argv += ["--model", model] if model else []
-        argv += ["--max-turns", str(turns)] if turns else []
-        # In -p mode nobody can answer a permission prompt, so what is not allowed up front
-        # is refused: by default edits and shell commands go ahead, like the anthropic
-        # backend's own tools; web fetches and MCP tools do not.
-        argv += ["--permission-mode", str(options.get("permission_mode", "acceptEdits"))]
-        tools = [str(t) for t in options.get("allowed_tools", ["Bash"])]
-        argv += ["--allowedTools", ",".join(tools)] if tools else []
-        return argv + extra, preset
-    argv += ["-m", model] if model else []
-    # codex exec's default sandbox is read-only: a worker could change nothing
-    argv += ["--sandbox", str(options.get("sandbox", "workspace-write"))]
-    return argv + extra + ["-"], preset  # `-`: codex exec reads the prompt from stdin
 
 
 def build_env(
@@ -106,7 +56,10 @@ class CommandBackend:
 
     def run(self, prompt: str, session: Session) -> Outcome:
         """Run the CLI once under the session's wall-clock cap."""
-        argv, preset = build_argv(session.options, session.model, session.caps.turns)
+        argv, preset = build_argv(session.options, session.model, session.caps.turns,
+                                  session.caps.dollars)
+        # priced as the model the CLI runs
+        session = replace(session, model=cli_model(session.options, session.model))
         if not session.workdir.is_dir():
             raise UsageError(f"working directory {session.workdir} does not exist")
         session.check_budget(0.0)
@@ -129,7 +82,7 @@ class CommandBackend:
         if preset.parser == "generic":
             detail = f"exit code {code}" if code else ""
             return Outcome(GAVE_UP if code else FINISHED, summary=stdout[-2000:], detail=detail)
-        check_usage_limit(f"{stdout}\n{stderr}")
+        raise_for_failure(f"{stdout}\n{stderr}")
         raise BackendError(
             f"{argv[0]} printed no {preset.parser} JSON result (exit code {code});"
             f" output starts: {stdout[:500]!r}; stderr ends: {stderr[-500:]!r}"
@@ -175,9 +128,8 @@ def _progress(fold: ClaudeEvents | CodexEvents, session: Session) -> Callable:
     def so_far(event: dict[str, Any]) -> dict[str, Any] | None:
         if not fold.feed(event):
             return None
-        cost = cost_of(fold.usage, session.model, session.prices)
-        return {"turns": fold.turns,
-                "cost_usd": round(cost, 6) if priced(session.model, session.prices) else None}
+        cost = known_cost(fold.usage, session.model, session.prices)
+        return {"turns": fold.turns, "cost_usd": None if cost is None else round(cost, 6)}
 
     return so_far
 
@@ -185,7 +137,7 @@ def _progress(fold: ClaudeEvents | CodexEvents, session: Session) -> Callable:
 def _wall_capped(fold: ClaudeEvents | CodexEvents, session: Session) -> Outcome:
     """A run stopped at the wall-clock cap, with what its events reported using until then."""
     usage = fold.usage
-    cost = cost_of(usage, session.model, session.prices)
+    cost = known_cost(usage, session.model, session.prices)
     return Outcome(CAPPED, usage=usage, cost_usd=cost, turns=fold.turns, detail="wall-clock cap")
 
 

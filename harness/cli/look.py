@@ -48,7 +48,7 @@ def runs(ctx: click.Context, limit: int, feature: str | None, role: str | None,
     for r in shown:
         code = "-" if r.exit_code is None else r.exit_code
         click.echo(f"{r.started_at or '?':<20} {r.run_id:<36} {format_duration(r.seconds):>7} "
-                   f"{r.turns:>5} {format_tokens(r.tokens):>7} {f'${r.cost_usd:.4f}':>8} "
+                   f"{r.turns:>5} {format_tokens(r.tokens):>7} {r.cost_text:>8} "
                    f"{code:>4}  {r.result}")
     if len(rows) > len(shown):
         click.echo(f"({len(rows) - len(shown)} earlier runs not shown; -n to show more)")

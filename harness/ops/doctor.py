@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.agent import sandbox
+from harness.backends.cli_presets import unpriced_model
 from harness.config import ROLES, MissionConfig, RoleConfig, load_mission_config, load_role_config
 from harness.config import mission_name as mission_name_of
 from harness.errors import UsageError
@@ -48,6 +49,8 @@ SAMPLE = Feature(id="F-000", title="doctor sample", description="A stand-in feat
                  acceptance_criteria=["the template renders"], verify="true")
 EVIDENCE = {"verify": {"command": "true", "exit_code": 1, "timed_out": False, "output": "out"},
             "diff": "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"}
+PRICE_WARNING = ("{} has no price, and a budget is set: its runs' cost is recorded as unknown"
+                 " and no budget stops them")
 
 
 def diagnose(paths: Paths, backend: str | None = None, *,
@@ -80,6 +83,12 @@ def diagnose(paths: Paths, backend: str | None = None, *,
         else:
             checks.append(replace(backend_check(paths, config, probe, sources),
                                   name=f"backend {role}"))
+        budget = mission.budget_usd is not None or config.caps.dollars
+        if budget and (model := unpriced_model(config.backend, config.options, config.model,
+                                               mission.prices)) is not None:
+            checks.append(Check(f"prices {role}", True, PRICE_WARNING.format(model or "the CLI's"
+                                " choice"), "add the model to `prices` in config.yaml, or run"
+                                " a priced one", warn=True))
         if config.sandbox == "bwrap":
             checks.append(attempt(f"sandbox {role}", sandbox.FIX,
                                   lambda c=config: sandbox_check(c)))
@@ -210,7 +219,7 @@ def backend_check(paths: Paths, config: RoleConfig, probe: Callable[[str], Check
         source = (sources or {}).get(key, "environment")
         return Check("", True, f"anthropic: {key} is set (from {source}), model {config.model}")
     if config.backend == "command":
-        from harness.backends.command import build_argv
+        from harness.backends.cli_presets import build_argv
 
         try:
             exe = build_argv(config.options, config.model, config.caps.turns)[0][0]

@@ -97,7 +97,7 @@ def footer(state: Path, manifest: dict[str, Any]) -> list[str]:
         out.append(f"summary: {clip(manifest['summary'], 400)}")
     out.append(f"tokens: input {s.input_tokens:,}, output {s.output_tokens:,}, cache read "
                f"{s.cache_read_tokens:,}, cache write {s.cache_write_tokens:,}")
-    out.append(f"cost: ${s.cost_usd:.4f}")
+    out.append(f"cost: {s.cost_text}")
     folder = runs_dir(state) / s.run_id
     out += [f"{name}: {folder / name}" for name in ("prompt.md", "transcript.jsonl",
                                                      "verdict.json") if (folder / name).exists()]

@@ -60,13 +60,15 @@ def close_run(paths: Paths, prepared: Prepared, outcome: Outcome | None,
               error: BaseException | None, judged: Judged) -> RunResult:
     """Spend to the ledger, a progress line, and the finished record."""
     record, feature = prepared.record, prepared.feature
-    cost = outcome.cost_usd if outcome else 0.0
-    ledger.add_spend(paths.state, cost)
+    cost = outcome.cost_usd if outcome else 0.0  # None: the model has no price
+    ledger.add_spend(paths.state, cost or 0.0)
     ledger.append_progress(paths.state, prepared.role, feature.id if feature else None,
                            record.run_id, judged.result, judged.exit_code, cost)
     interrupted = isinstance(error, Interrupted | KeyboardInterrupt)
+    unknown = {"cost_unknown": True} if cost is None else {}
     record.finish("interrupted" if interrupted else "finished", judged.exit_code,
-                  cost_usd=round(cost, 6), **{"result": judged.result, **judged.fields})
+                  cost_usd=None if cost is None else round(cost, 6),
+                  **{"result": judged.result, **unknown, **judged.fields})
     return RunResult(judged.exit_code, record.run_id, f"{record.run_id}: {judged.message}")
 
 

@@ -21,6 +21,7 @@ from harness.state.runs import recent_runs
 from harness.state.store import read_tail
 from harness.types import CAPPED, FINISHED, Outcome
 
+LOOK_BACK = 5  # worker runs read per run the no-progress rule needs
 SIGNAL_EXIT = 143  # the shell's code for a process ended by SIGTERM
 
 
@@ -105,8 +106,10 @@ def _block_reason(paths: Paths, role: str, prepared: Prepared,
     if asked:
         return f"{role} {run_id} needs: {asked}"
     if role == "worker":
-        earlier = [m for m in recent_runs(paths.state, "worker", feature.id, n)
-                   if m["run_id"] != run_id][-(n - 1):] if n > 1 else []
+        # Runs the agent could not work in (outages, refused keys) do not count, so look
+        # further back than n.
+        earlier = [m for m in recent_runs(paths.state, "worker", feature.id, LOOK_BACK * n)
+                   if m["run_id"] != run_id] if n > 1 else []
         if stuck.no_change_streak([*earlier, {"status": "finished", **fields}], n):
             return f"stuck: the last {n} worker runs changed nothing in the working tree"
     if role == "validator" and fields.get("result") == "fail":

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.backends.cli_presets import docs_read_by
 from harness.config import MissionConfig, RoleConfig, load_role_config, mission_name
 from harness.errors import BlockedError, BudgetError, NothingToDo, UsageError
 from harness.paths import Paths
@@ -111,7 +112,8 @@ def prepare(paths: Paths, role: str, feature: Feature | None, plan: list[Feature
                                                         sandbox)
     fid = feature.id if feature else None
     run_id = claim_run_id(paths.state, role, fid)
-    context_json = _context_json(paths, role, run_id, feature, plan, mission, extra)
+    skip = docs_read_by(role_config.backend, role_config.options)
+    context_json = _context_json(paths, role, run_id, feature, plan, mission, extra, skip)
     loader = RecordingLoader(template_dirs(paths.state, paths.home))
     try:
         rendered = render(role_config.template, context_json, loader)
@@ -141,7 +143,7 @@ def prepare(paths: Paths, role: str, feature: Feature | None, plan: list[Feature
 
 def _context_json(paths: Paths, role: str, run_id: str, feature: Feature | None,
                   plan: list[Feature], mission: MissionConfig,
-                  extra: dict[str, Any] | None) -> str:
+                  extra: dict[str, Any] | None, skip_docs: tuple[str, ...] = ()) -> str:
     """The render context, secrets redacted, as the canonical JSON that is recorded."""
     fid = feature.id if feature else None
     runtime = {
@@ -153,7 +155,8 @@ def _context_json(paths: Paths, role: str, run_id: str, feature: Feature | None,
         "mission": mission_name(mission, paths.state),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    sources = read_sources(role, fid, paths.state, paths.workdir, paths.identity, mission.prompt)
+    sources = read_sources(role, fid, paths.state, paths.workdir, paths.identity, mission.prompt,
+                           skip_docs)
     context = build_context(role=role, feature=feature, plan=plan, sources=sources,
                             caps=mission.prompt, runtime=runtime, extra=extra)
     return canonical(redact_data(context))

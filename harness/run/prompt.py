@@ -70,10 +70,12 @@ class Sources:
 
 
 def read_sources(role: str, feature_id: str | None, state: Path, workdir: Path,
-                 identity_dir: Path, caps: PromptCaps) -> Sources:
-    """Read every prompt input from disk, each within its cap."""
+                 identity_dir: Path, caps: PromptCaps, skip_docs: tuple[str, ...] = ()
+                 ) -> Sources:
+    """Read every prompt input from disk, each within its cap; `skip_docs` are project docs
+    the agent CLI reads by itself."""
     docs = []
-    for name in PROJECT_DOCS:
+    for name in (d for d in PROJECT_DOCS if d not in skip_docs):
         text = read_start(workdir / name, caps.project_docs_chars)
         if text is not None:
             docs.append({"name": name, "text": cap_text(text, caps.project_docs_chars)})

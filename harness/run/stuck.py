@@ -11,9 +11,17 @@ from rapidfuzz import fuzz
 SAME_REASON = 90  # rapidfuzz ratio at which two failure reasons count as the same
 
 
+def agent_worked(manifest: dict[str, Any]) -> bool:
+    """Whether the agent worked in a run: it made a model call and the run did not end in
+    an error (an outage, a refused key, a spent budget) that kept it from working."""
+    return "error" not in manifest and manifest.get("turns", 1) > 0
+
+
 def no_change_streak(worker_runs: list[dict[str, Any]], n: int) -> bool:
-    """Whether the last `n` finished worker runs all committed nothing (git work trees only)."""
-    recent = [m for m in worker_runs if m.get("status") == "finished"][-n:]
+    """Whether the last `n` finished worker runs in which the agent worked all committed
+    nothing (git work trees only)."""
+    recent = [m for m in worker_runs
+              if m.get("status") == "finished" and agent_worked(m)][-n:]
     return len(recent) == n and all("commit" in m and m["commit"] is None for m in recent)
 
 

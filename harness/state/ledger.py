@@ -27,10 +27,10 @@ def append_verdict(state: Path, feature_id: str, record: dict[str, Any]) -> dict
 
 
 def append_progress(state: Path, role: str, feature: str | None, run_id: str, result: str,
-                    exit_code: int, cost: float) -> str:
-    """One progress.log line per run outcome."""
-    line = (f"{utc_now()} {role} {feature or '-'} {run_id} {result} exit={exit_code} "
-            f"cost=${cost:.4f}")
+                    exit_code: int, cost: float | None) -> str:
+    """One progress.log line per run outcome (`cost=unknown` for an unpriced model)."""
+    spent = "unknown" if cost is None else f"${cost:.4f}"
+    line = f"{utc_now()} {role} {feature or '-'} {run_id} {result} exit={exit_code} cost={spent}"
     append_record(state / "progress.log", line + "\n", lock_path(state, "progress"))
     return line
 

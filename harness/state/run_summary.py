@@ -36,10 +36,15 @@ class RunSummary:
     output_tokens: int
     cache_read_tokens: int
     cache_write_tokens: int
-    cost_usd: float
+    cost_usd: float  # 0.0 where unknown: see cost_unknown
     exit_code: int | None
     result: str
     detail: str
+    cost_unknown: bool = False  # the price table did not know the model
+
+    @property
+    def cost_text(self) -> str:
+        return "unknown" if self.cost_unknown else f"${self.cost_usd:.4f}"
 
     @property
     def failed(self) -> bool:
@@ -90,6 +95,7 @@ def summarize(manifest: dict[str, Any]) -> RunSummary:
         result=str(manifest.get("result") or manifest.get("outcome") or manifest.get("status")
                    or "?"),
         detail=" ".join(str(manifest.get("error") or manifest.get("detail") or "").split()),
+        cost_unknown=bool(manifest.get("cost_unknown")),
     )
 
 

@@ -1,0 +1,119 @@
+"""The agent CLIs the `command` backend knows by name, and what each owns: its argv for an
+unattended run, which models its provider serves (a role's model for another provider is
+not passed; the preset's own default, or the CLI's choice, is used), the project docs it
+reads by itself (so the harness's prompt leaves them out) and which caps it can enforce.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from harness.backends.pricing import priced
+from harness.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Preset:
+    """How to invoke one agent CLI and read its output."""
+
+    argv: tuple[str, ...]
+    parser: str  # "claude", "codex" or "generic"
+    key_vars: tuple[str, ...] = ()  # credentials the CLI itself needs
+    models: tuple[str, ...] = ()  # name prefixes of the models its provider serves
+    default_model: str = ""  # for a role whose model is another provider's; "": CLI chooses
+    reads_docs: tuple[str, ...] = ()  # project docs the CLI puts in its own context
+
+
+PRESETS = {
+    "claude": Preset(
+        ("claude", "-p", "--output-format", "stream-json", "--verbose"),
+        "claude",
+        ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"),
+        models=("claude", "sonnet", "opus", "haiku"),
+        reads_docs=("CLAUDE.md",),
+    ),
+    "codex": Preset(
+        # --skip-git-repo-check: the harness, not Codex, decides where the agent works; without
+        # it Codex refuses to start outside a git repository and prints no JSON.
+        ("codex", "exec", "--json", "--skip-git-repo-check"),
+        "codex",
+        ("OPENAI_API_KEY", "CODEX_API_KEY"),
+        models=("gpt", "o1", "o3", "o4", "codex"),
+        reads_docs=("AGENTS.md",),
+    ),
+    "generic": Preset((), "generic"),
+}
+
+
+def preset_for(options: dict[str, Any]) -> tuple[str, Preset]:
+    """The preset the options `preset` names (generic by default)."""
+    name = options.get("preset", "generic")
+    if name not in PRESETS:
+        raise UsageError(f"unknown command preset {name!r}; use one of: {', '.join(PRESETS)}")
+    return name, PRESETS[name]
+
+
+def cli_model(options: dict[str, Any], model: str) -> str:
+    """The model the CLI runs: the role's, if its provider serves it (or the role names its
+    own command); else the preset's default ("" lets the CLI choose). The role's default
+    model is Anthropic's, which Codex refuses."""
+    _, preset = preset_for(options)
+    if options.get("command") or not preset.models or model.lower().startswith(preset.models):
+        return model
+    return preset.default_model
+
+
+def docs_read_by(backend: str, options: dict[str, Any]) -> tuple[str, ...]:
+    """The project docs a role's agent CLI reads by itself (none for other backends)."""
+    if backend != "command" or options.get("command"):
+        return ()
+    return preset_for(options)[1].reads_docs
+
+
+def build_argv(options: dict[str, Any], model: str, turns: int | None,
+               dollars: float | None = None) -> tuple[list[str], Preset]:
+    """The argv to run and its preset, from the options `preset`, `command` and `args`, and
+    for the claude preset `permission_mode` and `allowed_tools`, for codex `sandbox`."""
+    name, preset = preset_for(options)
+    extra = [str(a) for a in options.get("args", [])]
+    command = options.get("command")
+    if command:
+        argv = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
+        return argv + extra, preset
+    if name == "generic":
+        raise UsageError("the generic command backend needs a `command` option")
+    argv, model = list(preset.argv), cli_model(options, model)
+    if name == "claude":
+        argv += ["--model", model] if model else []
+        argv += ["--max-turns", str(turns)] if turns else []
+        argv += ["--max-budget-usd", f"{dollars:g}"] if dollars else []
+        # In -p mode nobody can answer a permission prompt, so what is not allowed up front
+        # is refused: by default edits and shell commands go ahead, like the anthropic
+        # backend's own tools; web fetches and MCP tools do not.
+        argv += ["--permission-mode", str(options.get("permission_mode", "acceptEdits"))]
+        tools = [str(t) for t in options.get("allowed_tools", ["Bash"])]
+        argv += ["--allowedTools", ",".join(tools)] if tools else []
+        return argv + extra, preset
+    argv += ["-m", model] if model else []
+    # codex exec's default sandbox is read-only: a worker could change nothing
+    argv += ["--sandbox", str(options.get("sandbox", "workspace-write"))]
+    return argv + extra + ["-"], preset  # `-`: codex exec reads the prompt from stdin
+
+
+def unpriced_model(backend: str, options: dict[str, Any], model: str,
+                   prices: dict[str, dict[str, float]]) -> str | None:
+    """The model a role's runs would be priced by, when no price table knows it (its cost
+    would be unknown); None when it is priced, or when the CLI reports its own cost."""
+    if backend == "scripted":
+        return None
+    if backend == "command":
+        try:
+            name, _ = preset_for(options)
+        except UsageError:
+            return None  # the backend check reports it
+        if name == "claude" and not options.get("command"):
+            return None  # Claude Code reports each run's cost itself
+        model = cli_model(options, model)
+    return None if priced(model, prices) else model
