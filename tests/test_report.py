@@ -95,6 +95,17 @@ def test_report_command_writes_and_names_the_folder(invoke, state: Path, tmp_pat
     assert invoke("report").exit_code == 0 and (state / "report" / "index.html").is_file()
 
 
+def test_a_run_of_unknown_cost_shows_unknown_not_zero(state: Path, tmp_path: Path) -> None:
+    run_id = fake_runs(state, 2)[1]
+    manifest = state / "runs" / run_id / "manifest.json"
+    data = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps({**data, "cost_usd": None, "cost_unknown": True}))
+    write_report(state, state.parent / "identity", tmp_path)
+    run_page = (tmp_path / "runs" / f"{run_id}.html").read_text()
+    assert "<td colspan=\"3\">unknown</td>" in run_page
+    assert ">unknown</td>" in (tmp_path / "runs" / "page-1.html").read_text()
+
+
 def test_report_of_a_missing_state_is_a_usage_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["--state", str(tmp_path / "nope"), "report"])
     assert result.exit_code == 2 and "does not exist" in result.output
