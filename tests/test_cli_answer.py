@@ -5,6 +5,7 @@ the CLI, what is recorded, which verdict wins, and what is refused."""
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -12,12 +13,13 @@ from pathlib import Path
 import pytest
 from conftest import run_sh
 
+from harness.agent.sandbox import bwrap_problem
 from harness.backends.cli_answer import answer_schema, wants_answer
 from harness.backends.command import CommandBackend
 from harness.errors import UsageError
 from harness.state.actions import read_verdict, record_verdict
 from harness.state.runs import start_run
-from harness.types import FINISHED, Caps, Session
+from harness.types import FINISHED, Caps, SandboxPolicy, Session
 
 FAKES = Path(__file__).parent / "fake_clis"
 RUN_ID = "1777000000-validator-F-001"
@@ -143,6 +145,21 @@ def test_codex_preset_argv_asks_for_the_schema_before_the_stdin_dash(tmp_path):
     assert argv[argv.index("--sandbox") + 1] == "read-only"
     assert read_verdict(session.state, RUN_ID)["verdict"] == "pass"
     assert not Path(argv[-2]).exists()  # the schema's temporary file is gone after the run
+
+
+@pytest.mark.skipif(bwrap_problem() is not None, reason=f"no bwrap here: {bwrap_problem()}")
+def test_codex_in_bwrap_reads_its_schema_though_its_tmp_is_private(tmp_path):
+    # a shell stand-in: the venv's python lies under $HOME, which bwrap hides
+    events = [{"type": "item.completed", "item": {"type": "agent_message",
+                                                  "text": json.dumps(PASS)}},
+              {"type": "turn.completed", "usage": {}}]
+    script = ('cat >/dev/null; grep -q \'"required"\' "$2" || exit 3; printf "%s\\n" '
+              + " ".join(shlex.quote(json.dumps(e)) for e in events))
+    session = validator_session(tmp_path, [], "codex", PASS)
+    session = replace(session, sandbox=SandboxPolicy("bwrap", state=session.state),
+                      options={**session.options, "command": ["sh", "-c", script, "codex"]})
+    CommandBackend().run("Judge F-001.", session)
+    assert read_verdict(session.state, RUN_ID)["verdict"] == "pass"
 
 
 def test_a_validator_run_through_run_sh_takes_its_verdict_from_the_answer(project):
