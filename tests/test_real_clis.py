@@ -193,3 +193,61 @@ def test_claude_service_errors_map_to_the_contract(claude, api, project, status,
         assert result.returncode == code, result.stdout + result.stderr
         assert says in result.stdout + result.stderr
     assert feature_status(project / ".harness") == "pending"
+
+
+# --- a read-only validator: the verdict and notes as the CLI's structured answer --------
+
+
+def validator_role(state: Path, model: str, options: dict) -> None:
+    plan = json.loads((state / "features.json").read_text())
+    for f in plan:
+        if f["id"] == "F-004":
+            f.update(status="in_progress", verify=None)
+    (state / "features.json").write_text(json.dumps(plan))
+    (state / "roles").mkdir(exist_ok=True)
+    (state / "roles" / "validator.yaml").write_text(
+        f"template: validator.md.j2\nbackend: command\nmodel: {model}\n"
+        "tools: [bash, note, verdict, finish]\n"
+        f"caps: {{wall_seconds: 120, dollars: 1}}\noptions: {json.dumps(options)}\n")
+
+
+ANSWER = {"verdict": "pass", "reason": "F-004's --json output parses",
+          "notes": [{"kind": "TRICK", "text": "python3 -m app --json | jq . checks it"}]}
+
+
+def assert_answer_recorded(state: Path) -> None:
+    ledger = (state / "ledger" / "F-004.jsonl").read_text().splitlines()
+    assert json.loads(ledger[-1])["verdict"] == "pass"
+    assert json.loads(ledger[-1])["reason"] == ANSWER["reason"]
+    assert "validator F-004 TRICK: python3 -m app --json | jq . checks it" in (
+        state / "raw.md").read_text()
+    assert feature_status(state) == "done"
+
+
+def test_codex_read_only_validator_gives_its_verdict_and_notes_as_its_answer(codex, project):
+    fake, env = codex
+    state = project / ".harness"
+    validator_role(state, "gpt-5-codex", {"preset": "codex", "sandbox": "read-only",
+                                          "pass_env": ["OPENAI_API_KEY"]})
+    fake.reply(message(json.dumps(ANSWER)))
+    result = run_sh("validator", "F-004", cwd=project, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert_answer_recorded(state)
+    # Codex sent the schema to the API as the response's format
+    fmt = fake.requests[0]["body"]["text"]["format"]
+    assert fmt["type"] == "json_schema" and fmt["schema"]["required"] == [
+        "verdict", "reason", "notes"]
+
+
+def test_claude_validator_without_a_shell_gives_its_verdict_and_notes_as_its_answer(
+        claude, api, project):
+    state = project / ".harness"
+    validator_role(state, "claude-sonnet-4-5", {
+        "preset": "claude", "allowed_tools": ["Read"],
+        "pass_env": ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"]})
+    api.reply(tool_use("StructuredOutput", ANSWER), input=1000, output=50)
+    result = run_sh("validator", "F-004", cwd=project, env=claude)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert_answer_recorded(state)
+    tools = {t["name"]: t for t in api.requests[0]["tools"]}
+    assert tools["StructuredOutput"]["input_schema"]["required"] == ["verdict", "reason", "notes"]

@@ -8,14 +8,18 @@ by its cap or by SIGKILL keeps what the agent did, and `status` shows a running 
 progress. Where the CLI prints a JSON result, success is decided from it, never from the
 exit code or free text (harness/backends/cli_results.py reads it). A usage or rate limit
 is an infrastructure error, not the agent's failure: it raises `UsageLimitReached` carrying
-the reset time when one is given.
+the reset time when one is given. A validator's verdict and notes can also come back as the
+CLI's structured final answer (harness/backends/cli_answer.py), for a CLI that cannot write
+the state directory.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -24,6 +28,14 @@ from typing import Any
 from harness.agent.env import agent_env
 from harness.agent.procs import die_with_parent
 from harness.agent.sandbox import confine
+from harness.backends.cli_answer import (
+    answer_flags,
+    answer_schema,
+    answer_summary,
+    parse_answer,
+    record_answer,
+    wants_answer,
+)
 from harness.backends.cli_presets import Preset, build_argv, cli_model
 from harness.backends.cli_process import Output, wait_and_stop
 from harness.backends.cli_results import (
@@ -63,30 +75,68 @@ class CommandBackend:
         if not session.workdir.is_dir():
             raise UsageError(f"working directory {session.workdir} does not exist")
         session.check_budget(0.0)
-        session.record({"type": "command", "argv": argv, "cwd": str(session.workdir)})
-        proc = _start(argv, session, preset)
-        codex = CodexEvents() if preset.parser == "codex" else None
-        fold = codex or ClaudeEvents()
-        out = Output(proc, prompt.encode("utf-8"), session.record, _progress(fold, session))
-        timed_out = wait_and_stop(proc, session.caps.wall_seconds,
-                                  session.options.get("kill_grace", 5))
-        out.join()
-        if out.error:
-            raise out.error
-        code, stdout, stderr = proc.returncode, out.stdout(), out.stderr()
-        session.record({"type": "command_exit", "returncode": code, "stderr_tail": stderr})
-        if timed_out:
-            return _wall_capped(fold, session)
-        if (outcome := _parsed_outcome(codex, stdout, session)) is not None:
-            return outcome
-        if preset.parser == "generic":
-            detail = f"exit code {code}" if code else ""
-            return Outcome(GAVE_UP if code else FINISHED, summary=stdout[-2000:], detail=detail)
-        raise_for_failure(f"{stdout}\n{stderr}")
-        raise BackendError(
-            f"{argv[0]} printed no {preset.parser} JSON result (exit code {code});"
-            f" output starts: {stdout[:500]!r}; stderr ends: {stderr[-500:]!r}"
-        )
+        if not wants_answer(session.options, session.tools):
+            return _run_cli(argv, preset, prompt, session)[0]
+        with tempfile.TemporaryDirectory(prefix="harness-answer-") as folder:
+            argv, asking = _ask_for_answer(argv, preset, session, Path(folder))
+            outcome, raw = _run_cli(argv, preset, prompt, asking)
+        answer = parse_answer(raw)
+        event = record_answer(session, answer)
+        session.record(event)
+        summary = answer_summary(answer)
+        refused = "; ".join(event.get("refused", []))
+        detail = "; ".join(d for d in (outcome.detail, refused and f"refused: {refused}") if d)
+        return replace(outcome, summary=summary or outcome.summary, detail=detail)
+
+
+def _ask_for_answer(argv: list[str], preset: Preset, session: Session,
+                    folder: Path) -> tuple[list[str], Session]:
+    """The argv with the flags asking for a structured answer; Codex reads the schema from a
+    file, which bwrap is told to show (its /tmp is private)."""
+    schema = answer_schema(session.tools)
+    schema_file = folder / "answer-schema.json"
+    schema_file.write_text(json.dumps(schema, indent=1))
+    flags = answer_flags(preset.parser, schema, str(schema_file))
+    # codex exec takes the prompt's `-` last
+    argv = argv[:-1] + flags + ["-"] if argv[-1:] == ["-"] else argv + flags
+    if session.sandbox.kind == "bwrap" and preset.parser == "codex":
+        paths = {**session.sandbox.paths, str(schema_file): "ro"}
+        session = replace(session, sandbox=replace(session.sandbox, paths=paths))
+    return argv, session
+
+
+def _run_cli(argv: list[str], preset: Preset, prompt: str,
+             session: Session) -> tuple[Outcome, object]:
+    """Run the CLI and read its outcome; also what it gave as its final answer (Codex's last
+    message, Claude Code's `structured_output`), for the structured-answer channel."""
+    session.record({"type": "command", "argv": argv, "cwd": str(session.workdir)})
+    proc = _start(argv, session, preset)
+    codex = CodexEvents() if preset.parser == "codex" else None
+    fold = codex or ClaudeEvents()
+    out = Output(proc, prompt.encode("utf-8"), session.record, _progress(fold, session))
+    timed_out = wait_and_stop(proc, session.caps.wall_seconds,
+                              session.options.get("kill_grace", 5))
+    out.join()
+    if out.error:
+        raise out.error
+    code, stdout, stderr = proc.returncode, out.stdout(), out.stderr()
+    session.record({"type": "command_exit", "returncode": code, "stderr_tail": stderr})
+    if timed_out:
+        return _wall_capped(fold, session), None
+    result = None if codex else find_claude_result(stdout)
+    if codex and (outcome := codex.outcome(session.model, session.prices)) is not None:
+        return outcome, codex.summary
+    if result:
+        outcome = claude_outcome(result, session.model, session.prices)
+        return outcome, result.get("structured_output")
+    if preset.parser == "generic":
+        detail = f"exit code {code}" if code else ""
+        return Outcome(GAVE_UP if code else FINISHED, summary=stdout[-2000:], detail=detail), None
+    raise_for_failure(f"{stdout}\n{stderr}")
+    raise BackendError(
+        f"{argv[0]} printed no {preset.parser} JSON result (exit code {code});"
+        f" output starts: {stdout[:500]!r}; stderr ends: {stderr[-500:]!r}"
+    )
 
 
 def _start(argv: list[str], session: Session, preset: Preset) -> subprocess.Popen:
@@ -139,11 +189,3 @@ def _wall_capped(fold: ClaudeEvents | CodexEvents, session: Session) -> Outcome:
     usage = fold.usage
     cost = known_cost(usage, session.model, session.prices)
     return Outcome(CAPPED, usage=usage, cost_usd=cost, turns=fold.turns, detail="wall-clock cap")
-
-
-def _parsed_outcome(codex: CodexEvents | None, stdout: str, session: Session) -> Outcome | None:
-    """The Outcome the CLI's JSON gives (Codex's events, else a Claude result), if any."""
-    if codex:
-        return codex.outcome(session.model, session.prices)
-    result = find_claude_result(stdout)
-    return claude_outcome(result, session.model, session.prices) if result else None

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.backends.cli_answer import wants_answer
 from harness.backends.cli_presets import docs_read_by
 from harness.config import MissionConfig, RoleConfig, load_role_config, mission_name
 from harness.errors import BlockedError, BudgetError, NothingToDo, UsageError
@@ -111,9 +112,13 @@ def prepare(paths: Paths, role: str, feature: Feature | None, plan: list[Feature
     role_config, role_path, role_text = role_config_for(paths, role, backend, backend_options,
                                                         sandbox)
     fid = feature.id if feature else None
+    # the prompt says how to give the verdict and notes: the CLI's structured answer, or tools
+    answer = role_config.backend == "command" and wants_answer(role_config.options,
+                                                               role_config.tools)
     run_id = claim_run_id(paths.state, role, fid)
     skip = docs_read_by(role_config.backend, role_config.options)
-    context_json = _context_json(paths, role, run_id, feature, plan, mission, extra, skip)
+    context_json = _context_json(paths, role, run_id, feature, plan, mission,
+                                 {**(extra or {}), "structured_answer": answer}, skip)
     loader = RecordingLoader(template_dirs(paths.state, paths.home))
     try:
         rendered = render(role_config.template, context_json, loader)

@@ -173,6 +173,7 @@ def build_context(*, role: str, feature: Feature | None, plan: list[Feature], so
         "spec": cap_text(sources.spec, caps.spec_chars) if sources.spec is not None else None,
         "verify": None,
         "diff": None,
+        "structured_answer": False,  # verdict and notes come as the agent CLI's final answer
         "runtime": runtime,
     }
     context.update(extra or {})

@@ -3,7 +3,7 @@
 result shapes (the single-result modes print what `--output-format json` prints, which is
 also the last line of a stream).
 
-Usage: claude.py MODE [DUMP_FILE] [claude flags...]; the prompt is read from stdin.
+Usage: claude.py MODE [DUMP_FILE | ANSWER_JSON] [claude flags...]; the prompt is read from stdin.
 """
 
 import json
@@ -122,6 +122,11 @@ elif mode == "verbose_array":
 elif mode == "not_json":
     print("Error: Invalid API key · Please run /login")
     sys.exit(1)
+elif mode == "answer":  # claude.py answer JSON [flags]: the structured output, given the schema
+    schema = json.loads(sys.argv[sys.argv.index("--json-schema") + 1])
+    answer = json.loads(sys.argv[2])
+    assert set(schema["required"]) == set(answer), (schema["required"], answer)
+    result(text="", structured_output=answer)
 elif mode == "dump":
     with open(sys.argv[2], "w", encoding="utf-8") as f:
         json.dump({"env": dict(os.environ), "cwd": os.getcwd(), "stdin": prompt.decode("utf-8")}, f)

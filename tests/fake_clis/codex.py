@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Stands in for `codex exec --json -`: prints the real JSONL event shapes.
 
-Usage: codex.py MODE [codex flags...]; the prompt is read from stdin.
+Usage: codex.py MODE [ANSWER_TEXT] [codex flags...]; the prompt is read from stdin.
 """
 
 import json
@@ -63,6 +63,11 @@ if mode == "success":
         type="turn.completed",
         usage={"input_tokens": 1000, "cached_input_tokens": 500, "output_tokens": 50},
     )
+elif mode == "answer":  # codex.py answer TEXT [flags]: TEXT is the last message, given a schema
+    with open(sys.argv[sys.argv.index("--output-schema") + 1], encoding="utf-8") as f:
+        json.load(f)
+    emit(type="item.completed", item={"id": "item_0", "type": "agent_message", "text": sys.argv[2]})
+    emit(type="turn.completed", usage={"input_tokens": 100, "output_tokens": 10})
 elif mode == "turn_failed":
     message = "unexpected status 400 Bad Request: model not supported"
     emit(type="error", message=message)
