@@ -59,7 +59,8 @@ class RunSummary:
                 + self.cache_write_tokens)
 
     def as_dict(self) -> dict[str, Any]:
-        return {**vars(self), "failed": self.failed, "tokens": self.tokens}
+        return {**vars(self), "failed": self.failed, "tokens": self.tokens,
+                "cost_text": self.cost_text}
 
 
 def _int(value: Any) -> int:
