@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from report_mission import HOSTILE_NOTE, build_mission
 
 from harness.cli.app import cli
-from harness.ops.report import site
+from harness.ops.report import parallel, site
 from harness.ops.report.chart import buckets, svg_chart
 from harness.ops.report.site import write_report
 from harness.state.run_summary import summarize
@@ -161,3 +161,17 @@ def test_cache_of_another_report_version_renders_everything(state: Path, tmp_pat
     data = json.loads(cache.read_text())
     cache.write_text(json.dumps({**data, "version": "older"}))
     assert write_report(state, tmp_path / "identity", tmp_path / "out").run_pages == 2
+
+
+def test_runs_rendered_in_processes_match_those_rendered_in_one(
+        tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ids = fake_runs(state, 6)
+    serial = write_report(state, tmp_path / "identity", tmp_path / "serial")
+    monkeypatch.setattr(parallel, "PARALLEL_FROM", 2)
+    forked = write_report(state, tmp_path / "identity", tmp_path / "forked")
+    assert (forked.run_pages, forked.pages, forked.bytes) == (
+        serial.run_pages, serial.pages, serial.bytes)
+    for run_id in ids:
+        page = f"runs/{run_id}.html"
+        assert (tmp_path / "forked" / page).read_text() == (tmp_path / "serial" / page).read_text()
+    assert write_report(state, tmp_path / "identity", tmp_path / "forked").run_pages == 0

@@ -26,6 +26,7 @@ from harness.config import load_mission_config, mission_name
 from harness.errors import UsageError
 from harness.ops.report import mission
 from harness.ops.report.chart import svg_chart
+from harness.ops.report.parallel import render_runs
 from harness.ops.report.run_page import run_context
 from harness.state.memory import utc_now
 from harness.state.run_summary import RunSummary, format_duration, format_tokens, summarize
@@ -150,27 +151,27 @@ class Site:
     def runs(self) -> tuple[list[RunSummary], dict[str, Any]]:
         """Every run's summary, oldest first, and the cache entries; pages written for new or
         changed runs."""
-        known, entries, rows = self.cache.get("runs", {}), {}, []
+        known, entries, stale = self.cache.get("runs", {}), {}, []
         folder = str(runs_dir(self.state))
         names = sorted(e.name for e in os.scandir(folder) if e.is_dir()) if os.path.isdir(
             folder) else []
         for name in names:
-            entry = self.run_entry(folder, name, known.get(name))
-            if entry is not None:
-                entries[name] = entry
-                rows.append(RunSummary(**entry["row"]))
-        rows.sort(key=lambda r: (r.started_at, r.run_id))
+            now = stamp(f"{folder}/{name}")
+            cached = known.get(name)
+            if now is None:
+                continue
+            if (cached and cached["stamp"] == now and cached["row"]["status"] != "started"
+                    and f"{name}.html" in self.existing):
+                entries[name] = cached
+            else:
+                stale.append((name, now))
+        entries.update(render_runs(self.render_run, self.written, stale))
+        rows = sorted((RunSummary(**e["row"]) for e in entries.values()),
+                      key=lambda r: (r.started_at, r.run_id))
         return rows, entries
 
-    def run_entry(self, folder: str, run_id: str,
-                  cached: dict[str, Any] | None) -> dict[str, Any] | None:
-        """The cache entry of one run, its page rendered if its files changed since."""
-        now = stamp(f"{folder}/{run_id}")
-        if now is None:
-            return None
-        if (cached and cached["stamp"] == now and cached["row"]["status"] != "started"
-                and f"{run_id}.html" in self.existing):
-            return cached
+    def render_run(self, run_id: str, now: list[list[int]]) -> dict[str, Any]:
+        """Render one run's page; its cache entry."""
         try:
             manifest = load_manifest(self.state, run_id)
         except UsageError as e:
