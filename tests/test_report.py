@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from report_mission import HOSTILE_NOTE, build_mission
 
 from harness.cli.app import cli
-from harness.ops.report import site
+from harness.ops.report import parallel, site
 from harness.ops.report.chart import buckets, svg_chart
 from harness.ops.report.site import write_report
 from harness.state.run_summary import summarize
@@ -24,13 +24,13 @@ def mission(tmp_path_factory: pytest.TempPathFactory):
     return paths, run_id
 
 
-def fake_runs(state: Path, n: int, start: int = 1_800_000_000) -> list[str]:
+def fake_runs(state: Path, n: int, start: int = 1_800_000_000, month: int = 1) -> list[str]:
     """`n` finished run records, one a minute, every fifth one failed."""
     ids = []
     for i in range(n):
         run_id = f"{start + 60 * i}-worker-F-{i % 7 + 1:03d}"
         (state / "runs" / run_id).mkdir(parents=True)
-        stamp = f"2027-01-{1 + i // 1440:02d}T{i // 60 % 24:02d}:{i % 60:02d}:00Z"
+        stamp = f"2027-{month:02d}-{1 + i // 1440:02d}T{i // 60 % 24:02d}:{i % 60:02d}:00Z"
         record = start_run(state, run_id, {"role": "worker", "feature": f"F-{i % 7 + 1:03d}"})
         record.manifest["started_at"] = stamp
         record.finish("finished", 1 if i % 5 == 0 else 0, cost_usd=0.01 * (i % 3),
@@ -80,10 +80,41 @@ def test_runs_index_is_paginated_newest_first(tmp_path: Path, state: Path) -> No
     pages = sorted(out.glob("runs/page-*.html"))
     assert [p.name for p in pages] == ["page-1.html", "page-2.html", "page-3.html"]
     first, last = (out / "runs/page-1.html").read_text(), (out / "runs/page-3.html").read_text()
+    # pages are cut from the oldest run: page 1, the newest, holds the 5 left over
     assert first.index(ids[-1]) < first.index(ids[-2]) and ids[0] not in first
-    assert last.count('<tr data-role=') == 5 and ids[0] in last
+    assert first.count('<tr data-role=') == 5 and last.count('<tr data-role=') == 200
+    assert ids[0] in last and last.index(ids[199]) < last.index(ids[0])
     index = (out / "index.html").read_text()
     assert f"{len(ids)} runs ({sum(1 for i in range(len(ids)) if i % 5 == 0)} failed)" in index
+
+
+def test_a_new_run_rewrites_only_the_index_page_it_lands_on(tmp_path: Path, state: Path) -> None:
+    fake_runs(state, site.PAGE_SIZE * 2 + 5)
+    out = tmp_path / "report"
+    write_report(state, tmp_path / "identity", out)
+    mtimes = {p.name: p.stat().st_mtime_ns for p in out.glob("runs/*.html")}
+    idle = write_report(state, tmp_path / "identity", out)
+    assert idle.run_pages == 0 and idle.pages <= 1  # index.html: it says when it was made
+    new = fake_runs(state, 1, start=1_900_000_000, month=2)[0]
+    third = write_report(state, tmp_path / "identity", out)
+    changed = {p.name for p in out.glob("runs/*.html")
+               if p.stat().st_mtime_ns != mtimes.get(p.name)}
+    assert changed == {"page-1.html", f"{new}.html"} and third.run_pages == 1
+    assert new in (out / "runs/page-1.html").read_text()
+    # a page whose file went missing is written again though its rows did not change
+    (out / "runs/page-3.html").unlink()
+    assert write_report(state, tmp_path / "identity", out).pages <= 2
+    assert (out / "runs/page-3.html").is_file()
+
+
+def test_a_new_page_renumbers_every_index_page(tmp_path: Path, state: Path) -> None:
+    ids = fake_runs(state, site.PAGE_SIZE)
+    out = tmp_path / "report"
+    write_report(state, tmp_path / "identity", out)
+    fake_runs(state, 1, start=1_900_000_000, month=2)
+    assert write_report(state, tmp_path / "identity", out).run_pages == 1
+    assert ids[0] in (out / "runs/page-2.html").read_text()
+    assert "page 1 of 2" in (out / "runs/page-1.html").read_text()
 
 
 def test_report_command_writes_and_names_the_folder(invoke, state: Path, tmp_path: Path) -> None:
@@ -141,3 +172,17 @@ def test_cache_of_another_report_version_renders_everything(state: Path, tmp_pat
     data = json.loads(cache.read_text())
     cache.write_text(json.dumps({**data, "version": "older"}))
     assert write_report(state, tmp_path / "identity", tmp_path / "out").run_pages == 2
+
+
+def test_runs_rendered_in_processes_match_those_rendered_in_one(
+        tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ids = fake_runs(state, 6)
+    serial = write_report(state, tmp_path / "identity", tmp_path / "serial")
+    monkeypatch.setattr(parallel, "PARALLEL_FROM", 2)
+    forked = write_report(state, tmp_path / "identity", tmp_path / "forked")
+    assert (forked.run_pages, forked.pages, forked.bytes) == (
+        serial.run_pages, serial.pages, serial.bytes)
+    for run_id in ids:
+        page = f"runs/{run_id}.html"
+        assert (tmp_path / "forked" / page).read_text() == (tmp_path / "serial" / page).read_text()
+    assert write_report(state, tmp_path / "identity", tmp_path / "forked").run_pages == 0

@@ -6,15 +6,26 @@ Shared by `run.sh runs`, `run.sh show` and the HTML report, so they agree on eve
 from __future__ import annotations
 
 import calendar
+import re
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 DONE_STATUSES = ("finished", "dry-run")
+STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", re.ASCII)
 
 
 def parse_time(stamp: Any) -> float | None:
     """Seconds since the epoch of a `YYYY-MM-DDTHH:MM:SSZ` stamp, or None."""
+    text = str(stamp)
+    if STAMP.fullmatch(text):
+        # 10x faster than strptime, which was 2 s of a 10,000-run report (2 stamps a run)
+        try:
+            return datetime(int(text[:4]), int(text[5:7]), int(text[8:10]), int(text[11:13]),
+                            int(text[14:16]), int(text[17:19]), tzinfo=timezone.utc).timestamp()
+        except ValueError:
+            pass  # strptime takes what datetime does not: a leap second
     try:
         return float(calendar.timegm(time.strptime(str(stamp), "%Y-%m-%dT%H:%M:%SZ")))
     except ValueError:
@@ -59,7 +70,8 @@ class RunSummary:
                 + self.cache_write_tokens)
 
     def as_dict(self) -> dict[str, Any]:
-        return {**vars(self), "failed": self.failed, "tokens": self.tokens}
+        return {**vars(self), "failed": self.failed, "tokens": self.tokens,
+                "cost_text": self.cost_text}
 
 
 def _int(value: Any) -> int:

@@ -8,7 +8,7 @@ from typing import Any
 
 from harness.ops.show import describe_call
 from harness.state.actions import read_verdict
-from harness.state.run_summary import summarize
+from harness.state.run_summary import RunSummary
 from harness.state.runs import runs_dir
 from harness.state.sections import run_headings, split_sections
 from harness.state.transcript import ToolCall, Turn, fold_turns, read_events
@@ -45,8 +45,8 @@ def ending(manifest: dict[str, Any]) -> str:
     return text
 
 
-def run_context(state: Path, manifest: dict[str, Any]) -> dict[str, Any]:
-    """Everything run.html.j2 needs for one run."""
+def run_context(state: Path, manifest: dict[str, Any], summary: RunSummary) -> dict[str, Any]:
+    """Everything run.html.j2 needs for one run (`summary` is that of `manifest`)."""
     run_id = manifest["run_id"]
     folder = runs_dir(state) / run_id
     try:
@@ -55,7 +55,7 @@ def run_context(state: Path, manifest: dict[str, Any]) -> dict[str, Any]:
         prompt = ""
     events, bad = read_events(folder / "transcript.jsonl")
     return {
-        "run": summarize(manifest).as_dict(),
+        "run": summary.as_dict(),
         "backend": manifest.get("backend", "?"), "model": manifest.get("model", "?"),
         "ending": ending(manifest), "summary": manifest.get("summary") or "",
         "verdict": read_verdict(state, run_id),

@@ -2,9 +2,11 @@
 (every run, newest first, paginated) and runs/<run-id>.html, one page per run.
 
 Incremental: `.report-cache.json` in the output keeps each run's summary and the size and
-mtime of the files its page came from. A second report reads and renders only runs whose
-files changed (or that were still running); their pages and the index pages are the only
-ones written, and an index page whose text did not change is not rewritten either.
+mtime of the files its page came from, and a digest of what each index page was made from.
+A second report reads and renders only runs whose files changed (or that were still
+running), and only the index pages whose rows changed: the runs are cut into pages from the
+oldest, so a new run lands on page 1 (the newest) and the older pages stay as they are until
+the page count grows. index.html and memory.html are rendered every time.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from harness.config import load_mission_config, mission_name
 from harness.errors import UsageError
 from harness.ops.report import mission
 from harness.ops.report.chart import svg_chart
+from harness.ops.report.parallel import render_runs
 from harness.ops.report.run_page import run_context
 from harness.state.memory import utc_now
 from harness.state.run_summary import RunSummary, format_duration, format_tokens, summarize
@@ -51,7 +54,8 @@ class Written:
 
 def environment() -> Environment:
     """Jinja with autoescaping on: notes and tool output are untrusted text."""
-    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True,
+    # auto_reload off: templates are compiled once per report, not stat'ed on every page
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, auto_reload=False,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(duration=format_duration, tokens=format_tokens)
     return env
@@ -97,6 +101,35 @@ class Site:
         self.common = {"mission": mission_name(load_mission_config(state), state),
                        "script": text, "script_hash": digest}
         self.written = Written(out, 0, 0, 0, 0)
+        self.version = version()
+        self.cache = self.read_cache()
+        self.page_keys: dict[str, str] = {}
+        folder = out / "runs"
+        # one listing instead of an exists() per run: 10,000 stats of a nothing-new report
+        self.existing = set(os.listdir(folder)) if folder.is_dir() else set()
+
+    def read_cache(self) -> dict[str, Any]:
+        """The previous report's cache; empty when missing, unreadable or of another version."""
+        try:
+            cache = orjson.loads((self.out / CACHE).read_bytes())
+        except (FileNotFoundError, orjson.JSONDecodeError):
+            return {}
+        return cache if isinstance(cache, dict) and cache.get("version") == self.version else {}
+
+    def write_cache(self, entries: dict[str, Any]) -> None:
+        # orjson: the cache of 10,000 runs is read and written on every report
+        atomic_write(self.out / CACHE, orjson.dumps(
+            {"version": self.version, "runs": entries, "pages": self.page_keys}))
+
+    def write_unless_same(self, relative: str, template: str, root: str, **context: Any) -> None:
+        """`write`, skipped when the page was last made from the same context and still exists."""
+        key = hashlib.sha256(orjson.dumps([self.common["mission"], template, root, context]))
+        digest = key.hexdigest()
+        self.page_keys[relative] = digest
+        name = relative.removeprefix("runs/")
+        if self.cache.get("pages", {}).get(relative) == digest and name in self.existing:
+            return
+        self.write(relative, template, root, **context)
 
     def write(self, relative: str, template: str, root: str, **context: Any) -> None:
         """Render a page; write it (atomically) unless the file already holds that text."""
@@ -115,66 +148,74 @@ class Site:
         self.written.pages += 1
         self.written.bytes += len(data)
 
-    def runs(self) -> list[RunSummary]:
-        """Every run's summary, oldest first; pages written for new or changed runs."""
-        cache_path, current = self.out / CACHE, version()
-        try:
-            cache = orjson.loads(cache_path.read_bytes())
-        except (FileNotFoundError, orjson.JSONDecodeError):
-            cache = {}
-        known = cache.get("runs", {}) if cache.get("version") == current else {}
-        entries, rows = {}, []
-        folder = runs_dir(self.state)
-        names = sorted(e.name for e in os.scandir(folder) if e.is_dir()) if folder.is_dir() else []
+    def runs(self) -> tuple[list[RunSummary], dict[str, Any]]:
+        """Every run's summary, oldest first, and the cache entries; pages written for new or
+        changed runs."""
+        known, entries, stale = self.cache.get("runs", {}), {}, []
+        folder = str(runs_dir(self.state))
+        names = sorted(e.name for e in os.scandir(folder) if e.is_dir()) if os.path.isdir(
+            folder) else []
         for name in names:
-            entry = self.run_entry(name, known.get(name))
-            if entry is not None:
-                entries[name] = entry
-                rows.append(RunSummary(**entry["row"]))
-        # orjson: the cache of 10,000 runs is read and written on every report
-        atomic_write(cache_path, orjson.dumps({"version": current, "runs": entries}))
-        rows.sort(key=lambda r: (r.started_at, r.run_id))
-        return rows
+            now = stamp(f"{folder}/{name}")
+            cached = known.get(name)
+            if now is None:
+                continue
+            if (cached and cached["stamp"] == now and cached["row"]["status"] != "started"
+                    and f"{name}.html" in self.existing):
+                entries[name] = cached
+            else:
+                stale.append((name, now))
+        entries.update(render_runs(self.render_run, self.written, stale))
+        rows = sorted((RunSummary(**e["row"]) for e in entries.values()),
+                      key=lambda r: (r.started_at, r.run_id))
+        return rows, entries
 
-    def run_entry(self, run_id: str, cached: dict[str, Any] | None) -> dict[str, Any] | None:
-        """The cache entry of one run, its page rendered if its files changed since."""
-        now = stamp(f"{runs_dir(self.state)}/{run_id}")
-        if now is None:
-            return None
-        if (cached and cached["stamp"] == now and cached["row"]["status"] != "started"
-                and (self.out / "runs" / f"{run_id}.html").exists()):
-            return cached
+    def render_run(self, run_id: str, now: list[list[int]]) -> dict[str, Any]:
+        """Render one run's page; its cache entry."""
         try:
             manifest = load_manifest(self.state, run_id)
         except UsageError as e:
             manifest = {"run_id": run_id, "status": "unreadable", "detail": str(e)}
+        summary = summarize(manifest)
         self.write(f"runs/{run_id}.html", "run.html.j2", "../",
-                   **run_context(self.state, manifest))
+                   **run_context(self.state, manifest, summary))
         self.written.run_pages += 1
-        return {"stamp": now, "row": vars(summarize(manifest))}
+        return {"stamp": now, "row": vars(summary)}
+
+
+def write_run_index(site: Site, rows: list[RunSummary]) -> int:
+    """runs/page-N.html, page 1 the newest; returns the number of pages.
+
+    Pages are cut from the oldest run, so page 1 holds the 1 to PAGE_SIZE newest runs and
+    a new run changes only page 1 until a new page starts (then every page's number shifts).
+    """
+    pages = max(1, -(-len(rows) // PAGE_SIZE))
+    roles = sorted({r.role for r in rows})
+    for k in range(pages):
+        chunk = [r.as_dict() for r in reversed(rows[k * PAGE_SIZE: (k + 1) * PAGE_SIZE])]
+        site.write_unless_same(f"runs/page-{pages - k}.html", "runs.html.j2", "../",
+                               with_script=True, rows=chunk, page=pages - k, pages=pages,
+                               roles=roles)
+    return pages
 
 
 def write_report(state: Path, identity: Path, out: Path) -> Written:
     """Write (or bring up to date) the mission's report in `out`."""
     out.mkdir(parents=True, exist_ok=True)
     site = Site(state, identity, out)
-    rows = site.runs()
-    dicts = [r.as_dict() for r in reversed(rows)]  # newest first
-    pages = max(1, -(-len(dicts) // PAGE_SIZE))
-    roles = sorted({r.role for r in rows})
-    for page in range(1, pages + 1):
-        site.write(f"runs/page-{page}.html", "runs.html.j2", "../", with_script=True,
-                   rows=dicts[(page - 1) * PAGE_SIZE: page * PAGE_SIZE], page=page,
-                   pages=pages, roles=roles)
+    rows, entries = site.runs()
+    pages = write_run_index(site, rows)
     board = mission.plan_board(state, rows)
     counts = {status: len(features) for status, features in board.items()}
     totals = {"runs": len(rows), "failed": sum(r.failed for r in rows),
               "cost": sum(r.cost_usd for r in rows), "tokens": sum(r.tokens for r in rows)}
     site.write("index.html", "index.html.j2", "", with_script=True, board=board,
-               counts=counts, totals=totals, chart=Markup(svg_chart(rows)), latest=dicts[:LATEST],
+               counts=counts, totals=totals, chart=Markup(svg_chart(rows)),
+               latest=[r.as_dict() for r in reversed(rows[-LATEST:])],
                pages=pages, known_runs={r.run_id for r in rows}, generated=utc_now())
     site.write("memory.html", "memory.html.j2", "", files=mission.memory_files(state),
                identity=mission.identity_files(identity), identity_dir=str(identity),
                notes=mission.long_notes(state))
+    site.write_cache(entries)
     site.written.runs = len(rows)
     return site.written
