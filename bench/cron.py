@@ -11,7 +11,7 @@ it appends `--new` entries from the same lesson pool, spread over the next 30 mi
 (`curator.append_entries`), and times one curator pass over them in a fresh subprocess
 (the curate() call, not the interpreter's start). The row is the pass of median time;
 "min-s" and "max-s" are the fastest and the slowest. Each pass opens the lesson database
-(`<identity>/.candidates.db`, `harness.curator.lessondb`), reads the rows its new notes
+(`<identity>/.candidates.v1-s75.db`, `harness.curator.lessondb`), reads the rows its new notes
 touch and, when it appends candidates, writes back what changed: "db-open-s" and
 "db-write-s" are the open and the write within the pass, "db-MiB" and "record-MiB" the
 sizes of the database and of the candidate record after the passes. Last, one more pass
@@ -111,7 +111,7 @@ def row(history: int, new: int, results: list[dict], first: dict, folder: Path) 
     identity = folder / "identity"
     figures = (history, len(results), new, median["seconds"], times[0], times[-1],
                median["cpu"], median["open_s"], median["write_s"],
-               mib(identity / ".candidates.db"), mib(identity / ".candidates.log"),
+               sum(map(mib, identity.glob(".candidates.v*.db"))), mib(identity / ".candidates.log"),
                first["seconds"])
     return " ".join(f"{f:>{WIDTH[c]}.3f}" if isinstance(f, float) else f"{f:>{WIDTH[c]}}"
                     for c, f in zip(COLUMNS, figures, strict=True))

@@ -1,4 +1,4 @@
-"""The lesson database (`<identity>/.candidates.db`): a pass reads what its notes touch,
+"""The lesson database (`<identity>/.candidates.v1-s75.db`): a pass reads what its notes touch,
 agrees with a pass that clustered all history in memory, and never counts a note twice."""
 
 from __future__ import annotations
@@ -16,19 +16,20 @@ from harness.curator.curate import CuratorSettings, curate
 from tests.test_curate import note
 
 NOW = "2026-05-01T00:00:00Z"
+DB = lessondb.db_name(CuratorSettings().similarity)
 TOOLS = ["pnpm", "cargo", "make", "go", "pytest", "docker", "helm", "terraform"]
 
 
 def lessons(identity: Path) -> Counter:
     """Each lesson the database holds, by role, kind, first text and count."""
-    with sqlite3.connect(identity / lessondb.DB) as conn:
+    with sqlite3.connect(identity / DB) as conn:
         rows = [orjson.loads(r) for (r,) in conn.execute("SELECT row FROM lesson")]
     return Counter((r[0], r[1], r[2], r[3]) for r in rows)
 
 
 def evidence(identity: Path) -> list[bytes]:
     """Every lesson's whole evidence row, in one order."""
-    with sqlite3.connect(identity / lessondb.DB) as conn:
+    with sqlite3.connect(identity / DB) as conn:
         return sorted(row for (row,) in conn.execute("SELECT row FROM lesson"))
 
 
@@ -47,7 +48,7 @@ def curate_all(folder: Path, missions: list[str], forget: bool) -> list[str]:
     promoted = []
     for mission in missions:
         if forget:
-            (folder / "identity" / lessondb.DB).unlink(missing_ok=True)
+            (folder / "identity" / DB).unlink(missing_ok=True)
         report = curate(folder / mission, folder / "identity", mission, CuratorSettings(),
                         now=NOW)
         promoted += [p.line for p in report.promoted]
@@ -142,7 +143,19 @@ def test_a_damaged_database_is_rebuilt_from_the_record(tmp_path, damage) -> None
         note(state, "cargo test -p core needs the db up", "TRICK", feature=f"F-00{n}",
              run=f"r{n}")
     curate(state, identity, "shop", CuratorSettings(), now=NOW)
-    (identity / lessondb.DB).write_bytes(damage)
+    (identity / DB).write_bytes(damage)
     note(state, "cargo test -p core needs the db up", "TRICK", feature="F-009", run="r9")
     curate(state, identity, "shop", CuratorSettings(), now=NOW)
     assert lessons(identity)[("worker", "TRICK", "cargo test -p core needs the db up", 3)] == 1
+
+
+def test_missions_at_another_similarity_keep_a_database_of_their_own(tmp_path) -> None:
+    identity = tmp_path / "identity"
+    for mission, similarity in (("shop", 75.0), ("blog", 80.0)):
+        (tmp_path / mission).mkdir()
+        note(tmp_path / mission, "pnpm test --filter web needs the db up", "FAIL",
+             feature="F-001", run=f"{mission}-1")
+        curate(tmp_path / mission, identity, mission, CuratorSettings(similarity=similarity),
+               now=NOW)
+    assert sorted(p.name for p in identity.glob(".candidates.*.db")) == [
+        lessondb.db_name(75.0), lessondb.db_name(80.0)]

@@ -1,14 +1,14 @@
 """The candidate record clustered into lessons, in SQLite: what a pass reads of history.
 
-`<identity>/.candidates.db` caches `record`'s log: each lesson's evidence, the phrasings
-indexed for it, and per word its count and recent postings (`matching`'s index), with
-how far into the log it reaches (offset, a hash of the bytes before it, the highest seq
-per batch). A pass opens it in one read transaction (WAL: a snapshot that never blocks
-another mission's curator) and asks only for the rows its new notes touch: the lessons
-they join, the words they hold. At its commit it writes back what changed, in one
-transaction, unless another curator wrote in between (the generation tells): then it
-writes nothing, and the next pass reads the log from the older offset. A pass with no
-usable database (none yet, another similarity, a log that shrank or changed, a damaged
+`<identity>/.candidates.v1-s75.db` (`db_name`) caches `record`'s log: each lesson's
+evidence, the phrasings indexed for it, and per word its count and recent postings
+(`matching`'s index), with how far into the log it reaches (offset, a hash of the bytes
+before it, the highest seq per batch). A pass opens it in one read transaction (WAL: a
+snapshot that never blocks another mission's curator) and asks only for the rows its new
+notes touch: the lessons they join, the words they hold. At its commit it writes back
+what changed, in one transaction, unless another curator wrote in between (the
+generation tells): then it writes nothing, and the next pass reads the log from the older
+offset. A pass with no usable database (none yet, a log that shrank or changed, a damaged
 file) clusters in memory and writes a whole new one. It is a cache: the log decides.
 """
 
@@ -29,7 +29,6 @@ from harness.curator.record import RecordRead
 from harness.curator.shortlist import POSTING_CAP
 from harness.state.store import hold_lock
 
-DB = ".candidates.db"
 VERSION = 1
 OLD_DIGEST = ".candidates.digest"  # the cache before this one: removed when a database is made
 SCHEMA = """
@@ -44,6 +43,13 @@ INDEXES = """
 CREATE INDEX variant_key ON variant(role, kind, key);
 CREATE INDEX variant_lesson ON variant(lesson);
 """
+
+
+def db_name(similarity: float) -> str:
+    """The database's file name: one per format and similarity, so that missions clustering
+    at other similarities, or another version of the harness, never replace a database
+    another curator has open (SQLite's WAL files go by the database's path)."""
+    return f".candidates.v{VERSION}-s{similarity:g}.db"
 
 
 class LessonDB:
@@ -142,7 +148,7 @@ def load_all(identity: Path, similarity: float) -> tuple[PromotionTracker, Recor
 
 
 def _open(identity: Path, similarity: float) -> LessonDB | None:
-    path = identity / DB
+    path = identity / db_name(similarity)
     if not path.exists():
         return None
     conn = None
@@ -239,7 +245,8 @@ def _lesson_rows(tracker: PromotionTracker, clusters: Any) -> Any:
 
 def _write_whole(identity: Path, tracker: PromotionTracker, read: RecordRead) -> None:
     """A new database of everything in memory, put in place of any old one."""
-    fd, tmp = tempfile.mkstemp(dir=identity, prefix=f".{DB}.", suffix=".tmp")
+    name = db_name(tracker.clusters.index.threshold)
+    fd, tmp = tempfile.mkstemp(dir=identity, prefix=f"{name}.", suffix=".tmp")
     os.close(fd)
     try:
         conn = sqlite3.connect(tmp, isolation_level=None)
@@ -255,9 +262,11 @@ def _write_whole(identity: Path, tracker: PromotionTracker, read: RecordRead) ->
             conn.execute("COMMIT")
             conn.executescript(INDEXES)
             conn.execute("PRAGMA journal_mode=WAL")
-        db = identity / DB
-        for leftover in (f"{DB}-wal", f"{DB}-shm", f"{DB}-journal", OLD_DIGEST):
-            (identity / leftover).unlink(missing_ok=True)  # we hold the lock: no writer
+        db = identity / name
+        # we hold the lock: no writer. A database is replaced in place only when the log
+        # it covered changed (a hand edit), the one case two curators can share its name.
+        for leftover in (f"{name}-wal", f"{name}-shm", f"{name}-journal", OLD_DIGEST):
+            (identity / leftover).unlink(missing_ok=True)
         os.replace(tmp, db)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
