@@ -159,3 +159,13 @@ def test_missions_at_another_similarity_keep_a_database_of_their_own(tmp_path) -
                now=NOW)
     assert sorted(p.name for p in identity.glob(".candidates.*.db")) == [
         lessondb.db_name(75.0), lessondb.db_name(80.0)]
+
+
+def test_a_note_of_more_words_than_one_query_takes_is_matched(tmp_path) -> None:
+    state, identity = tmp_path / "shop", tmp_path / "identity"
+    state.mkdir()
+    long = " ".join(f"w{n}" for n in range(2 * lessondb.QUERY_WORDS + 7))
+    for n in range(2):
+        note(state, f"make check {long}", "TRICK", feature=f"F-00{n}", run=f"r{n}")
+        report = curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    assert [p.text for p in report.promoted] == [f"make check {long}"]

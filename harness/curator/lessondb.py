@@ -30,6 +30,7 @@ from harness.curator.shortlist import POSTING_CAP
 from harness.state.store import hold_lock
 
 VERSION = 1
+QUERY_WORDS = 500  # words per query: SQLite caps the parameters of one statement
 OLD_DIGEST = ".candidates.digest"  # the cache before this one: removed when a database is made
 SCHEMA = """
 CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL);
@@ -80,12 +81,13 @@ class LessonDB:
         if not new:
             return
         asked.update(new)
-        marks = ",".join("?" * len(new))
-        for word, df, postings in self.conn.execute(
-                f"SELECT word, df, postings FROM word WHERE role=? AND kind=? AND word IN "
-                f"({marks})", (role, kind, *new)):
-            b.df[word] = df
-            b.postings[word] = orjson.loads(postings)
+        for first in range(0, len(new), QUERY_WORDS):
+            chunk = new[first:first + QUERY_WORDS]
+            for word, df, postings in self.conn.execute(
+                    f"SELECT word, df, postings FROM word WHERE role=? AND kind=? AND word IN "
+                    f"({','.join('?' * len(chunk))})", (role, kind, *chunk)):
+                b.df[word] = df
+                b.postings[word] = orjson.loads(postings)
 
     def fault_variants(self, b: Any, vids: list[int]) -> None:
         """Bring the phrasings `vids` into `b`."""
