@@ -54,7 +54,7 @@ TOOL_SPECS: dict[str, dict[str, Any]] = {
         "input_schema": {
             "type": "object",
             "properties": {
-                "verdict": {"type": "string", "enum": ["pass", "fail"]},
+                "verdict": {"type": "string", "enum": list(actions.VERDICTS)},
                 "reason": {"type": "string"},
             },
             "required": ["verdict", "reason"],

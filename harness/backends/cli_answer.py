@@ -20,10 +20,11 @@ import json
 from typing import Any
 
 from harness.errors import UsageError
-from harness.state.actions import read_verdict, record_verdict
+from harness.state.actions import VERDICTS, read_verdict, record_verdict
 from harness.state.memory import KINDS, append_entry, make_entry
 from harness.types import Session
 
+ANSWERING_PRESETS = ("claude", "codex")  # whose CLIs can return a structured final answer
 NOTES = {
     "type": "array",
     "description": "what the next run should know, one line each (as `run.sh note KIND TEXT`)",
@@ -41,10 +42,11 @@ def wants_answer(options: dict[str, Any], tools: list[str]) -> bool:
     """Whether this run asks its CLI for a structured final answer."""
     asked, preset = options.get("structured_answer"), options.get("preset")
     if asked is None:
-        return preset in ("claude", "codex") and "verdict" in tools and not options.get("command")
+        return (preset in ANSWERING_PRESETS and "verdict" in tools
+                and not options.get("command"))
     if not isinstance(asked, bool):
         raise UsageError(f"options.structured_answer must be true or false, not {asked!r}")
-    if asked and preset not in ("claude", "codex"):
+    if asked and preset not in ANSWERING_PRESETS:
         raise UsageError("options.structured_answer needs `preset: claude` or `preset: codex`")
     return asked
 
@@ -55,7 +57,7 @@ def answer_schema(tools: list[str]) -> dict[str, Any]:
     as OpenAI's strict structured outputs demand."""
     if "verdict" in tools:
         fields: dict[str, Any] = {
-            "verdict": {"type": "string", "enum": ["pass", "fail"]},
+            "verdict": {"type": "string", "enum": list(VERDICTS)},
             "reason": {"type": "string", "description": "why; a fail says what to fix"},
         }
     else:

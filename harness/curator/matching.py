@@ -135,13 +135,12 @@ class LessonIndex:
             if self.source is None or not self.source.covers(bucket):
                 return None
             b = self._bucket(bucket)
-        words = set(norm.key.split())
         if b.source is not None:
-            b.source.fault(bucket, b, norm.key, words)
+            b.source.fault(bucket, b, norm.key, set(norm.key.split()))
         hit = b.exact.get(norm.key)
         if hit is not None:
-            return hit
-        return self._match(b, norm, words)
+            return hit  # before splitting: most queries of a big log are exact repeats
+        return self._match(b, norm, set(norm.key.split()))
 
     def _match(self, b: _Bucket, norm: Norm, a_words: set[str]) -> int | None:
         key, ratio, threshold = norm.key, fuzz.token_set_ratio, self.threshold
@@ -174,11 +173,10 @@ class LessonIndex:
     def add_packed(self, bucket: Any, key: str, packed: str, cluster: int) -> None:
         """`add` for a phrasing as `phrasings` gives it back: its key and packed anchors."""
         b = self._bucket(bucket)
-        words = set(key.split())
         if b.source is not None:
-            b.source.fault(bucket, b, key, words)
+            b.source.fault(bucket, b, key, set(key.split()))
         if key not in b.exact:
-            self._add(b, key, packed, cluster, words)
+            self._add(b, key, packed, cluster, set(key.split()))
 
     def _add(self, b: _Bucket, key: str, packed: str, cluster: int, words: set[str]) -> None:
         b.exact[key] = cluster

@@ -13,6 +13,8 @@ from harness.state.redact import redact
 from harness.state.runs import check_run_id
 from harness.state.store import write_record
 
+VERDICTS = ("pass", "fail")
+
 
 def verdict_path(state: Path, run_id: str) -> Path:
     return state / "runs" / run_id / "verdict.json"
@@ -20,7 +22,7 @@ def verdict_path(state: Path, run_id: str) -> Path:
 
 def record_verdict(state: Path, run_id: str, verdict: str, reason: str) -> dict:
     """Record a validator's verdict for its run; the runner applies it when the run ends."""
-    if verdict not in ("pass", "fail"):
+    if verdict not in VERDICTS:
         raise UsageError(f"verdict must be 'pass' or 'fail', not {verdict!r}")
     if not reason.strip():
         raise UsageError("a verdict needs a reason")
