@@ -2,9 +2,12 @@
 
 A corpus is a folder with `corpus.tsv` (mission TAB family TAB raw.md line; family `-` for
 noise) and `expected.tsv` (role TAB kind TAB family, one per lesson the rules make due).
-`tests/data/curator_corpus` is the development set (the curator's constants were tuned on
-it); the folders under `tests/data/corpora/` were written independently and are held out:
-nothing is tuned on them. Used by tests/test_corpora.py and bench/suite.py.
+`tests/data/curator_corpus` is the development set of the match rule (its constants were
+tuned on it). The folders under `tests/data/corpora/` were written independently of it and
+of each other. The second opinion's model (`harness.curator.learned`) was fitted on the
+development set and the FITTED ones (`development_corpora`); the rest are held out:
+nothing was tuned or fitted on them. Used by tests/test_corpora.py, bench/suite.py and
+bench/matcher_train.py.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from harness.state.memory import parse_entry
 
 DATA = Path(__file__).resolve().parent / "data"
 DEVELOPMENT = DATA / "curator_corpus"
-HELD_OUT = DATA / "corpora"
+CORPORA = DATA / "corpora"
+# written apart from the match rule, then used to fit the second opinion's model
+FITTED = ("web_mobile", "data_ml", "infra_systems", "jvm_services", "games_scripting")
 PARTS = 3  # each mission's log is fed in thirds, missions interleaved, as cron passes would
 
 
@@ -46,8 +51,15 @@ class Quality:
                 f"{self.recall:.3f}; missed: {sorted(self.missed)}")
 
 
+def development_corpora() -> list[Path]:
+    """What the match rule was tuned on and the second opinion's model fitted on."""
+    return [DEVELOPMENT, *(CORPORA / name for name in FITTED)]
+
+
 def held_out_corpora() -> list[Path]:
-    return sorted(p for p in HELD_OUT.iterdir() if (p / "corpus.tsv").exists())
+    """The corpora nothing was tuned or fitted on."""
+    return sorted(p for p in CORPORA.iterdir()
+                  if (p / "corpus.tsv").exists() and p.name not in FITTED)
 
 
 def read_corpus(folder: Path) -> tuple[list[list[str]], set[tuple[str, ...]]]:

@@ -1,4 +1,4 @@
-"""The lesson database (`<identity>/.candidates.v1-s75.db`): a pass reads what its notes touch,
+"""The lesson database (`<identity>/.candidates.v2-s75.db`): a pass reads what its notes touch,
 agrees with a pass that clustered all history in memory, and never counts a note twice."""
 
 from __future__ import annotations

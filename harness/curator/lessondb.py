@@ -1,6 +1,6 @@
 """The candidate record clustered into lessons, in SQLite: what a pass reads of history.
 
-`<identity>/.candidates.v1-s75.db` (`db_name`) caches `record`'s log: each lesson's
+`<identity>/.candidates.v2-s75.db` (`db_name`) caches `record`'s log: each lesson's
 evidence, the phrasings indexed for it, and per word its count and recent postings
 (`matching`'s index), with how far into the log it reaches (offset, a hash of the bytes
 before it, the highest seq per batch). A pass opens it in one read transaction (WAL: a
@@ -29,7 +29,7 @@ from harness.curator.record import RecordRead
 from harness.curator.shortlist import POSTING_CAP
 from harness.state.store import hold_lock
 
-VERSION = 1
+VERSION = 2  # 2: clusters joined by the second opinion (`learned`) too; v1 files are left alone
 QUERY_WORDS = 500  # words per query: SQLite caps the parameters of one statement
 OLD_DIGEST = ".candidates.digest"  # the cache before this one: removed when a database is made
 SCHEMA = """

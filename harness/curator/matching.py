@@ -13,6 +13,11 @@ technical words do not disagree and rapidfuzz scores them at or above the thresh
   longer one that contains its words. When both sides name exactly the same
   anchors, the prose may differ by AGREE_BONUS points more.
 
+- Second opinion: when the score refuses every shortlisted phrasing that does not
+  conflict, `learned.second_opinion` may still join the best of them (paraphrases
+  that share a few rare words and little else). `same_lesson` is the rule alone: the
+  second opinion weighs words by their counts in a bucket, which only the index has.
+
 The index never compares a text with every other: each bucket (role and kind)
 keeps an inverted index word -> recent variants, and a query scores only a
 short list drawn from the postings of its three rarest words, stopping at the
@@ -27,6 +32,7 @@ from typing import Any, Protocol
 
 from rapidfuzz import fuzz
 
+from harness.curator import learned
 from harness.curator.shortlist import POSTING_CAP, shortlist_of
 from harness.curator.text import Norm, normalize
 
@@ -51,6 +57,12 @@ def _accept(a_key: str, a_words: set[str], a_strict: list[str], a_anchors: list[
     if (a_anchors or b_anchors) and _conflict(a_words, a_strict, a_anchors, b_key, b_strict,
                                               b_anchors):
         return False
+    return _scores(a_key, a_anchors, b_key, b_anchors, threshold)
+
+
+def _scores(a_key: str, a_anchors: list[str], b_key: str, b_anchors: list[str],
+            threshold: float) -> bool:
+    """The rule's score part: rapidfuzz reaches the cutoff (see `_accept`)."""
     cutoff = threshold - AGREE_BONUS if a_anchors and a_anchors == b_anchors else threshold
     # a score under the cutoff comes back as 0, before any capping is worked out
     raw = fuzz.token_set_ratio(a_key, b_key, score_cutoff=cutoff)
@@ -154,17 +166,30 @@ class LessonIndex:
                 if ratio(key, b.keys[vid], score_cutoff=threshold):
                     return b.owner[vid]
             return None
+        return self._anchored_match(b, norm, a_words, shortlist)
+
+    def _anchored_match(self, b: _Bucket, norm: Norm, a_words: set[str],
+                        shortlist: list[int]) -> int | None:
+        key, threshold = norm.key, self.threshold
         a_strict, a_anchors = norm.strict.split(), norm.anchors.split()
+        refused = []  # shortlisted without a conflict, but under the score: a second opinion
         for vid in shortlist:
             b_strict = b.strict[vid]
             if b_strict and not a_words.issuperset(b_strict):
                 continue  # what _conflict would find first, before b's anchors are unpacked
             packed = b.anchors[vid]
             b_anchors = packed.replace("!", "").split() if b_strict else packed.split()
-            if _accept(key, a_words, a_strict, a_anchors, b.keys[vid], b_strict, b_anchors,
-                       threshold):
+            b_key = b.keys[vid]
+            if (a_anchors or b_anchors) and _conflict(a_words, a_strict, a_anchors, b_key,
+                                                      b_strict, b_anchors):
+                continue
+            if _scores(key, a_anchors, b_key, b_anchors, threshold):
                 return b.owner[vid]
-        return None
+            refused.append((vid, b_key, b_anchors, b_strict))
+        if not refused:
+            return None
+        best = learned.second_opinion(key, a_words, a_anchors, a_strict, refused, b.df)
+        return None if best is None else b.owner[best]
 
     def add(self, bucket: Any, norm: Norm, cluster: int) -> None:
         """Index `norm` as a phrasing of `cluster` (a small int; up to MAX_VARIANTS each)."""

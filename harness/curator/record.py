@@ -6,7 +6,7 @@ single write under `<identity>/.candidates.lock`. Lines carry `batch:seq`; a
 batch appended twice (a crashed run redone) is counted once, because a reader
 skips every seq at or below the highest it has seen for that batch.
 
-What a pass has already clustered of it is cached in `<identity>/.candidates.v1-s75.db`
+What a pass has already clustered of it is cached in `<identity>/.candidates.v2-s75.db`
 (`lessondb`), which says how far into the record it reaches; a pass reads only the
 record after that.
 """
