@@ -68,7 +68,8 @@ class LessonDB:
         return bucket[1] in PROMOTABLE
 
     def fault(self, bucket: Any, b: Any, key: str, words: set[str]) -> None:
-        """Bring into `b` what a query of `key` needs: its exact phrasing, its words."""
+        """Bring into `b` what a query of `key` needs: its exact phrasing, and its words
+        unless that phrasing is known (the words at 1M entries: 8 ms of a 60 ms pass)."""
         asked = self._asked.setdefault(bucket, set())
         role, kind = bucket
         if (" ", key) not in asked:
@@ -77,6 +78,8 @@ class LessonDB:
                                     "AND key=? LIMIT 1", (role, kind, key)).fetchone()
             if hit is not None and key not in b.exact:
                 b.exact[key] = hit[0]
+        if key in b.exact:
+            return  # a query stops at its exact phrasing and `add` skips it: no words needed
         new = [w for w in words if w not in asked]
         if not new:
             return
