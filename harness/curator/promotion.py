@@ -32,9 +32,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
-from harness.curator.clusters import Clusters
+from harness.curator.clusters import BatchSource, Clusters
 from harness.curator.identity import IdentityIndex
-from harness.curator.matching import Source
 
 PROMOTABLE = ("TRICK", "FAIL", "FORGOT")
 LISTED = 3  # provenance values listed per field; the count stays exact
@@ -179,8 +178,8 @@ class Evidence:
         return f"- {self.kind}: {text or self.text} [{'; '.join(parts)}]"
 
 
-class LessonSource(Source, Protocol):
-    """The index's source (`matching.Source`) that holds the lessons' evidence too."""
+class LessonSource(BatchSource, Protocol):
+    """The index's source (`clusters.BatchSource`) that holds the lessons' evidence too."""
 
     def lesson(self, cluster: int) -> Evidence | None: ...
     def close(self) -> None: ...
