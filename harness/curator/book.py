@@ -204,8 +204,8 @@ class MemoryBook:
     def compact(self) -> Compacted:
         """The bounded MEMORY.md and summary.md, and the old lines that left MEMORY.md."""
         caps = self.bounds.shares()
-        lessons = self._lessons  # in cluster order: ranks can tie
-        live = [i for c in sorted(lessons) if not (i := lessons[c]).in_history]
+        by_cluster = self._lessons  # taken in cluster order: ranks can tie
+        live = [i for c in sorted(by_cluster) if not (i := by_cluster[c]).in_history]
         best = heapq.nsmallest(caps["Lessons"] + caps["History"], live, key=Item.rank)
         lessons, demoted = best[: caps["Lessons"]], best[caps["Lessons"]:]
         newest = sorted(self._current, key=lambda i: (i.day, i.seq), reverse=True)

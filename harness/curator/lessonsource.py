@@ -16,7 +16,7 @@ QUERY_WORDS = 500  # words per query: SQLite caps the parameters of one statemen
 
 
 class LessonDB:
-    """An open database as the index's and the tracker's source (`matching.Source`)."""
+    """An open database as the index's and the tracker's source (`promotion.LessonSource`)."""
 
     def __init__(self, conn: sqlite3.Connection, meta: dict[str, Any]) -> None:
         self.conn = conn
