@@ -369,7 +369,7 @@ def curator_clusters(identity: Path, notes: list[Note], similarity: float) -> li
     for c in candidates:
         out.append((c.role, c.kind, clusters.assign_text((c.role, c.kind), c.text)))
     tracker, _ = load_all(identity, similarity)
-    stored = Counter((ev.role, ev.kind, ev.count) for ev in tracker.lessons.values())
+    stored = Counter((ev.role, ev.kind, ev.count) for ev in tracker.lessons if ev)
     replayed = Counter((role, kind, n) for (role, kind, _), n in Counter(out).items())
     if stored != replayed:
         raise SystemExit("bench: the replayed clusters differ from the run's lesson database")

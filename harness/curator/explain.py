@@ -63,7 +63,7 @@ def find_lessons(tracker: PromotionTracker, text: str, role: str | None = None,
     found = []
     for bucket in _buckets(tracker, role, kind):
         cid = clusters.find(bucket, norm)
-        if cid is not None and (ev := tracker.lessons.get(cid)) is not None:
+        if cid is not None and (ev := tracker.lessons[cid]) is not None:
             found.append(ev)
     return found
 
@@ -77,7 +77,7 @@ def closest(tracker: PromotionTracker, text: str, role: str | None = None,
     index = tracker.clusters.index
     for bucket in _buckets(tracker, role, kind):
         for cid, key, _ in index.phrasings(bucket):
-            if (ev := tracker.lessons.get(cid)) is not None:
+            if (ev := tracker.lessons[cid]) is not None:
                 keys.append(key)
                 owners.append(ev)
     best: list[Evidence] = []
@@ -202,7 +202,7 @@ def says(note: tuple, text: str, tracker: PromotionTracker, lessons: list[Eviden
     if n_kind not in PROMOTABLE or role not in (None, n_role) or kind not in (None, n_kind):
         return False
     cid = tracker.clusters.find((n_role, n_kind), normalize(n_text))
-    if cid is not None and tracker.lessons.get(cid) in lessons:
+    if cid is not None and tracker.lessons[cid] in lessons:
         return True
     return same_lesson(text, n_text, similarity)
 

@@ -172,7 +172,7 @@ def _write_rows(db: LessonDB, tracker: PromotionTracker, read: RecordRead) -> No
 def _lesson_rows(tracker: PromotionTracker, clusters: Any) -> Any:
     lessons = tracker.lessons
     for cid in clusters:
-        ev = lessons.get(cid)
+        ev = lessons[cid] if cid < len(lessons) else None
         if ev is not None and ev.kind in PROMOTABLE:
             yield cid, orjson.dumps(ev.row())
 
@@ -189,7 +189,7 @@ def _write_whole(identity: Path, tracker: PromotionTracker, read: RecordRead) ->
             conn.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + SCHEMA)
             conn.execute("BEGIN")
             conn.executemany("INSERT INTO lesson VALUES (?, ?)",
-                             _lesson_rows(tracker, sorted(tracker.lessons)))
+                             _lesson_rows(tracker, range(len(tracker.lessons))))
             next_vid = _insert_index(conn, tracker)
             conn.executemany("INSERT INTO meta VALUES (?, ?)",
                              _meta_rows(tracker, read, 0, next_vid))
@@ -216,7 +216,7 @@ def _insert_index(conn: sqlite3.Connection, tracker: PromotionTracker) -> int:
             continue
         role, kind = bucket
         b = index.bucket_state(bucket)
-        kept = [cid in lessons for cid in b.owner]
+        kept = [cid < len(lessons) and lessons[cid] is not None for cid in b.owner]
         conn.executemany("INSERT INTO variant VALUES (?, ?, ?, ?, ?, ?)", (
             (base + vid, role, kind, b.keys[vid], b.anchors[vid], b.owner[vid])
             for vid in range(len(b.keys)) if kept[vid]))

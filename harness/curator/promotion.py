@@ -192,8 +192,7 @@ class PromotionTracker:
                  source: LessonSource | None = None) -> None:
         self.clusters = clusters or Clusters(similarity, source=source)
         self.source = source  # where lessons of earlier passes are read as they recur
-        # cluster id -> evidence: a dict, as a pass over a long history holds a few of many
-        self.lessons: dict[int, Evidence] = {}
+        self.lessons: list[Evidence | None] = []  # cluster id -> evidence
         self.noted: set[int] = set()  # clusters given a note here, not just loaded (`put`)
 
     def add(self, c: Candidate, cluster: int | None = None) -> Evidence:
@@ -207,7 +206,8 @@ class PromotionTracker:
              mission: str, feature: str, run: str | None) -> Evidence:
         """`add` for a note matched to `cluster` already, given by its fields: what a big
         log's loop calls, with no Candidate to build (`day` is ts[:10], interned)."""
-        ev = self.lessons.get(cluster)
+        lessons = self.lessons
+        ev = lessons[cluster] if cluster < len(lessons) else None
         if ev is None:
             known = self.source and self.source.lesson(cluster)
             ev = self.put(cluster, known or Evidence(role, kind, text))
@@ -217,6 +217,8 @@ class PromotionTracker:
 
     def put(self, cluster: int, ev: Evidence) -> Evidence:
         """File `ev` as the evidence of `cluster`."""
+        if cluster >= len(self.lessons):
+            self.lessons.extend([None] * (cluster + 1 - len(self.lessons)))
         self.lessons[cluster] = ev
         return ev
 
@@ -229,7 +231,8 @@ class PromotionTracker:
         identity, until the lesson is noted again.
         """
         lessons = self.lessons
-        return [ev for cid in sorted(self.noted) if (ev := lessons[cid]).due()]
+        return [ev for cid in sorted(self.noted) if (ev := lessons[cid]) is not None
+                and ev.due()]
 
 
 @dataclass
