@@ -98,8 +98,7 @@ class MemoryBook:
         self._spare = bounds.notes_kept()
         self._seq = 0
         self.clusters = clusters or Clusters(similarity)
-        # cluster id -> item: a dict, as a pass over a long history holds a few of many ids
-        self._lessons: dict[int, Item] = {}
+        self._lessons: list[Item | None] = []  # cluster id -> item
         self._topics = LessonIndex(topic_similarity, anchored=False)
         self._explicit: dict[str, int] = {}
         self._current: list[Item] = []  # topic id -> current decision
@@ -129,9 +128,9 @@ class MemoryBook:
         if item.letter == "L":
             bucket, norm = (item.role, item.kind), normalize(item.text)
             cid = self.clusters.find(bucket, norm)
-            if cid is None or cid in self._lessons:
+            if cid is None or (cid < len(self._lessons) and self._lessons[cid] is not None):
                 cid = self.clusters.new(bucket, norm)
-            self._lessons[cid] = item
+            self._put(cid, item)
         elif item.letter == "D" and not item.in_history:
             explicit, topic = topic_of(item.text)
             if explicit:
@@ -166,11 +165,10 @@ class MemoryBook:
         """`add` for a lesson note matched to cluster `cid` already, seen on `day` by run
         (or feature) `ref`: what a big log's loop calls, with no Entry to build."""
         self._seq += 1
-        item = self._lessons.get(cid)
+        item = self._lessons[cid] if cid < len(self._lessons) else None
         if item is None:
             ids = (ref,) if ref != "-" else ()
-            self._lessons[cid] = Item("L", kind, role, clip(text, TEXT_MAX), day, self._seq,
-                                      ids=ids)
+            self._put(cid, Item("L", kind, role, clip(text, TEXT_MAX), day, self._seq, ids=ids))
             return
         item.note(ref, day)
         if item.in_history:  # back from History: it recurs
@@ -186,6 +184,11 @@ class MemoryBook:
         """The newest plain notes, oldest first, each with its number: its place among the
         entries `add`, `note_lesson` and `count_notes` took (from 1)."""
         self._context.extend(notes)
+
+    def _put(self, cid: int, item: Item) -> None:
+        if cid >= len(self._lessons):
+            self._lessons.extend([None] * (cid + 1 - len(self._lessons)))
+        self._lessons[cid] = item
 
     def _add_topic(self, item: Item) -> None:
         explicit, topic = topic_of(item.text)
@@ -204,8 +207,7 @@ class MemoryBook:
     def compact(self) -> Compacted:
         """The bounded MEMORY.md and summary.md, and the old lines that left MEMORY.md."""
         caps = self.bounds.shares()
-        by_cluster = self._lessons  # taken in cluster order: ranks can tie
-        live = [i for c in sorted(by_cluster) if not (i := by_cluster[c]).in_history]
+        live = [i for i in self._lessons if i is not None and not i.in_history]
         best = heapq.nsmallest(caps["Lessons"] + caps["History"], live, key=Item.rank)
         lessons, demoted = best[: caps["Lessons"]], best[caps["Lessons"]:]
         newest = sorted(self._current, key=lambda i: (i.day, i.seq), reverse=True)
