@@ -26,6 +26,7 @@ import sys
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import repeat
 
 from harness.curator.clusters import Clusters
 from harness.curator.items import TEXT_MAX, Item, clip, parse_item
@@ -186,8 +187,8 @@ class MemoryBook:
         self._context.extend(notes)
 
     def _put(self, cid: int, item: Item) -> None:
-        if cid >= len(self._lessons):
-            self._lessons.extend([None] * (cid + 1 - len(self._lessons)))
+        if cid >= len(self._lessons):  # no temporary list (see PromotionTracker.put)
+            self._lessons.extend(repeat(None, cid + 1 - len(self._lessons)))
         self._lessons[cid] = item
 
     def _add_topic(self, item: Item) -> None:
