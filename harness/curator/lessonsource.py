@@ -38,7 +38,7 @@ class LessonDB:
         asked, fetched = self._asked.get(bucket, ()), self._fetched.setdefault(bucket, {})
         new = [k for k in dict.fromkeys(keys) if (" ", k) not in asked and k not in fetched]
         fetched.update(dict.fromkeys(new))
-        # a key held twice keeps its first phrasing (the last row here), as an index seek
+        # newest first: a key held twice ends on its first row, the one a single seek finds
         for key, lesson in self._rows_in("key, lesson FROM variant", "key", bucket, new,
                                          " ORDER BY vid DESC"):
             fetched[key] = lesson
