@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harness.curator import lessondb, planning, record
+from harness.curator import lessondb, lessonsource, planning, record
 from harness.curator.curate import CuratorSettings, curate
 from tests.test_curate import note
 
@@ -164,8 +164,59 @@ def test_missions_at_another_similarity_keep_a_database_of_their_own(tmp_path) -
 def test_a_note_of_more_words_than_one_query_takes_is_matched(tmp_path) -> None:
     state, identity = tmp_path / "shop", tmp_path / "identity"
     state.mkdir()
-    long = " ".join(f"w{n}" for n in range(2 * lessondb.QUERY_WORDS + 7))
+    long = " ".join(f"w{n}" for n in range(2 * lessonsource.QUERY_WORDS + 7))
     for n in range(2):
         note(state, f"make check {long}", "TRICK", feature=f"F-00{n}", run=f"r{n}")
         report = curate(state, identity, "shop", CuratorSettings(), now=NOW)
     assert [p.text for p in report.promoted] == [f"make check {long}"]
+
+
+def traced(monkeypatch) -> list[str]:
+    """The statements the passes from now on run on the lesson database."""
+    statements: list[str] = []
+    real = lessondb._open
+
+    def open_traced(identity: Path, similarity: float) -> lessondb.LessonDB | None:
+        db = real(identity, similarity)
+        if db is not None:
+            db.conn.set_trace_callback(statements.append)
+        return db
+
+    monkeypatch.setattr(lessondb, "_open", open_traced)
+    return statements
+
+
+def test_a_phrasing_the_database_knows_is_matched_without_its_words(tmp_path,
+                                                                     monkeypatch) -> None:
+    state, identity = tmp_path / "shop", tmp_path / "identity"
+    state.mkdir()
+    for n in range(3):
+        note(state, f"tool{n} --opt{n} needs its fixtures first", "TRICK",
+             feature=f"F-{n:03d}", run=f"r{n}")
+    curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    statements = traced(monkeypatch)
+    note(state, "tool1 --opt1 needs its fixtures first", "TRICK", feature="F-900", run="x")
+    report = curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    assert [p.text for p in report.promoted] == ["tool1 --opt1 needs its fixtures first"]
+    # MEMORY.md's three lessons and the new note are phrasings the database holds
+    assert statements and not [s for s in statements if "FROM word" in s]
+    statements.clear()
+    note(state, "tool2 --opt2 always needs its fixtures first", "TRICK", feature="F-901", run="y")
+    curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    assert [s for s in statements if "FROM word" in s]  # new words: looked up to match
+
+
+def test_memory_md_lessons_are_looked_up_in_one_query_per_bucket(tmp_path, monkeypatch) -> None:
+    state, identity = tmp_path / "shop", tmp_path / "identity"
+    state.mkdir()
+    for n in range(30):
+        note(state, f"tool{n} --opt{n} needs its fixtures first", "TRICK",
+             feature=f"F-{n:03d}", run=f"r{n}")
+    curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    assert (state / "MEMORY.md").read_text().count(" TRICK ") == 30
+    statements = traced(monkeypatch)
+    note(state, "tool1 --opt1 needs its fixtures first", "TRICK", feature="F-900", run="x")
+    report = curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    assert [p.text for p in report.promoted] == ["tool1 --opt1 needs its fixtures first"]
+    # the 30 MEMORY.md lessons: one query; the new note's phrasing was asked with them
+    assert len([s for s in statements if "FROM variant WHERE role" in s]) == 1

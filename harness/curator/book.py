@@ -24,8 +24,9 @@ import heapq
 import re
 import sys
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import repeat
 
 from harness.curator.clusters import Clusters
 from harness.curator.items import TEXT_MAX, Item, clip, parse_item
@@ -108,14 +109,12 @@ class MemoryBook:
         self._superseded_old: list[Item] = []
         self.history: list[Item] = []
         self._old_lines: list[Item] = []
-        sections = parse_sections(memory_text)
-        for name in ("Lessons", "Decisions", "Context", "History"):
-            for line in sections.get(name, []):
-                if line.strip():
-                    self._load(parse_item(line.rstrip()), name)
-        for line in sections.get("", []):
-            if line.strip() and not line.startswith("# "):
-                self._load(parse_item(line.rstrip()), "History")
+        items = [(parse_item(line.rstrip()), name) for name, line in _memory_lines(memory_text)]
+        # the lessons' exact phrasings, asked of a database at once rather than one by one
+        self.clusters.expect(((i.role, i.kind), normalize(i.text).key)
+                             for i, _ in items if i.letter == "L")
+        for item, name in items:
+            self._load(item, name)
         top = {"L": 0, "D": 0, "C": 0}
         for item in self._old_lines:
             if item.letter:
@@ -188,8 +187,8 @@ class MemoryBook:
         self._context.extend(notes)
 
     def _put(self, cid: int, item: Item) -> None:
-        if cid >= len(self._lessons):
-            self._lessons.extend([None] * (cid + 1 - len(self._lessons)))
+        if cid >= len(self._lessons):  # no temporary list (see PromotionTracker.put)
+            self._lessons.extend(repeat(None, cid + 1 - len(self._lessons)))
         self._lessons[cid] = item
 
     def _add_topic(self, item: Item) -> None:
@@ -239,6 +238,19 @@ class MemoryBook:
                     if i.old_line is not None and id(i) not in written]
         return Compacted(memory, build_summary(lessons, decisions, self.bounds), archived,
                          dict(self.next_ids))
+
+
+def _memory_lines(memory_text: str) -> Iterator[tuple[str, str]]:
+    """(section, line) of each of MEMORY.md's item lines, in the order they load; a line
+    outside the sections goes to History."""
+    sections = parse_sections(memory_text)
+    for name in ("Lessons", "Decisions", "Context", "History"):
+        for line in sections.get(name, []):
+            if line.strip():
+                yield name, line
+    for line in sections.get("", []):
+        if line.strip() and not line.startswith("# "):
+            yield "History", line
 
 
 def _context_item(note: Item | tuple[int, Entry]) -> Item:

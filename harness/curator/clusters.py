@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 from harness.curator.matching import LessonIndex, Source
 from harness.curator.text import Norm, normalize
@@ -41,11 +42,18 @@ class RecentTexts:
         self._new[key] = value
 
 
+class BatchSource(Source, Protocol):
+    """A `matching.Source` that can look up many exact phrasings of a bucket in one go."""
+
+    def prefetch(self, bucket: Any, keys: Iterable[str]) -> None: ...
+
+
 class Clusters:
     """Cluster ids handed out over one LessonIndex, so L3 and promotion share one clustering."""
 
-    def __init__(self, threshold: float, source: Source | None = None) -> None:
+    def __init__(self, threshold: float, source: BatchSource | None = None) -> None:
         self.index = LessonIndex(threshold, source=source)
+        self.source = source
         self.count = 0
         # (bucket, exact text) -> cluster: a note repeated word for word skips
         # normalising and matching
@@ -66,6 +74,17 @@ class Clusters:
         if cid == self.count:
             self.count += 1
         return cid
+
+    def expect(self, queries: Iterable[tuple[Any, str]]) -> None:
+        """Let the source look up at once the exact phrasings (bucket, key) about to be
+        found, one by one (a lazy iterable: not consumed without a source)."""
+        if self.source is None:
+            return
+        keys: dict[Any, list[str]] = {}
+        for bucket, key in queries:
+            keys.setdefault(bucket, []).append(key)
+        for bucket, bucket_keys in keys.items():
+            self.source.prefetch(bucket, bucket_keys)
 
     def find(self, bucket: Any, norm: Norm) -> int | None:
         """The cluster `norm` belongs to, or None."""

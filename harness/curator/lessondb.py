@@ -5,10 +5,10 @@ evidence, the phrasings indexed for it, and per word its count and recent postin
 (`matching`'s index), with how far into the log it reaches (offset, a hash of the bytes
 before it, the highest seq per batch). A pass opens it in one read transaction (WAL: a
 snapshot that never blocks another mission's curator) and asks only for the rows its new
-notes touch: the lessons they join, the words they hold. At its commit it writes back
-what changed, in one transaction, unless another curator wrote in between (the
-generation tells): then it writes nothing, and the next pass reads the log from the older
-offset. A pass with no usable database (none yet, a log that shrank or changed, a damaged
+notes touch: the lessons they join, the words they hold (`lessonsource`). At its commit it
+writes back what changed, in one transaction, unless another curator wrote in between
+(the generation tells): then it writes nothing, and the next pass reads the log from the
+older offset. A pass with no usable database (none yet, a log that shrank or changed, a damaged
 file) clusters in memory and writes a whole new one. It is a cache: the log decides.
 """
 
@@ -24,13 +24,13 @@ from typing import Any
 import orjson
 
 from harness.curator import record as log
+from harness.curator.lessonsource import LessonDB
 from harness.curator.promotion import PROMOTABLE, Evidence, PromotionTracker
 from harness.curator.record import RecordRead
 from harness.curator.shortlist import POSTING_CAP
 from harness.state.store import hold_lock
 
 VERSION = 2  # 2: clusters joined by the second opinion (`learned`) too; v1 files are left alone
-QUERY_WORDS = 500  # words per query: SQLite caps the parameters of one statement
 OLD_DIGEST = ".candidates.digest"  # the cache before this one: removed when a database is made
 SCHEMA = """
 CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL);
@@ -51,74 +51,6 @@ def db_name(similarity: float) -> str:
     at other similarities, or another version of the harness, never replace a database
     another curator has open (SQLite's WAL files go by the database's path)."""
     return f".candidates.v{VERSION}-s{similarity:g}.db"
-
-
-class LessonDB:
-    """An open database as the index's and the tracker's source (`matching.Source`)."""
-
-    def __init__(self, conn: sqlite3.Connection, meta: dict[str, Any]) -> None:
-        self.conn = conn
-        self.generation: int = meta["generation"]
-        self.first_cluster: int = meta["next_cluster"]  # clusters below are in the database
-        self.first_vid = self.next_vid = meta["next_vid"]
-        self.read = RecordRead(meta["end"], meta["tail_sha"], dict(meta["batches"]))
-        self._asked: dict[Any, set] = {}  # bucket -> keys and words looked up
-
-    def covers(self, bucket: Any) -> bool:
-        return bucket[1] in PROMOTABLE
-
-    def fault(self, bucket: Any, b: Any, key: str, words: set[str]) -> None:
-        """Bring into `b` what a query of `key` needs: its exact phrasing, its words."""
-        asked = self._asked.setdefault(bucket, set())
-        role, kind = bucket
-        if (" ", key) not in asked:
-            asked.add((" ", key))
-            hit = self.conn.execute("SELECT lesson FROM variant WHERE role=? AND kind=? "
-                                    "AND key=? LIMIT 1", (role, kind, key)).fetchone()
-            if hit is not None and key not in b.exact:
-                b.exact[key] = hit[0]
-        new = [w for w in words if w not in asked]
-        if not new:
-            return
-        asked.update(new)
-        for first in range(0, len(new), QUERY_WORDS):
-            chunk = new[first:first + QUERY_WORDS]
-            for word, df, postings in self.conn.execute(
-                    f"SELECT word, df, postings FROM word WHERE role=? AND kind=? AND word IN "
-                    f"({','.join('?' * len(chunk))})", (role, kind, *chunk)):
-                b.df[word] = df
-                b.postings[word] = orjson.loads(postings)
-
-    def fault_variants(self, b: Any, vids: list[int]) -> None:
-        """Bring the phrasings `vids` into `b`."""
-        missing = [v for v in vids if v not in b.keys]
-        if not missing:
-            return
-        marks = ",".join("?" * len(missing))
-        for vid, key, packed, lesson in self.conn.execute(
-                f"SELECT vid, key, packed, lesson FROM variant WHERE vid IN ({marks})", missing):
-            b.keys[vid], b.anchors[vid], b.owner[vid] = key, packed, lesson
-            b.strict[vid] = tuple(w[1:] for w in packed.split() if w[0] == "!")
-
-    def variant_count(self, cluster: int) -> int | None:
-        if cluster >= self.first_cluster:
-            return None
-        return self.conn.execute("SELECT count(*) FROM variant WHERE lesson=?",
-                                 (cluster,)).fetchone()[0]
-
-    def take_vid(self) -> int:
-        self.next_vid += 1
-        return self.next_vid - 1
-
-    def lesson(self, cluster: int) -> Evidence | None:
-        """The evidence the database holds for `cluster`, or None."""
-        if cluster >= self.first_cluster:
-            return None
-        row = self.conn.execute("SELECT row FROM lesson WHERE id=?", (cluster,)).fetchone()
-        return None if row is None else Evidence.from_row(orjson.loads(row[0]))
-
-    def close(self) -> None:
-        self.conn.close()
 
 
 def load(identity: Path, similarity: float) -> tuple[PromotionTracker, RecordRead]:

@@ -30,11 +30,11 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import repeat
 from typing import NamedTuple, Protocol
 
-from harness.curator.clusters import Clusters
+from harness.curator.clusters import BatchSource, Clusters
 from harness.curator.identity import IdentityIndex
-from harness.curator.matching import Source
 
 PROMOTABLE = ("TRICK", "FAIL", "FORGOT")
 LISTED = 3  # provenance values listed per field; the count stays exact
@@ -179,8 +179,8 @@ class Evidence:
         return f"- {self.kind}: {text or self.text} [{'; '.join(parts)}]"
 
 
-class LessonSource(Source, Protocol):
-    """The index's source (`matching.Source`) that holds the lessons' evidence too."""
+class LessonSource(BatchSource, Protocol):
+    """The index's source (`clusters.BatchSource`) that holds the lessons' evidence too."""
 
     def lesson(self, cluster: int) -> Evidence | None: ...
     def close(self) -> None: ...
@@ -219,7 +219,9 @@ class PromotionTracker:
     def put(self, cluster: int, ev: Evidence) -> Evidence:
         """File `ev` as the evidence of `cluster`."""
         if cluster >= len(self.lessons):
-            self.lessons.extend([None] * (cluster + 1 - len(self.lessons)))
+            # no temporary list: a pass over 1M entries of history puts a lesson ~108k ids
+            # in, and a list that long cost ~1 ms to make and drop
+            self.lessons.extend(repeat(None, cluster + 1 - len(self.lessons)))
         self.lessons[cluster] = ev
         return ev
 
