@@ -104,7 +104,7 @@ def model() -> PairModel:
 
 
 def second_opinion(a_key: str, a_words: set[str], a_anchors: list[str], a_strict: list[str],
-                   refused: list[tuple], df: dict[str, int]) -> object | None:
+                   refused: list[tuple], df: dict[str, int]) -> int | None:
     """Of the (id, key, anchors, strict words) the rule refused without a conflict, the id
     the model is surest says the query's lesson, if it reaches THRESHOLD; else None."""
     pairs, count = model(), df.get
