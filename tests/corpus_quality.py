@@ -23,7 +23,8 @@ DATA = Path(__file__).resolve().parent / "data"
 DEVELOPMENT = DATA / "curator_corpus"
 CORPORA = DATA / "corpora"
 # written apart from the match rule, then used to fit the second opinion's model
-FITTED = ("web_mobile", "data_ml", "infra_systems", "jvm_services", "games_scripting")
+FITTED = ("web_mobile", "data_ml", "infra_systems", "jvm_services", "games_scripting",
+          "embedded_rust", "frontend_monorepo", "cloud_data_ops")
 PARTS = 3  # each mission's log is fed in thirds, missions interleaved, as cron passes would
 
 
