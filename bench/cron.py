@@ -7,9 +7,10 @@ A cron job runs the curator every 30 minutes; each pass finds a few new raw.md e
 behind a history that earlier passes curated. For each history size N this writes
 bench/curator.py's raw.md of N entries and its candidate record from three other missions
 (N/20 lines), and curates them once ("history-s": that one run). Then, `--passes` times,
-it appends `--new` entries from the same lesson pool, spread over the next 30 minutes
-(`curator.append_entries`), and times one curator pass over them in a fresh subprocess
-(the curate() call, not the interpreter's start). The row is the pass of median time;
+for each history in turn (alternating, so a change in the machine's load reaches each
+alike), it appends `--new` entries from the same lesson pool, spread over the next 30
+minutes (`curator.append_entries`), and times one curator pass over them in a fresh
+subprocess (the curate() call, not the interpreter's start). The row is the pass of median time;
 "min-s" and "max-s" are the fastest and the slowest. Each pass opens the lesson database
 (`<identity>/.candidates.v2-s75.db`, `harness.curator.lessondb`), reads the rows its new notes
 touch and, when it appends candidates, writes back what changed: "db-open-s" and
@@ -89,17 +90,6 @@ def build_history(folder: Path, n: int) -> tuple[int, dict]:
     return last, curator.run_child(folder)
 
 
-def cron_passes(folder: Path, history: int, last: int, passes: int, new: int
-                ) -> tuple[int, list[dict]]:
-    """`passes` curator passes, each after `new` entries appended: the time of the last
-    entry, and each pass's report."""
-    results = []
-    for p in range(passes):
-        last = curator.append_entries(folder / "state", new, history, last, seed=p + 1)
-        results.append(curator.run_child(folder, __file__))
-    return last, results
-
-
 def mib(path: Path) -> float:
     return path.stat().st_size / 2**20 if path.exists() else 0.0
 
@@ -126,6 +116,29 @@ def profile(folder: Path, history: int, last: int, new: int, lines: int) -> str:
             f"write {result['write_s']:.3f} s)\n{result['profile'].strip()}")
 
 
+def timed_passes(histories: list[int], folders: dict[int, Path], args: argparse.Namespace
+                 ) -> tuple[dict[int, float], str]:
+    """Build every history, then time the passes alternating between them, so that a change
+    in the machine's load reaches every history alike; print a row per history. The median
+    pass per history, and the profile of one more pass at the biggest."""
+    last, first, results = {}, {}, {n: [] for n in histories}
+    for n in histories:
+        folders[n] = Path(tempfile.mkdtemp(prefix=f"curator-cron-{n}-"))
+        last[n], first[n] = build_history(folders[n], n)
+    for p in range(max(1, args.passes)):
+        for n in histories:
+            last[n] = curator.append_entries(folders[n] / "state", args.new, n, last[n],
+                                             seed=p + 1)
+            results[n].append(curator.run_child(folders[n], __file__))
+    for n in histories:
+        print(row(n, args.new, results[n], first[n], folders[n]), flush=True)
+    seconds = {n: sorted(r["seconds"] for r in results[n])[len(results[n]) // 2]
+               for n in histories}
+    big = max(histories)
+    profiled = profile(folders[big], big, last[big], args.new, args.profile) if args.profile else ""
+    return seconds, profiled
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--histories", default="1000,1000000",
@@ -142,18 +155,11 @@ def main() -> None:
         return
     histories = [int(s) for s in args.histories.split(",") if s.strip()]
     print(" ".join(f"{c:>{WIDTH[c]}}" for c in COLUMNS), flush=True)
-    seconds: dict[int, float] = {}
-    profiled = ""
-    for n in histories:
-        folder = Path(tempfile.mkdtemp(prefix=f"curator-cron-{n}-"))
-        try:
-            last, first = build_history(folder, n)
-            last, results = cron_passes(folder, n, last, max(1, args.passes), args.new)
-            print(row(n, args.new, results, first, folder), flush=True)
-            seconds[n] = sorted(r["seconds"] for r in results)[len(results) // 2]
-            if args.profile and n == max(histories):
-                profiled = profile(folder, n, last, args.new, args.profile)
-        finally:
+    folders: dict[int, Path] = {}
+    try:
+        seconds, profiled = timed_passes(histories, folders, args)
+    finally:
+        for folder in folders.values():
             shutil.rmtree(folder, ignore_errors=True)
     if len(seconds) > 1:
         small, big = min(seconds), max(seconds)
