@@ -55,6 +55,17 @@ def curate_all(folder: Path, missions: list[str], forget: bool) -> list[str]:
     return promoted
 
 
+def curated_shop(tmp_path: Path, count: int) -> tuple[Path, Path]:
+    """Mission "shop" with `count` distinct TRICKs (tool{n} --opt{n}), curated once."""
+    state, identity = tmp_path / "shop", tmp_path / "identity"
+    state.mkdir()
+    for n in range(count):
+        note(state, f"tool{n} --opt{n} needs its fixtures first", "TRICK",
+             feature=f"F-{n:03d}", run=f"r{n}")
+    curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    return state, identity
+
+
 def test_passes_over_the_database_agree_with_passes_over_all_history(tmp_path) -> None:
     runs = {}
     for name, forget in (("kept", False), ("rebuilt", True)):
@@ -75,12 +86,7 @@ def test_passes_over_the_database_agree_with_passes_over_all_history(tmp_path) -
 
 
 def test_a_pass_reads_only_the_lessons_its_notes_join(tmp_path, monkeypatch) -> None:
-    state, identity = tmp_path / "shop", tmp_path / "identity"
-    state.mkdir()
-    for n in range(400):
-        note(state, f"tool{n} --opt{n} needs its fixtures first", "TRICK",
-             feature=f"F-{n:03d}", run=f"r{n}")
-    curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    state, identity = curated_shop(tmp_path, 400)
     asked: list[int] = []
     real = lessondb.LessonDB.lesson
     monkeypatch.setattr(lessondb.LessonDB, "lesson",
@@ -188,12 +194,7 @@ def traced(monkeypatch) -> list[str]:
 
 def test_a_phrasing_the_database_knows_is_matched_without_its_words(tmp_path,
                                                                      monkeypatch) -> None:
-    state, identity = tmp_path / "shop", tmp_path / "identity"
-    state.mkdir()
-    for n in range(3):
-        note(state, f"tool{n} --opt{n} needs its fixtures first", "TRICK",
-             feature=f"F-{n:03d}", run=f"r{n}")
-    curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    state, identity = curated_shop(tmp_path, 3)
     statements = traced(monkeypatch)
     note(state, "tool1 --opt1 needs its fixtures first", "TRICK", feature="F-900", run="x")
     report = curate(state, identity, "shop", CuratorSettings(), now=NOW)
@@ -207,12 +208,7 @@ def test_a_phrasing_the_database_knows_is_matched_without_its_words(tmp_path,
 
 
 def test_memory_md_lessons_are_looked_up_in_one_query_per_bucket(tmp_path, monkeypatch) -> None:
-    state, identity = tmp_path / "shop", tmp_path / "identity"
-    state.mkdir()
-    for n in range(30):
-        note(state, f"tool{n} --opt{n} needs its fixtures first", "TRICK",
-             feature=f"F-{n:03d}", run=f"r{n}")
-    curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    state, identity = curated_shop(tmp_path, 30)
     assert (state / "MEMORY.md").read_text().count(" TRICK ") == 30
     statements = traced(monkeypatch)
     note(state, "tool1 --opt1 needs its fixtures first", "TRICK", feature="F-900", run="x")
