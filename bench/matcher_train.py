@@ -33,7 +33,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from corpus_quality import PARTS, development_corpora, read_corpus  # noqa: E402
+from corpus_quality import (  # noqa: E402
+    development_corpora,
+    due_by_rule,
+    read_corpus,
+    reading_order,
+)
 
 from harness.curator import learned  # noqa: E402
 from harness.curator.matching import _accept, _conflict  # noqa: E402
@@ -46,18 +51,15 @@ ROUNDS, RATE, DEPTH = 80, 0.2, 3
 
 
 def notes_in_order(folder: Path) -> tuple[list[tuple], set]:
-    """(mission, family, entry) of each lesson note, in the curator's reading order."""
+    """(mission, family, entry, line) of each lesson note, in the curator's reading order
+    (a noise note gets a family of its own)."""
     rows, expected = read_corpus(folder)
-    missions = list(dict.fromkeys(m for m, _, _ in rows))
     notes = []
-    for part in range(PARTS):
-        for mission in missions:
-            mine = [r for r in rows if r[0] == mission]
-            for i, (m, family, line) in enumerate(
-                    mine[part * len(mine) // PARTS:(part + 1) * len(mine) // PARTS]):
-                e = parse_entry(line)
-                if e and e.kind in PROMOTED_KINDS:
-                    notes.append((m, family if family != "-" else f"-{m}{part}{i}", e))
+    for _, chunk in reading_order(rows):
+        for m, family, line in chunk:
+            e = parse_entry(line)
+            if e and e.kind in PROMOTED_KINDS:
+                notes.append((m, family if family != "-" else f"-{len(notes)}", e, line))
     return notes, expected
 
 
@@ -66,16 +68,17 @@ def pairs(notes: list[tuple], similarity: float) -> list[tuple]:
     bucket; features None when the rule vetoes or accepts (the model is not asked)."""
     out, earlier = [], collections.defaultdict(list)
     df: dict = collections.defaultdict(collections.Counter)
-    for i, (_, family, e) in enumerate(notes):
+    for i, (_, family, e, _) in enumerate(notes):
         bucket = (e.role, e.kind)
         a = normalize(e.text)
         a_words, a_anchors, a_strict = set(a.key.split()), a.anchors.split(), a.strict.split()
+        weight = learned.weights(a_words, df[bucket].__getitem__)
         for j in earlier[bucket]:
             b = normalize(notes[j][2].text)
             b_anchors, b_strict = b.anchors.split(), b.strict.split()
             same = family == notes[j][1] and not family.startswith("-")
             x = learned.features(a.key, a_words, set(a_anchors), set(a_strict), b.key,
-                                 set(b_anchors), set(b_strict), df[bucket].__getitem__)
+                                 set(b_anchors), set(b_strict), weight)
             accepted = a.key == b.key or _accept(a.key, a_words, a_strict, a_anchors, b.key,
                                                  b_strict, b_anchors, similarity)
             vetoed = bool(a_anchors or b_anchors) and _conflict(
@@ -149,21 +152,18 @@ def promotions(notes: list[tuple], prs: list[tuple], model: learned.PairModel,
     for i, note in enumerate(notes):
         members[cluster[i]].append(note)
     runs = collections.defaultdict(set)
-    for _, family, e in notes:
+    for _, family, e, _ in notes:
         runs[family].add(e.run)
-    right, promoted, counted = 0, 0, set()
-    for group in members.values():
-        kind = group[0][2].kind
-        occasions = ({(m, e.feature) for m, _, e in group} if kind == "TRICK" else
-                     {m for m, _, _ in group} if kind == "FAIL" else {e.run for _, _, e in group})
-        if len(occasions) < 2:
-            continue
-        promoted += 1
-        family = group[0][1]
-        if ((group[0][2].role, kind, family) in expected and family not in counted
-                and {e.run for _, _, e in group} <= runs[family]):
+    due = due_by_rule([[m, str(cluster[i]), line] for i, (m, _, _, line) in enumerate(notes)])
+    right, counted = 0, set()
+    for _, _, label in due:
+        group = members[int(label)]
+        role, kind, family = group[0][2].role, group[0][2].kind, group[0][1]
+        if ((role, kind, family) in expected and family not in counted
+                and {e.run for _, _, e, _ in group} <= runs[family]):
             right += 1
             counted.add(family)
+    promoted = len(due)
     return (right / promoted if promoted else 1.0), right / len(expected)
 
 

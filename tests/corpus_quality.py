@@ -13,6 +13,7 @@ bench/matcher_train.py.
 from __future__ import annotations
 
 import collections
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,6 +72,16 @@ def read_corpus(folder: Path) -> tuple[list[list[str]], set[tuple[str, ...]]]:
     return rows, expected
 
 
+def reading_order(rows: list[list[str]]) -> Iterator[tuple[str, list[list[str]]]]:
+    """(mission, rows) as cron passes would read them: each mission's rows in PARTS
+    chunks, the missions interleaved."""
+    missions = list(dict.fromkeys(m for m, _, _ in rows))
+    for part in range(PARTS):
+        for mission in missions:
+            mine = [row for row in rows if row[0] == mission]
+            yield mission, mine[part * len(mine) // PARTS:(part + 1) * len(mine) // PARTS]
+
+
 def due_by_rule(rows: list[list[str]]) -> set[tuple[str, str, str]]:
     """The families the promotion rules make due, from the labelled reports alone."""
     workers, runs, missions, kinds = (collections.defaultdict(set) for _ in range(4))
@@ -96,19 +107,15 @@ def evaluate(folder: Path, work: Path, settings: CuratorSettings | None = None) 
         if e and family != "-":
             family_of[e.text] = family
             family_runs[family].add(e.run)
-    missions = list(dict.fromkeys(m for m, _, _ in rows))
     identity = work / "identity"
     promoted = []
-    for part in range(PARTS):
-        for mission in missions:
-            lines = [line for m, _, line in rows if m == mission]
-            chunk = lines[part * len(lines) // PARTS:(part + 1) * len(lines) // PARTS]
-            state = work / mission
-            state.mkdir(parents=True, exist_ok=True)
-            with open(state / "raw.md", "a") as f:
-                f.write("".join(line + "\n" for line in chunk))
-            promoted += curate(state, identity, mission, settings or CuratorSettings(),
-                               now="2026-06-01T00:00:00Z").promoted
+    for mission, chunk in reading_order(rows):
+        state = work / mission
+        state.mkdir(parents=True, exist_ok=True)
+        with open(state / "raw.md", "a") as f:
+            f.write("".join(line + "\n" for _, _, line in chunk))
+        promoted += curate(state, identity, mission, settings or CuratorSettings(),
+                           now="2026-06-01T00:00:00Z").promoted
     right, counted, wrong = 0, set(), []
     for p in promoted:
         family = family_of.get(p.text)

@@ -40,14 +40,18 @@ def rarity(df: int) -> float:
     return 1.0 / (1.0 + math.log1p(df))
 
 
+def weights(a_words: set[str], df: Callable[[str], int]) -> dict[str, float]:
+    """Each query word's `rarity`, from `df`, its count in the bucket (one query, any pair)."""
+    return {w: rarity(df(w)) for w in a_words}
+
+
 def features(a_key: str, a_words: set[str], a_anchors: set[str], a_strict: set[str],
              b_key: str, b_anchors: set[str], b_strict: set[str],
-             df: Callable[[str], int]) -> list[float]:
-    """The pair's overlap features (FEATURES), query `a` against indexed `b`; `df` gives a
-    query word's count in the bucket."""
+             weight: dict[str, float]) -> list[float]:
+    """The pair's overlap features (FEATURES), query `a` against indexed `b`; `weight` is
+    `weights` of the query's words."""
     b_words = set(b_key.split())
     shared, shared_anchors = a_words & b_words, a_anchors & b_anchors
-    weight = {w: rarity(df(w)) for w in a_words}
     total = sum(weight.values()) or 1.0
     anchor_total = sum(weight.get(w, 1.0) for w in a_anchors)
     return [
@@ -94,7 +98,11 @@ class PairModel:
 
     def same(self, x: list[float], threshold: float = THRESHOLD) -> bool:
         """Whether the pair's probability of being one lesson reaches `threshold`."""
-        return self.margin(x) >= math.log(threshold / (1.0 - threshold))
+        return self.margin(x) >= log_odds(threshold)
+
+
+def log_odds(probability: float) -> float:
+    return math.log(probability / (1.0 - probability))
 
 
 @lru_cache(maxsize=1)
@@ -109,10 +117,11 @@ def second_opinion(a_key: str, a_words: set[str], a_anchors: list[str], a_strict
     the model is surest says the query's lesson, if it reaches THRESHOLD; else None."""
     pairs, count = model(), df.get
     anchors, strict = set(a_anchors), set(a_strict)
-    best, best_margin = None, math.log(THRESHOLD / (1.0 - THRESHOLD))
+    weight = weights(a_words, lambda w: count(w, 0))
+    best, best_margin = None, log_odds(THRESHOLD)
     for vid, b_key, b_anchors, b_strict in refused:
         margin = pairs.margin(features(a_key, a_words, anchors, strict, b_key, set(b_anchors),
-                                       set(b_strict), lambda w: count(w, 0)))
+                                       set(b_strict), weight))
         if margin >= best_margin:
             best, best_margin = vid, margin
     return best
