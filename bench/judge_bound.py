@@ -1,0 +1,80 @@
+"""How far promotions could go if a judge (a model asked "same lesson?") settled the pairs
+the curator is unsure of, and how many questions that would take.
+
+    .venv/bin/python bench/judge_bound.py
+
+On each development corpus (never a held-out one), every lesson note is paired with each
+earlier note of its role and kind, in the curator's reading order (`bench/matcher_train.py`).
+The rapidfuzz rule's accepts and the second opinion's joins (probability >= its THRESHOLD,
+no conflict) stand as they are; a pair the second opinion scores at or above LOW but under
+its threshold, conflicting or not, goes to a perfect judge, which joins exactly the pairs of
+one family. Each note joins its best partner, and promotions are counted as
+`tests/corpus_quality.py` counts them. The figures are an upper bound for a judge with the
+shipped pair model, which was fitted on these corpora: a real model errs, and on new notes
+the pair model ranks worse. "None" asks nothing: the curator as it ships.
+"""
+
+from __future__ import annotations
+
+import collections
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tests")]
+
+import matcher_train  # noqa: E402 - bench/ is not a package
+from corpus_quality import development_corpora  # noqa: E402
+
+from harness.curator import learned  # noqa: E402
+from harness.curator.settings import CuratorSettings  # noqa: E402
+
+LOWS = (None, 0.5, 0.2, 0.05)  # the judge is asked about pairs scored in [LOW, THRESHOLD)
+
+
+def judged(prs: list[tuple], low: float | None, model: learned.PairModel) -> tuple[list, int]:
+    """Each note's best partner as (features, same, i, j, accepted, vetoed) rows that
+    `matcher_train.promotions` counts as accepted, and how many questions the judge got."""
+    cut = learned.log_odds(learned.THRESHOLD)
+    floor = None if low is None else learned.log_odds(low)
+    best: dict[int, tuple[float, int]] = {}
+    asked = 0
+    for x, same, i, j, accepted, vetoed in prs:
+        margin = 1e9 if accepted else model.margin(x)
+        if not accepted and not (margin >= cut and not vetoed):
+            if floor is None or margin < floor:
+                continue
+            asked += 1
+            if not same:
+                continue  # the judge says no
+        if margin > best.get(i, (-1e18, 0))[0]:
+            best[i] = (margin, j)
+    return [(None, True, i, j, True, False) for i, (_, j) in best.items()], asked
+
+
+def main() -> None:
+    model, similarity = learned.model(), CuratorSettings().similarity
+    corpora = []
+    for folder in development_corpora():
+        notes, expected = matcher_train.notes_in_order(folder)
+        corpora.append((folder.name, notes, expected, matcher_train.pairs(notes, similarity)))
+    print(f"{'judge asked from':18} {'mean P':>7} {'mean R':>7} {'min R':>7} "
+          f"{'questions per lesson note':>26}")
+    for low in LOWS:
+        figures = collections.defaultdict(list)
+        for _, notes, expected, prs in corpora:
+            rows, asked = judged(prs, low, model)
+            p, r = matcher_train.promotions(notes, rows, model, expected, learned.THRESHOLD)
+            figures["p"].append(p)
+            figures["r"].append(r)
+            figures["q"].append(asked / len(notes))
+        label = "none (as shipped)" if low is None else f"p >= {low}"
+        mean_p, mean_r = statistics.mean(figures["p"]), statistics.mean(figures["r"])
+        print(f"{label:18} {mean_p:7.3f} {mean_r:7.3f} {min(figures['r']):7.3f} "
+              f"{statistics.mean(figures['q']):26.2f}")
+    print(f"({len(corpora)} development corpora: {', '.join(name for name, *_ in corpora)})")
+
+
+if __name__ == "__main__":
+    main()

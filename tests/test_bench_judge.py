@@ -1,0 +1,58 @@
+"""bench/judge_bound.py's judge: asked only about pairs scored in its band, it joins
+exactly the pairs of one family, and the rule's and the second opinion's joins stand."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+from harness.curator import learned
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def load_bench():
+    sys.path[:0] = [str(ROOT / "bench")]  # judge_bound imports matcher_train beside it
+    spec = importlib.util.spec_from_file_location("judge_bound", ROOT / "bench" / "judge_bound.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = load_bench()
+
+
+class Margins:
+    """A pair model whose margin is the pair's one feature."""
+
+    def margin(self, x: list[float]) -> float:
+        return x[0]
+
+
+def row(i: int, j: int, probability: float, *, same: bool, accepted: bool = False,
+        vetoed: bool = False) -> tuple:
+    return ([learned.log_odds(probability)], same, i, j, accepted, vetoed)
+
+
+def partners(rows: list[tuple]) -> dict[int, int]:
+    return {i: j for _, _, i, j, _, _ in rows}
+
+
+def test_without_a_judge_only_the_rule_and_the_second_opinion_join() -> None:
+    prs = [row(1, 0, 0.3, same=True, accepted=True), row(2, 0, 0.95, same=False),
+           row(3, 0, 0.95, same=True, vetoed=True), row(4, 0, 0.6, same=True)]
+    joined, asked = bench.judged(prs, None, Margins())
+    assert partners(joined) == {1: 0, 2: 0} and asked == 0
+
+
+def test_the_judge_is_asked_in_its_band_and_joins_only_one_family() -> None:
+    prs = [row(1, 0, 0.6, same=True, vetoed=True), row(2, 0, 0.6, same=False),
+           row(3, 0, 0.1, same=True), row(4, 0, 0.95, same=True, vetoed=True)]
+    joined, asked = bench.judged(prs, 0.5, Margins())
+    assert partners(joined) == {1: 0, 4: 0}  # 3 is under the band: never asked
+    assert asked == 3
+
+
+def test_a_note_joins_its_best_partner() -> None:
+    prs = [row(5, 0, 0.6, same=True), row(5, 1, 0.8, same=True), row(5, 2, 0.7, same=False)]
+    joined, _ = bench.judged(prs, 0.5, Margins())
+    assert partners(joined) == {5: 1}
