@@ -47,6 +47,7 @@ class PromptCaps(Strict):
 class CuratorConfig(Strict):
     mode: Literal["rules", "model"] = "rules"
     similarity: float | None = Field(default=None, ge=0, le=100)  # None: the curator's default
+    second_opinion: bool = True  # False: the match rule alone decides "same lesson"
 
 
 class MissionConfig(Strict):

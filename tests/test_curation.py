@@ -53,6 +53,18 @@ def test_curator_similarity_comes_from_config(invoke, state: Path) -> None:
     assert status["memory"]["raw"]["entries"] == 36  # nothing was touched
 
 
+def test_curator_second_opinion_comes_from_config(invoke, state: Path) -> None:
+    from harness.config import load_mission_config
+    from harness.run.curation import settings_for
+
+    assert settings_for(load_mission_config(state)).second_opinion is True
+    (state / "config.yaml").write_text("curator: {second_opinion: false}\n")
+    assert settings_for(load_mission_config(state)).second_opinion is False
+    (state / "config.yaml").write_text("curator: {second_opinion: sometimes}\n")
+    result = invoke("curator")
+    assert result.exit_code == 2 and "curator.second_opinion" in result.output
+
+
 def rules_only(state: Path, identity: Path, tmp_path: Path) -> dict[str, str]:
     """summary.md and MEMORY.md as the rules alone make them, from a copy of the state."""
     import shutil

@@ -7,8 +7,10 @@ import json
 import pytest
 from corpus_quality import development_corpora, held_out_corpora
 
-from harness.curator import learned
+from harness.curator import learned, lessondb
 from harness.curator.clusters import Clusters
+from harness.curator.curate import CuratorSettings, curate
+from harness.curator.identity import IdentityIndex
 from harness.curator.matching import same_lesson
 
 BUCKET = ("worker", "TRICK")
@@ -25,6 +27,34 @@ def test_a_paraphrase_the_rule_refuses_joins_the_lesson() -> None:
     assert not same_lesson(first, second, 75.0)  # the rule alone keeps them apart
     clusters = Clusters(75.0)
     assert clusters.assign_text(BUCKET, first) == clusters.assign_text(BUCKET, second)
+
+
+def test_with_the_second_opinion_off_the_rule_alone_decides() -> None:
+    first, second = MAKE_PHONY
+    clusters = Clusters(75.0, second_opinion=False)
+    assert clusters.assign_text(BUCKET, first) != clusters.assign_text(BUCKET, second)
+    for on in (True, False):  # what identity already says, in other words
+        identity = IdentityIndex(75.0, second_opinion=on)
+        identity.add("worker", first)
+        assert identity.knows("worker", second) is on
+
+
+def test_curator_second_opinion_off_keeps_paraphrases_apart_in_a_database_of_its_own(
+        tmp_path) -> None:
+    """Two workers say the make .PHONY lesson in other words: promoted only with the second
+    opinion; with it off the pass clusters by the rule alone, in its own lesson database."""
+    promoted = {}
+    for on in (True, False):
+        state, identity = tmp_path / f"state-{on}", tmp_path / f"identity-{on}"
+        state.mkdir()
+        (state / "raw.md").write_text("".join(
+            f"[2026-04-2{n}T10:00:00Z] worker F-00{n} TRICK: {text} (run r{n}-worker-F-00{n})\n"
+            for n, text in enumerate(MAKE_PHONY, start=1)))
+        settings = CuratorSettings(second_opinion=on)
+        promoted[on] = curate(state, identity, "shop", settings).promoted
+        assert (identity / lessondb.db_name(75.0, on)).exists()
+        assert not (identity / lessondb.db_name(75.0, not on)).exists()
+    assert len(promoted[True]) == 1 and promoted[False] == []
 
 
 def test_a_conflicting_flag_still_keeps_near_misses_apart() -> None:

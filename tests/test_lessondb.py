@@ -182,8 +182,9 @@ def traced(monkeypatch) -> list[str]:
     statements: list[str] = []
     real = lessondb._open
 
-    def open_traced(identity: Path, similarity: float) -> lessondb.LessonDB | None:
-        db = real(identity, similarity)
+    def open_traced(identity: Path, similarity: float,
+                    second_opinion: bool) -> lessondb.LessonDB | None:
+        db = real(identity, similarity, second_opinion)
         if db is not None:
             db.conn.set_trace_callback(statements.append)
         return db

@@ -150,8 +150,9 @@ def _explain(ctx: click.Context, text: str, role: str | None, kind: str | None) 
 
     paths = paths_of(ctx)
     state = check_state(paths.state)
-    similarity = settings_for(load_mission_config(state)).similarity
-    return explain(state, paths.identity, text, similarity, role=role, kind=kind)
+    settings = settings_for(load_mission_config(state))
+    return explain(state, paths.identity, text, settings.similarity, role=role, kind=kind,
+                   second_opinion=settings.second_opinion)
 
 
 @cli.command()

@@ -86,7 +86,8 @@ def cursor_start(paths: CuratorPaths, cursor: dict) -> int | None:
 
 
 def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
-                  digest: dict[str, Any] | None = None) -> set[int]:
+                  digest: dict[str, Any] | None = None, *,
+                  second_opinion: bool = True) -> set[int]:
     """Carry out `journal`; the indexes of staged promotions identity turned out to hold.
 
     `digest` is what `lessondb.append` needs to bring the lesson database up to date
@@ -98,7 +99,7 @@ def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
         lessondb.append(paths.identity, paths.staged_candidates, **(digest or {}))
     skipped: set[int] = set()
     if journal["promotions"]:
-        skipped = _promote(paths, journal["identity_sizes"], similarity)
+        skipped = _promote(paths, journal["identity_sizes"], similarity, second_opinion)
     _archive(paths, journal)
     _rewrite_raw(paths, journal["raw"])
     raw = journal["raw"]
@@ -135,7 +136,8 @@ def read_text(path: Path) -> str:
         return ""
 
 
-def _promote(paths: CuratorPaths, sizes: dict[str, int], similarity: float) -> set[int]:
+def _promote(paths: CuratorPaths, sizes: dict[str, int], similarity: float,
+             second_opinion: bool) -> set[int]:
     """Append the staged promotions under the identity lock; skip what identity holds.
 
     The plan checked identity already; a role file is checked again only if it
@@ -152,7 +154,8 @@ def _promote(paths: CuratorPaths, sizes: dict[str, int], similarity: float) -> s
                     path = paths.role_file(role)
                     current = read_text(path)
                     if len(current.encode()) != sizes.get(role):
-                        recheck[role] = IdentityIndex(similarity)
+                        recheck[role] = IdentityIndex(similarity,
+                                                      second_opinion=second_opinion)
                         recheck[role].add_text(role, current)
                     outs[role] = out = open(path, "ab")
                     if not current:

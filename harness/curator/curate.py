@@ -85,7 +85,8 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
             if dry_run:
                 raise UsageError("an interrupted curator run is pending; run the curator "
                                  "without --dry-run to finish it first")
-            apply_journal(paths, read_json(paths.journal), settings.similarity)
+            apply_journal(paths, read_json(paths.journal), settings.similarity,
+                          second_opinion=settings.second_opinion)
         planner = Planner(paths, mission, settings, today, report, refine, lock_fd=lock.fd)
         try:
             journal = planner.plan()
@@ -93,7 +94,8 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
                 write_journal(paths, journal)
                 skipped = apply_journal(paths, journal, settings.similarity, {
                     "tracker": planner.tracker, "read": planner.record,
-                    "batch": planner.batch, "count": planner.n_staged})
+                    "batch": planner.batch, "count": planner.n_staged},
+                    second_opinion=settings.second_opinion)
                 report.promoted = [p for n, p in enumerate(report.promoted)
                                    if n not in skipped]
         finally:

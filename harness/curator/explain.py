@@ -32,7 +32,8 @@ SHOWN = 3  # unread notes of the lesson quoted
 
 
 def explain(state: Path, identity: Path, text: str, similarity: float,
-            role: str | None = None, kind: str | None = None) -> str:
+            role: str | None = None, kind: str | None = None, *,
+            second_opinion: bool = True) -> str:
     """The explanation for TEXT (the I/O edge: reads the record, identity and raw.md)."""
     if not text.strip():
         raise UsageError("--explain needs the words of a lesson")
@@ -40,15 +41,15 @@ def explain(state: Path, identity: Path, text: str, similarity: float,
         raise UsageError(f"bad role name {role!r}")
     if kind in NEVER:
         return never_promoted(kind)
-    tracker, read = load_all(identity, similarity)
+    tracker, read = load_all(identity, similarity, second_opinion=second_opinion)
     for candidate in read_record(identity, read):
         tracker.add(candidate)
     lessons = find_lessons(tracker, text, role, kind)
     files = {ev.role: (read_text(identity / f"{ev.role}.md"),
                        read_text(archive_path(identity, ev.role)))
              for ev in lessons if memory.NAME.match(ev.role)}
-    blocks = [describe(ev, place(ev, *files.get(ev.role, ("", "")), similarity))
-              for ev in lessons]
+    blocks = [describe(ev, place(ev, *files.get(ev.role, ("", "")), similarity,
+                                 second_opinion)) for ev in lessons]
     if not blocks:
         blocks = [no_lesson(text, closest(tracker, text, role, kind))]
     unread, notes = unread_lines(CuratorPaths(state, identity))
@@ -149,21 +150,23 @@ def never_promoted(kind: str) -> str:
             "them.")
 
 
-def find_line(text: str, lesson: str, similarity: float) -> str | None:
+def find_line(text: str, lesson: str, similarity: float,
+              second_opinion: bool = True) -> str | None:
     """The line of an identity file (or its archive) that says `lesson` in any words."""
-    index = IdentityIndex(similarity)
+    index = IdentityIndex(similarity, second_opinion=second_opinion)
     index.add_text("", text)
     return index.line_of("", lesson)
 
 
-def place(ev: Evidence, role_text: str, archive_text: str, similarity: float) -> str:
+def place(ev: Evidence, role_text: str, archive_text: str, similarity: float,
+          second_opinion: bool = True) -> str:
     """Where the lesson is now, given the role's identity file and its archive."""
     role_file, archive = f"identity/{ev.role}.md", f"identity/archive/{ev.role}.md"
-    line = find_line(role_text, ev.text, similarity)
+    line = find_line(role_text, ev.text, similarity, second_opinion)
     if line is not None:
         by_hand = " (a line a person wrote)" if strength(line) is None else ""
         return f"now: in {role_file}{by_hand}: {line}"
-    line = find_line(archive_text, ev.text, similarity)
+    line = find_line(archive_text, ev.text, similarity, second_opinion)
     if line is not None:
         return (f"now: in {archive}, moved out of {role_file} for room; it comes back when "
                 f"the lesson recurs: {line}")

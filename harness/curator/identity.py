@@ -145,8 +145,8 @@ def identity_lessons(text: str) -> Iterable[str]:
 class IdentityIndex:
     """What each role's identity file already says, to refuse a lesson in other words."""
 
-    def __init__(self, similarity: float) -> None:
-        self._index = LessonIndex(similarity)
+    def __init__(self, similarity: float, *, second_opinion: bool = True) -> None:
+        self._index = LessonIndex(similarity, second_opinion=second_opinion)
         self._lines: list[str] = []  # indexed lesson -> the line that says it
 
     def add_text(self, role: str, text: str) -> None:

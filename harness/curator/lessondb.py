@@ -1,6 +1,7 @@
 """The candidate record clustered into lessons, in SQLite: what a pass reads of history.
 
-`<identity>/.candidates.v2-s75.db` (`db_name`) caches `record`'s log: each lesson's
+`<identity>/.candidates.v2-s75.db` (`db_name`; `-rule` added when the second opinion is off)
+caches `record`'s log: each lesson's
 evidence, the phrasings indexed for it, and per word its count and recent postings
 (`matching`'s index), with how far into the log it reaches (offset, a hash of the bytes
 before it, the highest seq per batch). A pass opens it in one read transaction (WAL: a
@@ -46,28 +47,31 @@ CREATE INDEX variant_lesson ON variant(lesson);
 """
 
 
-def db_name(similarity: float) -> str:
-    """The database's file name: one per format and similarity, so that missions clustering
-    at other similarities, or another version of the harness, never replace a database
-    another curator has open (SQLite's WAL files go by the database's path)."""
-    return f".candidates.v{VERSION}-s{similarity:g}.db"
+def db_name(similarity: float, second_opinion: bool = True) -> str:
+    """The database's file name: one per format and match rule (similarity, second opinion
+    or not), so that missions clustering by other rules, or another version of the harness,
+    never replace a database another curator has open (SQLite's WAL files go by the
+    database's path)."""
+    return f".candidates.v{VERSION}-s{similarity:g}{'' if second_opinion else '-rule'}.db"
 
 
-def load(identity: Path, similarity: float) -> tuple[PromotionTracker, RecordRead]:
+def load(identity: Path, similarity: float, *,
+         second_opinion: bool = True) -> tuple[PromotionTracker, RecordRead]:
     """A tracker that reads the database's lessons as the pass needs them, and how far the
     database covers the log; an empty tracker when there is no usable database."""
-    db = _open(identity, similarity)
+    db = _open(identity, similarity, second_opinion)
     if db is None:
-        return PromotionTracker(similarity), RecordRead()
-    tracker = PromotionTracker(similarity, source=db)
+        return PromotionTracker(similarity, second_opinion=second_opinion), RecordRead()
+    tracker = PromotionTracker(similarity, source=db, second_opinion=second_opinion)
     tracker.clusters.count = db.first_cluster
     return tracker, db.read
 
 
-def load_all(identity: Path, similarity: float) -> tuple[PromotionTracker, RecordRead]:
+def load_all(identity: Path, similarity: float, *,
+             second_opinion: bool = True) -> tuple[PromotionTracker, RecordRead]:
     """Every lesson and phrasing in memory (for `explain`, which lists them)."""
-    db = _open(identity, similarity)
-    tracker = PromotionTracker(similarity)
+    db = _open(identity, similarity, second_opinion)
+    tracker = PromotionTracker(similarity, second_opinion=second_opinion)
     if db is None:
         return tracker, RecordRead()
     with contextlib.closing(db):
@@ -81,8 +85,8 @@ def load_all(identity: Path, similarity: float) -> tuple[PromotionTracker, Recor
         return tracker, db.read
 
 
-def _open(identity: Path, similarity: float) -> LessonDB | None:
-    path = identity / db_name(similarity)
+def _open(identity: Path, similarity: float, second_opinion: bool) -> LessonDB | None:
+    path = identity / db_name(similarity, second_opinion)
     if not path.exists():
         return None
     conn = None
@@ -91,6 +95,7 @@ def _open(identity: Path, similarity: float) -> LessonDB | None:
         conn.execute("BEGIN")  # one snapshot for the whole pass
         meta = {k: orjson.loads(v) for k, v in conn.execute("SELECT k, v FROM meta")}
         if (meta.get("version") == VERSION and meta.get("similarity") == similarity
+                and meta.get("second_opinion", True) == second_opinion
                 and log.covers(identity / log.RECORD, meta["end"], meta["tail_sha"])):
             return LessonDB(conn, meta)
     except (sqlite3.Error, ValueError, KeyError, TypeError):
@@ -124,7 +129,9 @@ def append(identity: Path, staged: Path, *, tracker: PromotionTracker | None = N
 
 def _meta_rows(tracker: PromotionTracker, read: RecordRead, generation: int,
                next_vid: int) -> list[tuple[str, bytes]]:
-    meta = {"version": VERSION, "similarity": tracker.clusters.index.threshold,
+    index = tracker.clusters.index
+    meta = {"version": VERSION, "similarity": index.threshold,
+            "second_opinion": index.second_opinion,
             "end": read.end, "tail_sha": read.tail_sha, "batches": read.batches,
             "generation": generation, "next_cluster": tracker.clusters.count,
             "next_vid": next_vid}
@@ -179,7 +186,7 @@ def _lesson_rows(tracker: PromotionTracker, clusters: Any) -> Any:
 
 def _write_whole(identity: Path, tracker: PromotionTracker, read: RecordRead) -> None:
     """A new database of everything in memory, put in place of any old one."""
-    name = db_name(tracker.clusters.index.threshold)
+    name = db_name(tracker.clusters.index.threshold, tracker.clusters.index.second_opinion)
     fd, tmp = tempfile.mkstemp(dir=identity, prefix=f"{name}.", suffix=".tmp")
     os.close(fd)
     try:

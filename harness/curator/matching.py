@@ -131,9 +131,10 @@ class LessonIndex:
     """
 
     def __init__(self, threshold: float, *, anchored: bool = True,
-                 source: Source | None = None) -> None:
+                 source: Source | None = None, second_opinion: bool = True) -> None:
         self.threshold = threshold
         self.anchored = anchored  # False: score alone decides (decision topics)
+        self.second_opinion = second_opinion  # False: the rule alone (`curator.second_opinion`)
         self.source = source  # the buckets it covers are read from it as queries need
         self._buckets: dict[Any, _Bucket] = {}
         self._variants = bytearray()  # cluster id -> phrasings indexed
@@ -186,7 +187,7 @@ class LessonIndex:
             if _scores(key, a_anchors, b_key, b_anchors, threshold):
                 return b.owner[vid]
             refused.append((vid, b_key, b_anchors, b_strict))
-        if not refused:
+        if not refused or not self.second_opinion:
             return None
         best = learned.second_opinion(key, a_words, a_anchors, a_strict, refused, b.df)
         return None if best is None else b.owner[best]

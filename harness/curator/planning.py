@@ -124,7 +124,7 @@ class Planner:
         problems = check_model_result(
             answer, rules_memory=files["MEMORY.md"], rules_promotions=promotions,
             identity=self.identity_texts, bounds=self.settings.bounds,
-            similarity=self.settings.similarity)
+            similarity=self.settings.similarity, second_opinion=self.settings.second_opinion)
         if problems:
             self.report.model = "rejected: " + "; ".join(problems[:5])
             return files, promotions
@@ -150,7 +150,8 @@ class Planner:
         if not self.dry_run:
             paths.own.mkdir(parents=True, exist_ok=True)
         # the database first: the reader takes the candidate record from where it ends
-        self.tracker, digest_read = lessondb.load(paths.identity, settings.similarity)
+        self.tracker, digest_read = lessondb.load(paths.identity, settings.similarity,
+                                                  second_opinion=settings.second_opinion)
         job = ScanJob(str(paths.raw), start, settings.raw_keep, month,
                       None if self.dry_run else str(paths.staged_candidates), self.batch,
                       self.mission, str(paths.identity), digest_read.end, digest_read.batches,
@@ -213,7 +214,8 @@ class Planner:
 
     def _promotions(self) -> list[Promotion]:
         due = [ev for ev in self.tracker.due() if memory.NAME.match(ev.role)]
-        identity = IdentityIndex(self.settings.similarity)
+        identity = IdentityIndex(self.settings.similarity,
+                                 second_opinion=self.settings.second_opinion)
         self.identity_sizes: dict[str, int] = {}  # role file sizes the plan was checked on
         self.identity_texts: dict[str, str] = {}
         for role in sorted({ev.role for ev in due}):

@@ -32,7 +32,8 @@ CHANGED = "the memory changed while the model worked"
 
 def settings_for(config: MissionConfig) -> CuratorSettings:
     """The curator settings from the mission config (unset keys keep the curator's defaults)."""
-    settings = CuratorSettings(identity_chars=config.prompt.identity_chars)
+    settings = CuratorSettings(identity_chars=config.prompt.identity_chars,
+                               second_opinion=config.curator.second_opinion)
     if config.curator.similarity is not None:
         settings.similarity = config.curator.similarity
     return settings
