@@ -286,3 +286,22 @@ def test_a_reader_process_over_a_missing_raw_md_finds_nothing(tmp_path) -> None:
     with RawReader(job, process=True) as reader:
         assert [batch for batch in reader] == []
     assert reader.scan.end == 0 and reader.scan.months == [(0, 0, "2026-04")]
+
+
+def test_the_reader_process_takes_a_job_bigger_than_one_argument_may_be(tmp_path) -> None:
+    """A long-lived record remembers many batches; the job crosses on stdin, not argv (an
+    argument over 128 KiB fails to start the process)."""
+    state, identity = tmp_path / "state", tmp_path / "identity"
+    state.mkdir()
+    identity.mkdir()
+    write_notes(state)
+    batches = {f"{n:012x}": 3 for n in range(20_000)}
+    job = ScanJob(str(state / "raw.md"), 0, 2, "unparsed", None, "b1", "shop", str(identity),
+                  0, batches)
+    with RawReader(job, process=False) as inline:
+        list(inline.candidates())
+        expected = [list(batch) for batch in inline]
+    with RawReader(job, process=True) as reader:
+        list(reader.candidates())
+        assert [list(batch) for batch in reader] == expected
+    assert reader.record == inline.record

@@ -2,11 +2,11 @@
 
 Clustering is the part of a curator run that cannot be split; the pass can. So
 for a big log on a machine with two cores or more (`use_process`), the pass runs
-in `python -m harness.curator.reader JOB` and sends its batches down a pipe while
-the curator clusters the ones before: framed `marshal` data, one tag byte and a
-4-byte length: C record lines, R how far the record was read, B raw.md entries,
-D done, E error. Inline or not, the curator gets the same entries in the same
-order. A reader process that fails or dies is a BackendError (exit 6) before the
+in `python -m harness.curator.reader` (the job as JSON on its stdin) and sends its
+batches down a pipe while the curator clusters the ones before: framed `marshal`
+data, one tag byte and a 4-byte length: C record lines, R how far the record was
+read, B raw.md entries, D done, E error. Inline or not, the curator gets the same
+entries in the same order. A reader process that fails or dies is a BackendError (exit 6) before the
 curator has changed anything.
 """
 
@@ -65,10 +65,14 @@ class RawReader:
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(
                 [package_root, *filter(None, [os.environ.get("PYTHONPATH")])])}
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "harness.curator.reader", json.dumps(asdict(job))],
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=env,
+                [sys.executable, "-m", "harness.curator.reader"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
                 pass_fds=() if lock_fd is None else (lock_fd,))
             _widen_pipe(self._proc.stdout.fileno())
+            # the job on stdin: its batches alone can pass the 128 KiB an argument may hold.
+            # The reader reads all of it before it writes, so this cannot block both sides.
+            with contextlib.suppress(BrokenPipeError), self._proc.stdin as job_in:
+                job_in.write(json.dumps(asdict(job)).encode())  # died: its frames say so
 
     def __enter__(self) -> RawReader:
         return self
@@ -153,11 +157,12 @@ def _frames(raw_pass: RawPass) -> Iterator[tuple[bytes, bytes]]:
     yield b"D", marshal.dumps(asdict(raw_pass.scan))
 
 
-def main(argv: list[str]) -> int:
-    """The reader process: run the pass for the JSON job in argv, frames to stdout."""
+def main() -> int:
+    """The reader process: run the pass for the JSON job on stdin, frames to stdout."""
     out = sys.stdout.buffer
     try:
-        for tag, payload in _frames(RawPass(ScanJob(**json.loads(argv[0])))):
+        job = ScanJob(**json.load(sys.stdin))
+        for tag, payload in _frames(RawPass(job)):
             _write_frame(out, tag, payload)
         out.flush()
     except BrokenPipeError:
@@ -171,4 +176,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())
