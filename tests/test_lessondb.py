@@ -80,6 +80,11 @@ def test_passes_over_the_database_agree_with_passes_over_all_history(tmp_path) -
         runs[name] = (promoted, evidence(folder / "identity"))
     (kept, kept_rows), (rebuilt, rebuilt_rows) = runs["kept"], runs["rebuilt"]
     assert len(kept_rows) > 100 and kept_rows == rebuilt_rows
+    # sixteen passes, and the database remembers one batch per mission, not one per pass
+    with sqlite3.connect(tmp_path / "kept" / "identity" / DB) as conn:
+        meta = {k: orjson.loads(v) for k, v in conn.execute("SELECT k, v FROM meta")}
+    assert len(meta["batches"]) == 2 and set(meta["latest"]) == {"shop", "blog"}
+    assert set(meta["batches"]) == set(meta["latest"].values())
     # (later passes differ on purpose: one that reads all history has every lesson in hand
     # and promotes again what the identity bound has moved out since)
     assert kept[0] and kept[0] == rebuilt[0]
@@ -217,3 +222,16 @@ def test_memory_md_lessons_are_looked_up_in_one_query_per_bucket(tmp_path, monke
     assert [p.text for p in report.promoted] == ["tool1 --opt1 needs its fixtures first"]
     # the 30 MEMORY.md lessons: one query; the new note's phrasing was asked with them
     assert len([s for s in statements if "FROM variant WHERE role" in s]) == 1
+
+
+def test_a_reader_forgets_a_missions_earlier_batch_only() -> None:
+    """A mission redoes its pending batch before it appends another, so its earlier batch
+    never comes again; other missions' batches are kept."""
+    read = record.RecordRead()
+    read.saw("a1", 4, "shop")
+    read.saw("b1", 2, "blog")
+    read.saw("a1", 5, "shop")
+    assert read.batches == {"a1": 5, "b1": 2}
+    read.saw("a2", 0, "shop")
+    assert read.batches == {"b1": 2, "a2": 0}
+    assert read.latest == {"shop": "a2", "blog": "b1"}

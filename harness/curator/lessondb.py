@@ -106,7 +106,8 @@ def _open(identity: Path, similarity: float, second_opinion: bool) -> LessonDB |
 
 
 def append(identity: Path, staged: Path, *, tracker: PromotionTracker | None = None,
-           read: RecordRead | None = None, batch: str = "", count: int = 0) -> None:
+           read: RecordRead | None = None, batch: str = "", count: int = 0,
+           mission: str = "") -> None:
     """Append the staged candidate lines to the log, as one locked write.
 
     Given the `tracker` that planned this `batch` of `count` lines and how far it had
@@ -117,7 +118,8 @@ def append(identity: Path, staged: Path, *, tracker: PromotionTracker | None = N
         before, end, tail_sha = log.append_locked(identity, staged)
         if tracker is None or read is None:
             return
-        covered = RecordRead(read.end, read.tail_sha, {**read.batches, batch: count - 1})
+        covered = RecordRead(read.end, read.tail_sha, dict(read.batches), dict(read.latest))
+        covered.saw(batch, count - 1, mission)
         if before == read.end:  # only this batch since: the database covers it by offset
             covered.end, covered.tail_sha = end, tail_sha
         source = tracker.source
@@ -133,6 +135,7 @@ def _meta_rows(tracker: PromotionTracker, read: RecordRead, generation: int,
     meta = {"version": VERSION, "similarity": index.threshold,
             "second_opinion": index.second_opinion,
             "end": read.end, "tail_sha": read.tail_sha, "batches": read.batches,
+            "latest": read.latest,
             "generation": generation, "next_cluster": tracker.clusters.count,
             "next_vid": next_vid}
     return [(k, orjson.dumps(v).decode()) for k, v in meta.items()]

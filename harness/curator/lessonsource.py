@@ -23,7 +23,8 @@ class LessonDB:
         self.generation: int = meta["generation"]
         self.first_cluster: int = meta["next_cluster"]  # clusters below are in the database
         self.first_vid = self.next_vid = meta["next_vid"]
-        self.read = RecordRead(meta["end"], meta["tail_sha"], dict(meta["batches"]))
+        self.read = RecordRead(meta["end"], meta["tail_sha"], dict(meta["batches"]),
+                               dict(meta.get("latest", {})))
         self._asked: dict[Any, set] = {}  # bucket -> keys and words looked up
         self._fetched: dict[Any, dict[str, int | None]] = {}  # bucket -> key -> its lesson
 

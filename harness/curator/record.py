@@ -4,7 +4,12 @@
 note any mission's curator has seen (`promotion.Candidate.line`), each append a
 single write under `<identity>/.candidates.lock`. Lines carry `batch:seq`; a
 batch appended twice (a crashed run redone) is counted once, because a reader
-skips every seq at or below the highest it has seen for that batch.
+skips every seq at or below the highest it has seen for that batch. It needs that
+only for each mission's latest batch: a mission's curator redoes its pending batch
+before it appends another, so an older one never comes again, and the reader
+forgets it (what it remembers stays one batch per mission, not one per pass). Two
+states sharing one mission name and identity folder could, after a crash, have a
+redone batch counted twice: a lesson's note count, never its missions, features or runs.
 
 What a pass has already clustered of it is cached in `<identity>/.candidates.v2-s75.db`
 (`lessondb`), which says how far into the record it reaches; a pass reads only the
@@ -34,7 +39,18 @@ class RecordRead:
 
     end: int = 0
     tail_sha: str = ""
-    batches: dict[str, int] = field(default_factory=dict)
+    batches: dict[str, int] = field(default_factory=dict)  # batch -> the highest seq seen
+    latest: dict[str, str] = field(default_factory=dict)  # mission -> its latest batch
+
+    def saw(self, batch: str, seq: int, mission: str) -> None:
+        """Remember `seq` of `batch`, a batch of `mission`'s, forgetting the mission's
+        earlier batch (see the module docstring)."""
+        self.batches[batch] = seq
+        earlier = self.latest.get(mission)
+        if earlier != batch:
+            if earlier is not None:
+                self.batches.pop(earlier, None)
+            self.latest[mission] = batch
 
 
 def read_record(identity: Path, read: RecordRead) -> Iterator[Candidate]:
@@ -57,7 +73,7 @@ def read_record(identity: Path, read: RecordRead) -> Iterator[Candidate]:
             batch, seq, candidate = parsed
             if seq <= read.batches.get(batch, -1):
                 continue
-            read.batches[batch] = seq
+            read.saw(batch, seq, candidate.mission)
             yield candidate
         read.end = offset
         read.tail_sha = _tail_sha(f, offset)

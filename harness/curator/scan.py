@@ -65,6 +65,7 @@ class ScanJob:
     record_start: int = 0  # the record's offset and batches the digest covers already
     record_batches: dict[str, int] = field(default_factory=dict)
     notes_kept: int = 0  # the newest plain notes to hand over (`Scan.notes`)
+    record_latest: dict[str, str] = field(default_factory=dict)  # (`record.RecordRead`)
 
 
 @dataclass
@@ -92,7 +93,8 @@ class RawPass:
     def __init__(self, job: ScanJob) -> None:
         self.job = job
         self.scan = Scan(months=[(0, 0, job.month)])
-        self.record = RecordRead(job.record_start, "", dict(job.record_batches))
+        self.record = RecordRead(job.record_start, "", dict(job.record_batches),
+                                 dict(job.record_latest))
         # hash of (role, kind, text) -> its number: 64 bits, so the odds of two texts
         # taken for one are below one in ten million for a million distinct texts.
         # numbered texts, normalised once here: 1M entries in 19.6 s vs 32.2 s with the
