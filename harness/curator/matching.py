@@ -15,8 +15,9 @@ technical words do not disagree and rapidfuzz scores them at or above the thresh
 
 - Second opinion: when the score refuses every shortlisted phrasing that does not
   conflict, `learned.second_opinion` may still join the best of them (paraphrases
-  that share a few rare words and little else). `same_lesson` is the rule alone: the
-  second opinion weighs words by their counts in a bucket, which only the index has.
+  that share a few rare words and little else), unless `curator.second_opinion` is off.
+  `same_lesson` is the rule alone: the second opinion weighs words by their counts in a
+  bucket, which only the index has.
 
 The index never compares a text with every other: each bucket (role and kind)
 keeps an inverted index word -> recent variants, and a query scores only a

@@ -6,8 +6,8 @@ in `python -m harness.curator.reader` (the job as JSON on its stdin) and sends i
 batches down a pipe while the curator clusters the ones before: framed `marshal`
 data, one tag byte and a 4-byte length: C record lines, R how far the record was
 read, B raw.md entries, D done, E error. Inline or not, the curator gets the same
-entries in the same order. A reader process that fails or dies is a BackendError (exit 6) before the
-curator has changed anything.
+entries in the same order. A reader process that fails or dies is a BackendError
+(exit 6) before the curator has changed anything.
 """
 
 from __future__ import annotations
