@@ -33,13 +33,13 @@ from harness.curator.settings import CuratorSettings  # noqa: E402
 LOWS = (None, 0.5, 0.2, 0.05)  # the judge is asked about pairs scored in [LOW, THRESHOLD)
 
 
-def judged(prs: list[tuple], low: float | None, model: learned.PairModel) -> tuple[list, int]:
-    """Each note's best partner as (features, same, i, j, accepted, vetoed) rows that
-    `matcher_train.promotions` counts as accepted, and how many questions the judge got."""
+def judged(prs: list[tuple], low: float | None,
+           model: learned.PairModel) -> tuple[dict[int, int], int]:
+    """Each note's best partner (`matcher_train.best_partners`), and how many questions
+    the judge got."""
     cut = learned.log_odds(learned.THRESHOLD)
     floor = None if low is None else learned.log_odds(low)
-    best: dict[int, tuple[float, int]] = {}
-    asked = 0
+    joins, asked = [], 0
     for x, same, i, j, accepted, vetoed in prs:
         margin = 1e9 if accepted else model.margin(x)
         if not accepted and not (margin >= cut and not vetoed):
@@ -48,9 +48,8 @@ def judged(prs: list[tuple], low: float | None, model: learned.PairModel) -> tup
             asked += 1
             if not same:
                 continue  # the judge says no
-        if margin > best.get(i, (-1e18, 0))[0]:
-            best[i] = (margin, j)
-    return [(None, True, i, j, True, False) for i, (_, j) in best.items()], asked
+        joins.append((i, j, margin))
+    return matcher_train.best_partners(joins), asked
 
 
 def main() -> None:
@@ -64,8 +63,8 @@ def main() -> None:
     for low in LOWS:
         figures = collections.defaultdict(list)
         for _, notes, expected, prs in corpora:
-            rows, asked = judged(prs, low, model)
-            p, r = matcher_train.promotions(notes, rows, model, expected, learned.THRESHOLD)
+            partner, asked = judged(prs, low, model)
+            p, r = matcher_train.promotions_of(notes, partner, expected)
             figures["p"].append(p)
             figures["r"].append(r)
             figures["q"].append(asked / len(notes))

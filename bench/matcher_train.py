@@ -26,6 +26,7 @@ import argparse
 import collections
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -139,15 +140,27 @@ def training_set(data: dict, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
 def promotions(notes: list[tuple], prs: list[tuple], model: learned.PairModel,
                expected: set, threshold: float) -> tuple[float, float]:
     """Precision and recall of the due clusters, each note joining its best partner."""
+    joins = ((i, j, 1e9 if accepted else model.margin(x))
+             for x, _, i, j, accepted, vetoed in prs
+             if accepted or not vetoed and model.same(x, threshold))
+    return promotions_of(notes, best_partners(joins), expected)
+
+
+def best_partners(joins: Iterable[tuple[int, int, float]]) -> dict[int, int]:
+    """Of the (note, earlier note, score) pairs allowed to join, each note's best."""
     best: dict[int, tuple[float, int]] = {}
-    for x, _, i, j, accepted, vetoed in prs:
-        if accepted or not vetoed and model.same(x, threshold):
-            score = 1e9 if accepted else model.margin(x)
-            if score > best.get(i, (-1e18,))[0]:
-                best[i] = (score, j)
+    for i, j, score in joins:
+        if score > best.get(i, (-1e18, 0))[0]:
+            best[i] = (score, j)
+    return {i: j for i, (_, j) in best.items()}
+
+
+def promotions_of(notes: list[tuple], partner: dict[int, int],
+                  expected: set) -> tuple[float, float]:
+    """Precision and recall of the due clusters when each note joins its `partner`'s."""
     cluster: dict[int, int] = {}
     for i in range(len(notes)):
-        cluster[i] = cluster[best[i][1]] if i in best else i
+        cluster[i] = cluster[partner[i]] if i in partner else i
     members = collections.defaultdict(list)
     for i, note in enumerate(notes):
         members[cluster[i]].append(note)
