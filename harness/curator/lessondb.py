@@ -1,16 +1,16 @@
 """The candidate record clustered into lessons, in SQLite: what a pass reads of history.
 
-`<identity>/.candidates.v2-s75.db` (`db_name`; `-rule` added when the second opinion is off)
-caches `record`'s log: each lesson's
-evidence, the phrasings indexed for it, and per word its count and recent postings
-(`matching`'s index), with how far into the log it reaches (offset, a hash of the bytes
-before it, the highest seq per batch). A pass opens it in one read transaction (WAL: a
-snapshot that never blocks another mission's curator) and asks only for the rows its new
-notes touch: the lessons they join, the words they hold (`lessonsource`). At its commit it
-writes back what changed, in one transaction, unless another curator wrote in between
-(the generation tells): then it writes nothing, and the next pass reads the log from the
-older offset. A pass with no usable database (none yet, a log that shrank or changed, a damaged
-file) clusters in memory and writes a whole new one. It is a cache: the log decides.
+`<identity>/.candidates.v2-s75.db` (`db_name`; `-rule` added when the second opinion is
+off) caches `record`'s log: each lesson's evidence, the phrasings indexed for it, and per
+word its count and recent postings (`matching`'s index), with how far into the log it
+reaches (offset, a hash of the bytes before it, the batches it remembers). A pass opens it
+in one read transaction (WAL: a snapshot that never blocks another mission's curator) and
+asks only for the rows its new notes touch: the lessons they join, the words they hold
+(`lessonsource`). At its commit it writes back what changed, in one transaction, unless
+another curator wrote in between (the generation tells): then it writes nothing, and the
+next pass reads the log from the older offset. A pass with no usable database (none yet, a
+log that shrank or changed, a damaged file) clusters in memory and writes a whole new
+one. It is a cache: the log decides.
 """
 
 from __future__ import annotations

@@ -154,8 +154,9 @@ class Planner:
                                                   second_opinion=settings.second_opinion)
         job = ScanJob(str(paths.raw), start, settings.raw_keep, month,
                       None if self.dry_run else str(paths.staged_candidates), self.batch,
-                      self.mission, str(paths.identity), digest_read.end, digest_read.batches,
-                      settings.bounds.notes_kept(), digest_read.latest)
+                      self.mission, str(paths.identity), record_start=digest_read.end,
+                      record_batches=digest_read.batches, record_latest=digest_read.latest,
+                      notes_kept=settings.bounds.notes_kept())
         process = settings.reader == "process" or (
             settings.reader == "auto" and use_process(job))
         with RawReader(job, process=process, lock_fd=self.lock_fd) as reader:

@@ -62,10 +62,11 @@ class ScanJob:
     batch: str  # candidate lines are tagged batch:seq
     mission: str
     identity: str | None = None  # where the candidate record is, to read it first
-    record_start: int = 0  # the record's offset and batches the digest covers already
+    # how far the lesson database covers the record already (`record.RecordRead`)
+    record_start: int = 0
     record_batches: dict[str, int] = field(default_factory=dict)
+    record_latest: dict[str, str] = field(default_factory=dict)
     notes_kept: int = 0  # the newest plain notes to hand over (`Scan.notes`)
-    record_latest: dict[str, str] = field(default_factory=dict)  # (`record.RecordRead`)
 
 
 @dataclass
