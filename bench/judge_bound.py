@@ -1,7 +1,8 @@
 """How far promotions could go if a judge (a model asked "same lesson?") settled the pairs
 the curator is unsure of, and how many questions that would take.
 
-    .venv/bin/python bench/judge_bound.py
+    .venv/bin/python bench/judge_bound.py              # development corpora
+    .venv/bin/python bench/judge_bound.py --held-out   # and, through the curator, held out
 
 On each development corpus (never a held-out one), every lesson note is paired with each
 earlier note of its role and kind, in the curator's reading order (`bench/matcher_train.py`).
@@ -12,23 +13,37 @@ one family. Each note joins its best partner, and promotions are counted as
 `tests/corpus_quality.py` counts them. The figures are an upper bound for a judge with the
 shipped pair model, which was fitted on these corpora: a real model errs, and on new notes
 the pair model ranks worse. "None" asks nothing: the curator as it ships.
+
+The second table runs the real curator (`corpus_quality.evaluate`: its index, shortlist and
+passes) with `curate(judge=...)` set to a perfect judge, which answers each question the
+curator asks (`judge.Judgments.ask`, pairs from `judge.FLOOR`) by the two notes' families:
+what `curator.mode: model` reaches with a model that never errs. Identity is unbounded
+there, so a lesson that the bound moves to identity/archive/ and that comes back is not
+counted as a second promotion. With --held-out it runs on the held-out corpora too:
+judge.FLOOR was fixed before they were run through it, and nothing was changed after.
 """
 
 from __future__ import annotations
 
+import argparse
 import collections
+import functools
+import random
 import statistics
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tests")]
 
 import matcher_train  # noqa: E402 - bench/ is not a package
-from corpus_quality import development_corpora  # noqa: E402
+from corpus_quality import development_corpora, evaluate, held_out_corpora  # noqa: E402
 
 from harness.curator import learned  # noqa: E402
+from harness.curator.judge import Judgments, Question  # noqa: E402
 from harness.curator.settings import CuratorSettings  # noqa: E402
+from harness.curator.text import normalize  # noqa: E402
 
 LOWS = (None, 0.5, 0.2, 0.05)  # the judge is asked about pairs scored in [LOW, THRESHOLD)
 
@@ -52,7 +67,53 @@ def judged(prs: list[tuple], low: float | None,
     return matcher_train.best_partners(joins), asked
 
 
+class PerfectJudge(Judgments):
+    """Answers each question at once, by the families of the two notes (by their keys);
+    with `error`, that share of its answers (drawn from a fixed seed) the wrong way."""
+
+    def __init__(self, family_of: dict[str, str], asked: list[Question],
+                 error: float = 0.0) -> None:
+        super().__init__(budget=sys.maxsize)
+        self.family = {normalize(text).key: family for text, family in family_of.items()}
+        self.asked, self.error = asked, error
+        self.draw = random.Random(len(asked))
+
+    def ask(self, question: Question) -> bool:
+        self.asked.append(question)
+        family = self.family.get(question.key)
+        same = family is not None and family == self.family.get(question.other)
+        return not same if self.error and self.draw.random() < self.error else same
+
+
+def through_curator(folders: list[Path]) -> None:
+    """Each corpus through the curator, without a judge and with a perfect one."""
+    settings = CuratorSettings(identity_chars=sys.maxsize)
+    print(f"\n{'through the curator':20} {'P / R as shipped':>17} {'perfect judge':>15} "
+          f"{'1 in 10 wrong':>15} {'questions per lesson note':>26}")
+    for folder in folders:
+        figures, asked, wrong = [], [], []
+        judges = (None, functools.partial(PerfectJudge, asked=asked),
+                  functools.partial(PerfectJudge, asked=wrong, error=0.1))
+        for judge in judges:
+            with tempfile.TemporaryDirectory(prefix="judge-bound-") as work:
+                q = evaluate(folder, Path(work), settings, judge)
+            figures.append(f"{q.precision:.3f} / {q.recall:.3f}")
+        notes = len(matcher_train.notes_in_order(folder)[0])
+        print(f"{folder.name:20} {figures[0]:>17} {figures[1]:>15} {figures[2]:>15} "
+              f"{len(asked) / notes:26.2f}")
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--held-out", action="store_true",
+                        help="run the held-out corpora through the curator too")
+    args = parser.parse_args()
+    bound()
+    through_curator(development_corpora() + (held_out_corpora() if args.held_out else []))
+
+
+def bound() -> None:
+    """The first table: a perfect judge over every earlier note (an upper bound)."""
     model, similarity = learned.model(), CuratorSettings().similarity
     corpora = []
     for folder in development_corpora():

@@ -16,11 +16,12 @@ bench/suite.py, bench/matcher_train.py and bench/judge_bound.py.
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.curator.curate import CuratorSettings, curate
+from harness.curator.judge import Judgments
 from harness.state.memory import parse_entry
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -101,8 +102,10 @@ def due_by_rule(rows: list[list[str]]) -> set[tuple[str, str, str]]:
             or (kinds[f][1] == "FORGOT" and len(runs[f]) >= 2)}
 
 
-def evaluate(folder: Path, work: Path, settings: CuratorSettings | None = None) -> Quality:
-    """Feed the corpus to the curator in `work` and score what it promotes."""
+def evaluate(folder: Path, work: Path, settings: CuratorSettings | None = None,
+             judge: Callable[[dict[str, str]], Judgments] | None = None) -> Quality:
+    """Feed the corpus to the curator in `work` and score what it promotes; `judge`, given
+    each note's family by its text, makes each pass's judge (`bench/judge_bound.py`)."""
     rows, expected = read_corpus(folder)
     family_of, family_runs = {}, collections.defaultdict(set)
     for _, family, line in rows:
@@ -118,7 +121,8 @@ def evaluate(folder: Path, work: Path, settings: CuratorSettings | None = None) 
         with open(state / "raw.md", "a") as f:
             f.write("".join(line + "\n" for _, _, line in chunk))
         promoted += curate(state, identity, mission, settings or CuratorSettings(),
-                           now="2026-06-01T00:00:00Z").promoted
+                           now="2026-06-01T00:00:00Z",
+                           judge=judge(family_of) if judge else None).promoted
     right, counted, wrong = 0, set(), []
     for p in promoted:
         family = family_of.get(p.text)

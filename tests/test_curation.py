@@ -65,6 +65,18 @@ def test_curator_second_opinion_comes_from_config(invoke, state: Path) -> None:
     assert result.exit_code == 2 and "curator.second_opinion" in result.output
 
 
+def test_curator_questions_come_from_config_and_a_bad_count_exits_2(invoke, state: Path) -> None:
+    from harness.config import load_mission_config
+
+    assert load_mission_config(state).curator.questions == 20
+    (state / "config.yaml").write_text("curator: {questions: 5}\n")
+    assert load_mission_config(state).curator.questions == 5
+    for bad in ("-1", "many"):
+        (state / "config.yaml").write_text(f"curator: {{questions: {bad}}}\n")
+        result = invoke("curator")
+        assert result.exit_code == 2 and "curator.questions" in result.output
+
+
 def rules_only(state: Path, identity: Path, tmp_path: Path) -> dict[str, str]:
     """summary.md and MEMORY.md as the rules alone make them, from a copy of the state."""
     import shutil
@@ -206,10 +218,14 @@ def test_a_curation_with_malformed_promotions_is_refused_and_a_good_one_kept(sta
     for bad in ({"number": 1}, [{"number": "1", "text": "x"}], [{"text": "x"}], ["x"]):
         with pytest.raises(UsageError, match="list of {number: int, text: str}"):
             actions.record_curation(state, "r1", "s", "m", bad)
+    for bad in ("1", [1, "2"], [True]):
+        with pytest.raises(UsageError, match="same must be a list of pair numbers"):
+            actions.record_curation(state, "r1", "s", "m", None, bad)
     assert actions.read_curation(state, "r1") is None
-    actions.record_curation(state, "r1", "s", "m", [{"number": 1, "text": "new words"}])
+    actions.record_curation(state, "r1", "s", "m", [{"number": 1, "text": "new words"}], [2])
     assert actions.read_curation(state, "r1") == {
-        "summary": "s", "memory": "m", "promotions": [{"number": 1, "text": "new words"}]}
+        "summary": "s", "memory": "m", "promotions": [{"number": 1, "text": "new words"}],
+        "same": [2]}
 
 
 class CuratingBackend:
@@ -280,3 +296,79 @@ def test_a_curator_failing_after_the_model_call_still_finishes_its_record_and_bo
     assert "RuntimeError: disk on fire" in manifest["error"] and manifest["cost_usd"] == 0.5
     assert json.loads((state / "spend.json").read_text())["usd"] == 0.5
     assert (state / "progress.log").read_text().splitlines()[-1].split()[3] == manifest["run_id"]
+
+
+class JudgingBackend:
+    """Answers the curator's prompt through the `curation` tool: the rules' texts back, and
+    `same` with the numbers of the pairs shown whose note A is `text`."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.prompt = text, ""
+
+    def run(self, prompt: str, session):
+        import re
+
+        from harness.state import actions
+        from harness.types import FINISHED, Outcome
+
+        self.prompt = prompt
+        same = [int(n) for n, a in re.findall(r"^(\d+)\. A worker note: (.*)$", prompt, re.M)
+                if a == self.text]
+        actions.record_curation(session.state, session.run_id, "unused", "unused", None, same)
+        return Outcome(FINISHED, "ok", turns=1)
+
+
+def test_model_mode_asks_same_lesson_and_its_answer_promotes_and_is_recorded(
+        invoke, state: Path, isolated_env: Path, tmp_path: Path, monkeypatch) -> None:
+    import harness.run.lifecycle
+    from harness.curator import verdicts
+
+    first = "pytest -x --lf reruns only the failed tests, 14s instead of 3min"
+    second = "to rerun just what failed use pytest --lf -x"
+    with open(state / "raw.md", "a") as raw:
+        for minute, feature, text in ((1, "F-101", first), (2, "F-102", second)):
+            raw.write(f"[2026-06-01T10:0{minute}:00Z] worker {feature} TRICK: {text} "
+                      f"(run r{minute}-worker-{feature})\n")
+    backend = JudgingBackend(second)
+    model_mode(state, tmp_path, {})
+    monkeypatch.setattr(harness.run.lifecycle, "load_backend", lambda name: backend)
+    result = invoke("curator")
+    assert result.exit_code == 0, result.output
+    assert "### Same lesson?" in backend.prompt
+    assert f"   B, an earlier worker TRICK note: {first}" in backend.prompt
+    assert f"- TRICK: {first} [promoted" in (isolated_env / "worker.md").read_text()
+    run = next(state.glob("runs/*-curator-mission"))
+    assert "its same-lesson answers" in json.loads(
+        (run / "manifest.json").read_text())["curation"]
+    recorded = verdicts.read(isolated_env)
+    assert list(recorded.values()).count(True) == 1
+    assert invoke("reconstruct", run.name, "--check").exit_code == 0
+
+
+def test_model_mode_through_the_anthropic_sdk_answers_same_lesson_with_the_tool(
+        invoke, api, state: Path, isolated_env: Path) -> None:
+    from fake_api import tool_use
+
+    from harness.curator import verdicts
+
+    first = "pytest -x --lf reruns only the failed tests, 14s instead of 3min"
+    second = "to rerun just what failed use pytest --lf -x"
+    (state / "raw.md").write_text("".join(
+        f"[2026-06-01T10:0{m}:00Z] worker {f} TRICK: {t} (run r{m}-worker-{f})\n"
+        for m, f, t in ((1, "F-101", first), (2, "F-102", second))))
+    (state / "config.yaml").write_text("curator: {mode: model}\n")
+    (state / "roles").mkdir()
+    (state / "roles" / "curator.yaml").write_text(
+        f"template: curator.md.j2\nbackend: anthropic\nmodel: claude-haiku-4-5\n"
+        f"tools: [curation, finish]\noptions: {{base_url: '{api.base_url}'}}\n")
+    api.reply(tool_use("curation", {"summary": "s", "memory": "m", "same": [1]}))
+    api.reply(tool_use("finish", {"summary": "judged one pair"}))
+    result = invoke("curator")
+    assert result.exit_code == 0, result.output
+    request = api.requests[0]
+    assert "same" in next(t for t in request["tools"]
+                          if t["name"] == "curation")["input_schema"]["properties"]
+    prompt = json.dumps(request["messages"])
+    assert "Same lesson?" in prompt and second in prompt
+    assert f"- TRICK: {first} [promoted" in (isolated_env / "worker.md").read_text()
+    assert list(verdicts.read(isolated_env).values()) == [True]

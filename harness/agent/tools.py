@@ -75,7 +75,9 @@ TOOL_SPECS: dict[str, dict[str, Any]] = {
                        "Keep every MEMORY.md item id and count, the sections and the bounds; "
                        "every summary line must point into MEMORY.md as the rules' lines do. "
                        "Optionally give better words for the rules' promotions: all of them, "
-                       "by number, each still the same lesson.",
+                       "by number, each still the same lesson. If pairs of notes are shown "
+                       "under 'Same lesson?', answer `same` with the numbers of the pairs "
+                       "that say one lesson; every other pair shown is recorded as two.",
         "input_schema": {
             "type": "object",
             "properties": {
@@ -88,6 +90,7 @@ TOOL_SPECS: dict[str, dict[str, Any]] = {
                                              "text": {"type": "string"}},
                               "required": ["number", "text"]},
                 },
+                "same": {"type": "array", "items": {"type": "integer"}},
             },
             "required": ["summary", "memory"],
         },
@@ -177,7 +180,7 @@ class ToolBox:
     def _curation(self, args: dict[str, Any]) -> ToolResult:
         actions.record_curation(self.session.state, self.session.run_id,
                                 str(args.get("summary", "")), str(args.get("memory", "")),
-                                args.get("promotions"))
+                                args.get("promotions"), args.get("same"))
         return ToolResult("curation recorded; the harness checks it when the run ends")
 
     def _finish(self, args: dict[str, Any]) -> ToolResult:

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from harness.curator import lessondb
+from harness.curator import lessondb, verdicts
 from harness.curator import record as candidates
 from harness.curator.identity import IdentityIndex
 from harness.errors import UsageError
@@ -95,6 +95,8 @@ def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
     """
     for name, text in journal["files"].items():
         atomic_write(paths.state / name, text)
+    if journal.get("judgments"):  # before the candidates: whatever clusters them reads these
+        verdicts.append(paths.identity, journal["judgments"])
     if journal["candidates"]:
         lessondb.append(paths.identity, paths.staged_candidates, **(digest or {}))
     skipped: set[int] = set()

@@ -57,6 +57,7 @@ from pathlib import Path
 
 from harness.curator.commit import CuratorPaths, apply_journal, read_json, write_journal
 from harness.curator.identity import bound_identity
+from harness.curator.judge import Judgments
 from harness.curator.planning import Planner
 from harness.curator.settings import CuratorReport, CuratorSettings, Refine
 from harness.errors import UsageError
@@ -66,7 +67,7 @@ from harness.state.store import hold_lock, lock_path
 
 def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSettings, *,
            dry_run: bool = False, now: str | None = None,
-           refine: Refine | None = None) -> CuratorReport:
+           refine: Refine | None = None, judge: Judgments | None = None) -> CuratorReport:
     """Run the curator over one state directory (see the module docstring).
 
     `refine`, when given, is shown the rules' summary.md, MEMORY.md and promotions and may
@@ -74,6 +75,10 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
     answer stands only if it passes `check.check_model_result`, else the rules' texts are
     written (report.model says why). It may answer with a string instead: the reason it
     has no rewrite.
+
+    `judge` holds new answers to "same lesson?" (recorded with the pass) and the pass's
+    question budget; its questions are in the report (see `judge`). Answers recorded by
+    earlier passes are read in any case.
     """
     paths = CuratorPaths(Path(state), Path(identity_dir))
     today = (now or memory.utc_now())[:10]
@@ -87,7 +92,8 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
                                  "without --dry-run to finish it first")
             apply_journal(paths, read_json(paths.journal), settings.similarity,
                           second_opinion=settings.second_opinion)
-        planner = Planner(paths, mission, settings, today, report, refine, lock_fd=lock.fd)
+        planner = Planner(paths, mission, settings, today, report, refine, lock_fd=lock.fd,
+                          judge=judge)
         try:
             journal = planner.plan()
             if journal is not None:

@@ -2,10 +2,10 @@
 
 The lesson is found the way a curator run would file a new note saying TEXT: the
 candidate record beside the identity files (its digest, then the lines after it), matched
-per role and kind (`clusters.Clusters.find`). Its evidence is then read against its
-kind's rule (`promotion.Evidence.due`), and the role's identity file and its archive are
-searched for it in any words, as `identity.IdentityIndex.knows` does. Nothing is
-written: the digest is loaded, never saved.
+per role and kind (`clusters.Clusters.find`, with the judge's recorded answers). Its
+evidence is then read against its kind's rule (`promotion.Evidence.due`), and the role's
+identity file and its archive are searched for it in any words, as
+`identity.IdentityIndex.knows` does. Nothing is written: the digest is loaded, never saved.
 """
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from pathlib import Path
 
 from rapidfuzz import fuzz, process
 
+from harness.curator import verdicts
 from harness.curator.commit import CuratorPaths, cursor_start, read_json, read_text
 from harness.curator.identity import IdentityIndex, archive_path, strength
+from harness.curator.judge import Judgments
 from harness.curator.lessondb import load_all
 from harness.curator.matching import same_lesson
 from harness.curator.promotion import PROMOTABLE, Evidence, PromotionTracker
@@ -42,6 +44,9 @@ def explain(state: Path, identity: Path, text: str, similarity: float,
     if kind in NEVER:
         return never_promoted(kind)
     tracker, read = load_all(identity, similarity, second_opinion=second_opinion)
+    answers = verdicts.read(identity)
+    if answers:  # a note the model judged one lesson with another is found in it
+        tracker.clusters.index.judge = Judgments(answers)
     for candidate in read_record(identity, read):
         tracker.add(candidate)
     lessons = find_lessons(tracker, text, role, kind)

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from harness.curator.judge import Judgments
 from harness.curator.matching import LessonIndex
 from harness.curator.text import normalize
 from harness.state.store import atomic_write
@@ -145,8 +146,13 @@ def identity_lessons(text: str) -> Iterable[str]:
 class IdentityIndex:
     """What each role's identity file already says, to refuse a lesson in other words."""
 
-    def __init__(self, similarity: float, *, second_opinion: bool = True) -> None:
-        self._index = LessonIndex(similarity, second_opinion=second_opinion)
+    def __init__(self, similarity: float, *, second_opinion: bool = True,
+                 judge: Judgments | None = None) -> None:
+        # a judge is asked as about note -1, a due lesson, not a cluster; from any
+        # probability (`judge`)
+        self._index = LessonIndex(similarity, second_opinion=second_opinion, judge=judge,
+                                  judge_floor=0.0)
+        self._ask_as = None if judge is None else -1
         self._lines: list[str] = []  # indexed lesson -> the line that says it
 
     def add_text(self, role: str, text: str) -> None:
@@ -156,6 +162,7 @@ class IdentityIndex:
                 self.add(role, lesson, line.strip())
 
     def add(self, role: str, lesson: str, line: str = "") -> None:
+        """Index `lesson` as said by `line` of `role`'s identity."""
         self._index.add(role, normalize(lesson), len(self._lines))
         self._lines.append(line)
 
@@ -163,9 +170,14 @@ class IdentityIndex:
         """Whether `role`'s identity already holds this lesson, in any words."""
         return self.line_of(role, lesson) is not None
 
+    def line(self, number: int) -> str:
+        """The line an indexed lesson came from, by its number (a `judge.Question`'s
+        other_cluster)."""
+        return self._lines[number]
+
     def line_of(self, role: str, lesson: str) -> str | None:
         """The line of `role`'s identity that says this lesson, in any words, or None."""
         if not self._index.has(role):
             return None  # an empty identity file: spare normalising every due lesson
-        hit = self._index.find(role, normalize(lesson))
+        hit = self._index.find(role, normalize(lesson), self._ask_as)
         return None if hit is None else self._lines[hit]

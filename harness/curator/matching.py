@@ -14,10 +14,10 @@ technical words do not disagree and rapidfuzz scores them at or above the thresh
   anchors, the prose may differ by AGREE_BONUS points more.
 
 - Second opinion: when the score refuses every shortlisted phrasing that does not
-  conflict, `learned.second_opinion` may still join the best of them (paraphrases
-  that share a few rare words and little else), unless `curator.second_opinion` is off.
-  `same_lesson` is the rule alone: the second opinion weighs words by their counts in a
-  bucket, which only the index has.
+  conflict, `learned.second_opinion` may still join the best of them (paraphrases that
+  share a few rare words and little else), unless `curator.second_opinion` is off. Then
+  a judge (`judge`) may join one of those or of the vetoed ones. `same_lesson` is the rule
+  alone: the others weigh words by their counts in a bucket, which only the index has.
 
 The index never compares a text with every other: each bucket (role and kind)
 keeps an inverted index word -> recent variants, and a query scores only a
@@ -27,13 +27,14 @@ first match. A text seen before word for word skips all that (`clusters.Clusters
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from rapidfuzz import fuzz
 
 from harness.curator import learned
+from harness.curator.bucket import Bucket, Source
+from harness.curator.judge import FLOOR, Judgments
 from harness.curator.shortlist import POSTING_CAP, shortlist_of
 from harness.curator.text import Norm, normalize
 
@@ -88,40 +89,6 @@ def _capped(a: str, b: str, raw: float) -> float:
     return raw
 
 
-class Source(Protocol):
-    """Where a bucket's phrasings live when they are not all in memory (`lessondb`): the
-    index asks it for what a query needs before the query looks, and keeps the answers."""
-
-    def covers(self, bucket: Any) -> bool: ...
-    def fault(self, bucket: Any, b: _Bucket, key: str, words: set[str]) -> None: ...
-    def fault_variants(self, b: _Bucket, vids: list[int]) -> None: ...
-    def variant_count(self, cluster: int) -> int | None: ...
-    def take_vid(self) -> int: ...
-
-
-class _Bucket:
-    """One bucket's phrasings. In memory, variants are list positions; with a `source`,
-    the containers are dicts holding the part of the source a run has asked for, variant
-    ids are the source's, and `dirty` names the words whose postings changed."""
-
-    __slots__ = ("exact", "keys", "anchors", "strict", "owner", "postings", "df", "source",
-                 "dirty")
-
-    def __init__(self, source: Source | None = None) -> None:
-        self.source = source
-        self.exact: dict[str, int] = {}  # every phrasing seen -> cluster
-        self.keys: Any = [] if source is None else {}  # variant -> normalised text
-        # variant -> anchors, strict ones marked "!" (packed)
-        self.anchors: Any = [] if source is None else {}
-        # variant -> its strict words, one shared tuple per combination (there are few):
-        # most shortlisted variants fail on these alone, before their anchors are unpacked
-        self.strict: Any = [] if source is None else {}
-        self.owner: Any = [] if source is None else {}  # variant -> cluster
-        self.postings: defaultdict[str, list[int]] = defaultdict(list)  # word -> recent variants
-        self.df: dict[str, int] = {}  # word -> variants ever indexed under it
-        self.dirty: set[str] = set()
-
-
 class LessonIndex:
     """Clusters of same-lesson texts per bucket (e.g. role and kind), found without all-pairs.
 
@@ -132,18 +99,22 @@ class LessonIndex:
     """
 
     def __init__(self, threshold: float, *, anchored: bool = True,
-                 source: Source | None = None, second_opinion: bool = True) -> None:
+                 source: Source | None = None, second_opinion: bool = True,
+                 judge: Judgments | None = None, judge_floor: float = FLOOR) -> None:
         self.threshold = threshold
         self.anchored = anchored  # False: score alone decides (decision topics)
         self.second_opinion = second_opinion  # False: the rule alone (`curator.second_opinion`)
+        self.judge = judge  # answers about the pairs left unsure, and questions (`judge`)
+        self.judge_floor = judge_floor  # the pair model's probability from which it is asked
         self.source = source  # the buckets it covers are read from it as queries need
-        self._buckets: dict[Any, _Bucket] = {}
+        self._buckets: dict[Any, Bucket] = {}
         self._variants = bytearray()  # cluster id -> phrasings indexed
         self._counted: set[int] = set()  # clusters whose count was asked of the source
         self._strict: dict[str, tuple[str, ...]] = {}  # strict words -> their shared tuple
 
-    def find(self, bucket: Any, norm: Norm) -> int | None:
-        """The cluster id `norm` belongs to in `bucket`, or None."""
+    def find(self, bucket: Any, norm: Norm, ask_as: int | None = None) -> int | None:
+        """The cluster id `norm` belongs to in `bucket`, or None; a judge is asked about
+        the pairs it is unsure of as about the note `ask_as` (see `judge`)."""
         b = self._buckets.get(bucket)
         if b is None:
             if self.source is None or not self.source.covers(bucket):
@@ -154,9 +125,10 @@ class LessonIndex:
         hit = b.exact.get(norm.key)
         if hit is not None:
             return hit  # before splitting: most queries of a big log are exact repeats
-        return self._match(b, norm, set(norm.key.split()))
+        return self._match(b, norm, set(norm.key.split()), ask_as)
 
-    def _match(self, b: _Bucket, norm: Norm, a_words: set[str]) -> int | None:
+    def _match(self, b: Bucket, norm: Norm, a_words: set[str],
+               cluster: int | None = None) -> int | None:
         key, ratio, threshold = norm.key, fuzz.token_set_ratio, self.threshold
         shortlist = shortlist_of(b, a_words)
         if not shortlist:
@@ -168,30 +140,37 @@ class LessonIndex:
                 if ratio(key, b.keys[vid], score_cutoff=threshold):
                     return b.owner[vid]
             return None
-        return self._anchored_match(b, norm, a_words, shortlist)
+        return self._anchored_match(b, norm, a_words, shortlist, cluster)
 
-    def _anchored_match(self, b: _Bucket, norm: Norm, a_words: set[str],
-                        shortlist: list[int]) -> int | None:
+    def _anchored_match(self, b: Bucket, norm: Norm, a_words: set[str],
+                        shortlist: list[int], cluster: int | None) -> int | None:
         key, threshold = norm.key, self.threshold
         a_strict, a_anchors = norm.strict.split(), norm.anchors.split()
         refused = []  # shortlisted without a conflict, but under the score: a second opinion
+        vetoed = []  # conflicting: only a judge may still join them
         for vid in shortlist:
             b_strict = b.strict[vid]
             if b_strict and not a_words.issuperset(b_strict):
-                continue  # what _conflict would find first, before b's anchors are unpacked
+                vetoed.append(vid)  # what _conflict finds first, before unpacking anchors
+                continue
             packed = b.anchors[vid]
             b_anchors = packed.replace("!", "").split() if b_strict else packed.split()
             b_key = b.keys[vid]
             if (a_anchors or b_anchors) and _conflict(a_words, a_strict, a_anchors, b_key,
                                                       b_strict, b_anchors):
+                vetoed.append(vid)
                 continue
             if _scores(key, a_anchors, b_key, b_anchors, threshold):
                 return b.owner[vid]
             refused.append((vid, b_key, b_anchors, b_strict))
-        if not refused or not self.second_opinion:
+        if refused and self.second_opinion:
+            best = learned.second_opinion(key, a_words, a_anchors, a_strict, refused, b.df)
+            if best is not None:
+                return b.owner[best]
+        judge = self.judge
+        if judge is None or not judge.wanted(b.name, key, cluster is not None):
             return None
-        best = learned.second_opinion(key, a_words, a_anchors, a_strict, refused, b.df)
-        return None if best is None else b.owner[best]
+        return judge.decide(b, norm, a_words, refused, vetoed, cluster, self.judge_floor)
 
     def add(self, bucket: Any, norm: Norm, cluster: int) -> None:
         """Index `norm` as a phrasing of `cluster` (a small int; up to MAX_VARIANTS each)."""
@@ -205,7 +184,7 @@ class LessonIndex:
         if key not in b.exact:
             self._add(b, key, packed, cluster, set(key.split()))
 
-    def _add(self, b: _Bucket, key: str, packed: str, cluster: int, words: set[str]) -> None:
+    def _add(self, b: Bucket, key: str, packed: str, cluster: int, words: set[str]) -> None:
         b.exact[key] = cluster
         if not self._count_variant(b, cluster):
             return
@@ -228,7 +207,7 @@ class LessonIndex:
             if len(plist) > 2 * POSTING_CAP:
                 del plist[:-POSTING_CAP]
 
-    def _count_variant(self, b: _Bucket, cluster: int) -> bool:
+    def _count_variant(self, b: Bucket, cluster: int) -> bool:
         """Count one more phrasing of `cluster`: False when it has MAX_VARIANTS already."""
         variants = self._variants
         if cluster >= len(variants):
@@ -251,12 +230,12 @@ class LessonIndex:
             found = self._strict[marked] = tuple([w[1:] for w in marked.split()])
         return found
 
-    def _bucket(self, bucket: Any) -> _Bucket:
+    def _bucket(self, bucket: Any) -> Bucket:
         b = self._buckets.get(bucket)
         if b is None:
             source = self.source
-            b = self._buckets[bucket] = _Bucket(
-                source if source is not None and source.covers(bucket) else None)
+            b = self._buckets[bucket] = Bucket(
+                bucket, source if source is not None and source.covers(bucket) else None)
         return b
 
     def has(self, bucket: Any) -> bool:
@@ -274,7 +253,7 @@ class LessonIndex:
             raise RuntimeError("the phrasings of a bucket read from a source are not all here")
         return zip(b.owner, b.keys, b.anchors, strict=True)
 
-    def bucket_state(self, bucket: Any) -> _Bucket:
+    def bucket_state(self, bucket: Any) -> Bucket:
         """The bucket's containers, for the source that writes them back."""
         return self._buckets[bucket]
 
@@ -288,7 +267,7 @@ class LessonIndex:
         if hit is not None:
             return hit
         words = set(key.split())
-        found = self._match(b, norm, words)
+        found = self._match(b, norm, words, new_cluster)
         cluster = new_cluster if found is None else found
         self._add(b, key, norm.packed, cluster, words)
         return cluster

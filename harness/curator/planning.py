@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import orjson
 
-from harness.curator import lessondb
+from harness.curator import lessondb, verdicts
 from harness.curator import record as candidates
 from harness.curator.book import LESSON_KINDS, MemoryBook
 from harness.curator.check import check_model_result
@@ -30,6 +30,7 @@ from harness.curator.commit import (
     read_text,
 )
 from harness.curator.diffs import DIFF_PREVIEW, append_diff, drop_head_diff, rewrite_diff
+from harness.curator.judge import Judgments
 from harness.curator.promotion import (
     PROMOTABLE,
     Candidate,
@@ -42,7 +43,7 @@ from harness.curator.promotion import (
 from harness.curator.reader import RawReader, use_process
 from harness.curator.scan import Record, Scan, ScanJob
 from harness.curator.settings import CuratorReport, CuratorSettings, Refine
-from harness.curator.text import Norm
+from harness.curator.text import Norm, normalize
 from harness.state import memory
 from harness.state.store import sha256
 
@@ -54,8 +55,9 @@ class Planner:
 
     def __init__(self, paths: CuratorPaths, mission: str, settings: CuratorSettings,
                  today: str, report: CuratorReport, refine: Refine | None = None, *,
-                 lock_fd: int | None = None) -> None:
+                 lock_fd: int | None = None, judge: Judgments | None = None) -> None:
         self.paths, self.settings, self.refine = paths, settings, refine
+        self.judge = judge or Judgments()
         self.lock_fd = lock_fd  # the curator's lock, for a reader process to hold too
         self.mission = mission_token(mission)
         self.today, self.dry_run = today, report.dry_run
@@ -88,6 +90,7 @@ class Planner:
         months = _months_before(scan.months, scan.cut)
         self._diffs(scan, months, changed, old, compacted.archived, promotions)
         if self.dry_run or not (changed or self.n_staged or promotions or compacted.archived
+                                or self.judge.fresh
                                 or scan.cut or scan.end != start
                                 or cursor.get("next_ids") != compacted.next_ids):
             self._discard_staged()
@@ -97,8 +100,8 @@ class Planner:
         return {
             "version": FORMAT_VERSION, "batch": self.batch,
             "files": changed, "candidates": self.n_staged, "promotions": len(promotions),
-            "identity_sizes": self.identity_sizes,
- "memory_archive": compacted.archived,
+            "judgments": verdicts.lines(self.judge.fresh, memory.utc_now(), self.mission),
+            "identity_sizes": self.identity_sizes, "memory_archive": compacted.archived,
             "archive_sizes": archive_sizes(paths.archive, [m for _, _, m in months],
                                            bool(compacted.archived)),
             "raw": {"end": scan.end, "cut": scan.cut, "inode": scan.inode,
@@ -152,6 +155,9 @@ class Planner:
         # the database first: the reader takes the candidate record from where it ends
         self.tracker, digest_read = lessondb.load(paths.identity, settings.similarity,
                                                   second_opinion=settings.second_opinion)
+        self.judge.learn(verdicts.read(paths.identity))
+        if self.judge.active():
+            self.tracker.clusters.index.judge = self.judge
         job = ScanJob(str(paths.raw), start, settings.raw_keep, month,
                       None if self.dry_run else str(paths.staged_candidates), self.batch,
                       self.mission, str(paths.identity), record_start=digest_read.end,
@@ -216,14 +222,18 @@ class Planner:
     def _promotions(self) -> list[Promotion]:
         due = [ev for ev in self.tracker.due() if memory.NAME.match(ev.role)]
         identity = IdentityIndex(self.settings.similarity,
-                                 second_opinion=self.settings.second_opinion)
+                                 second_opinion=self.settings.second_opinion,
+                                 judge=self.judge if self.judge.active() else None)
         self.identity_sizes: dict[str, int] = {}  # role file sizes the plan was checked on
         self.identity_texts: dict[str, str] = {}
         for role in sorted({ev.role for ev in due}):
             text = self.identity_texts[role] = read_text(self.paths.role_file(role))
             self.identity_sizes[role] = len(text.encode())
             identity.add_text(role, text)
-        return plan_promotions(due, identity, self.today)
+        promotions = plan_promotions(due, identity, self.today)
+        self.report.questions = self.judge.shown(  # asked while planning them
+            self.tracker.text_of, {normalize(ev.text).key: ev.text for ev in due}, identity.line)
+        return promotions
 
     def _stage_promotions(self, promotions: list[Promotion]) -> None:
         if not promotions:

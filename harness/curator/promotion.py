@@ -217,6 +217,13 @@ class PromotionTracker:
         self.noted.add(cluster)
         return ev
 
+    def text_of(self, cluster: int) -> str | None:
+        """The text a lesson is known by (its first note's), or None when it has none."""
+        ev = self.lessons[cluster] if cluster < len(self.lessons) else None
+        if ev is None and self.source is not None:
+            ev = self.source.lesson(cluster)
+        return None if ev is None else ev.text
+
     def put(self, cluster: int, ev: Evidence) -> Evidence:
         """File `ev` as the evidence of `cluster`."""
         if cluster >= len(self.lessons):
@@ -257,10 +264,11 @@ class Promotion:
 
 def plan_promotions(due: Iterable[Evidence], identity: IdentityIndex,
                     promoted_on: str) -> list[Promotion]:
-    """The due lessons that identity does not hold yet.
-
-    Due lessons are distinct clusters already, so they are checked against the
-    identity files only, not against each other.
-    """
-    return [Promotion(ev.role, ev.kind, ev.text, ev, promoted_on)
-            for ev in due if not identity.knows(ev.role, ev.text)]
+    """The due lessons that identity does not hold yet, nor an earlier one of them: due
+    lessons are distinct clusters, but a judge (`judge`) may find two say one lesson."""
+    out = []
+    for ev in due:
+        if not identity.knows(ev.role, ev.text):
+            out.append(promotion := Promotion(ev.role, ev.kind, ev.text, ev, promoted_on))
+            identity.add(ev.role, ev.text, promotion.line)
+    return out

@@ -43,6 +43,8 @@ class CuratorReport:
     changes: list[str] = field(default_factory=list)
     dry_run: bool = False
     resumed: bool = False  # an interrupted run was finished first
+    # pairs a judge is asked about (`judge`): (bucket, key, other), and the two texts
+    questions: list[tuple[tuple, str, str]] = field(default_factory=list)
     model: str = ""  # with a model: "accepted", or why its answer was rejected
     # the rules' summary.md and MEMORY.md, keyed by file name, before any model's rewrite
     planned: dict[str, str] = field(default_factory=dict)

@@ -7,6 +7,12 @@ outside the curator's lock: the rules' pass is planned first without changing an
 `curation` tool. A real pass then takes the answer and checks it against its own rules'
 result (`curator.check`); the answer stands only if it passes and the memory did not change
 while the model worked. The run record says which stood and why.
+
+The dry run also collects the pairs of notes the rules are unsure are one lesson (up to
+`curator.questions`; `curator.judge`), and the prompt shows them. The model's `same`
+answers them; the real pass clusters with those answers and records them for every later
+pass. When they change the rules' result, the prose the model rewrote from the old one
+does not stand: the rules' texts are written, with the answers.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from harness.config import MissionConfig, load_mission_config, mission_name
 from harness.curator.check import ModelResult, ProposedPromotion
 from harness.curator.commit import CuratorPaths
 from harness.curator.curate import CuratorReport, CuratorSettings, curate
+from harness.curator.judge import Judgments
 from harness.curator.promotion import Promotion
 from harness.errors import DONE
 from harness.paths import Paths, check_state
@@ -28,6 +35,8 @@ from harness.types import Outcome
 
 NO_ANSWER = "the model gave no answer"
 CHANGED = "the memory changed while the model worked"
+JUDGED = ("the rules' result changed since the model saw it (its same-lesson answers, or "
+          "the memory meanwhile)")
 
 
 def settings_for(config: MissionConfig) -> CuratorSettings:
@@ -62,6 +71,7 @@ class ModelCuration:
         self.settings = settings_for(config)
         self.report = CuratorReport()
         self.expected: tuple = ()  # the rules' result the model was shown
+        self.questions: list[tuple[tuple, str, str]] = []  # the pairs it was asked about
 
     def run(self) -> CuratorReport:
         """Plan, ask the model, then curate with its answer; the report of the real pass."""
@@ -69,7 +79,9 @@ class ModelCuration:
         if CuratorPaths(paths.state, paths.identity).journal.exists():
             # an interrupted run is finished first, by the rules alone: a dry run cannot plan
             self._curate()
-        preview = curate(paths.state, paths.identity, self.mission, self.settings, dry_run=True)
+        preview = curate(paths.state, paths.identity, self.mission, self.settings, dry_run=True,
+                         judge=Judgments(budget=self.config.curator.questions))
+        self.questions = preview.questions
         prepared = prepare(paths, "curator", None, load_plan(paths.state), self.config,
                            extra={"curation": rules_shown(preview)})
         self.expected = _result_of(preview.planned, preview.promoted)
@@ -82,25 +94,32 @@ class ModelCuration:
             code, result, message = judge_error(error)
             fields, message = outcome_fields(outcome, error, message)
             return Judged(code, result, message, {**fields, "result": result})
-        answer = self._answer(prepared, error)
+        answer, same = self._answer(prepared, error)
+        judge = Judgments({pair: n in same for n, (pair, _, _) in enumerate(self.questions, 1)}
+                          if same is not None else None)
+        changed = JUDGED if same else CHANGED
         self.report = self._curate(lambda s, m, p: answer if _result_of(
-            {"summary.md": s, "MEMORY.md": m}, p) == self.expected else CHANGED)
+            {"summary.md": s, "MEMORY.md": m}, p) == self.expected else changed, judge)
         fields, message = outcome_fields(outcome, error, self.report.model)
         return Judged(DONE, "done", message,
                       {**fields, "curation": self.report.model, "result": "done"})
 
-    def _answer(self, prepared: Prepared, error: BaseException | None) -> ModelResult | str:
+    def _answer(self, prepared: Prepared, error: BaseException | None
+                ) -> tuple[ModelResult | str, set[int] | None]:
+        """The model's rewrite (or why there is none), and the numbers of the pairs it
+        says are one lesson (None: it answered nothing)."""
         answer = None if error else actions.read_curation(self.paths.state,
                                                           prepared.record.run_id)
         if answer is None:
-            return NO_ANSWER
+            return NO_ANSWER, None
         words = answer.get("promotions")
         return ModelResult(answer["summary"], answer["memory"], None if words is None else [
-            ProposedPromotion(p["number"], p["text"]) for p in words])
+            ProposedPromotion(p["number"], p["text"]) for p in words]), set(
+                answer.get("same") or ())
 
-    def _curate(self, refine=None) -> CuratorReport:
+    def _curate(self, refine=None, judge: Judgments | None = None) -> CuratorReport:
         return curate(self.paths.state, self.paths.identity, self.mission, self.settings,
-                      refine=refine)
+                      refine=refine, judge=judge)
 
 
 def rules_shown(preview: CuratorReport) -> str:
@@ -110,7 +129,21 @@ def rules_shown(preview: CuratorReport) -> str:
         "### MEMORY.md (rules)", "```", preview.planned["MEMORY.md"].rstrip(), "```", "",
         "### Promotions the rules make (you may reword them, all or none, by number)",
         *[f"{n}. identity/{p.role}.md: {p.line}" for n, p in enumerate(preview.promoted, 1)],
-        ""])
+        "", *questions_shown(preview.questions)])
+
+
+def questions_shown(questions: list[tuple[tuple, str, str]]) -> list[str]:
+    """The pairs the rules are unsure of, numbered, as the prompt shows them."""
+    if not questions:
+        return []
+    lines = ["### Same lesson? (answer `same` with the numbers of the pairs that say one "
+             "lesson in other words; every other pair is recorded as two lessons)"]
+    for n, ((bucket, _, _), text, other) in enumerate(questions, 1):
+        where = (f"a line of identity/{bucket}.md" if isinstance(bucket, str)
+                 else f"an earlier {bucket[0]} {bucket[1]} note")
+        lines += [f"{n}. A {bucket if isinstance(bucket, str) else bucket[0]} note: {text}",
+                  f"   B, {where}: {other}"]
+    return [*lines, ""]
 
 
 def _result_of(texts: dict[str, str], promotions: list[Promotion]) -> tuple:

@@ -94,21 +94,26 @@ def unblock_feature(state: Path, feature_id: str) -> plan_mod.Feature:
 
 
 def record_curation(state: Path, run_id: str, summary: str, memory: str,
-                    promotions: object = None) -> None:
-    """A curator model's rewrite of summary.md and MEMORY.md, and its words for the
-    promotions ([{number, text}], or None to keep the rules'), checked when its run ends."""
+                    promotions: object = None, same: object = None) -> None:
+    """A curator model's rewrite of summary.md and MEMORY.md, its words for the
+    promotions ([{number, text}], or None to keep the rules') and the numbers of the pairs
+    it was asked about that say one lesson (`same`), checked when its run ends."""
     if not summary.strip() or not memory.strip():
         raise UsageError("a curation needs both summary and memory texts")
     if promotions is not None and not (isinstance(promotions, list) and all(
             isinstance(p, dict) and isinstance(p.get("number"), int)
             and isinstance(p.get("text"), str) for p in promotions)):
         raise UsageError("curation promotions must be a list of {number: int, text: str}")
-    record = {"summary": summary, "memory": memory, "promotions": promotions}
+    if same is not None and not (isinstance(same, list) and all(
+            isinstance(n, int) and not isinstance(n, bool) for n in same)):
+        raise UsageError("curation same must be a list of pair numbers")
+    record = {"summary": summary, "memory": memory, "promotions": promotions, "same": same}
     write_record(_run_dir(state, run_id) / "curation.json", json.dumps(record, ensure_ascii=False))
 
 
 def read_curation(state: Path, run_id: str) -> dict | None:
-    """The rewrite a curator run answered with, if any: summary, memory and promotions."""
+    """The rewrite a curator run answered with, if any: summary, memory, promotions and
+    same."""
     try:
         return json.loads((state / "runs" / run_id / "curation.json").read_text())
     except FileNotFoundError:

@@ -1,0 +1,120 @@
+"""A judge's answers to "same lesson?", for the pairs the rules are unsure of (`matching`).
+
+A note that neither the rapidfuzz rule nor the second opinion joins to any shortlisted
+phrasing may still be one of them in other words: the words the two share are few, or
+a measurement or a short tool name on one side makes the rule veto the pair. For the
+shortlisted phrasings the pair model (`learned`) still scores at FLOOR or more,
+conflicting or not, a judge may decide. With `curator.mode: model` the judge is the
+curator's model: a dry run collects the pairs as `Question`s (up to a budget), the
+model answers, and the real pass and every later one read the answers
+(`Judgments.verdict`) from `<identity>/.judgments.log`, so a pass run again, or a lesson
+database rebuilt from the candidate record, clusters the same way.
+
+FLOOR was chosen on the development corpora by `bench/judge_bound.py`: a perfect judge
+asked from probability 0.5 lifts mean recall from 0.503 to 0.983 there, for 0.84
+questions per lesson note. Whether identity already holds a due lesson is asked with no
+floor (`identity.IdentityIndex`): identity's few lines make the pair model's word weights
+a poor guide there, and a lesson promoted twice in other words is the costlier mistake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from harness.curator import learned
+from harness.curator.text import Norm
+
+FLOOR = 0.5  # the pair model's probability from which a judge is asked
+
+
+@dataclass(frozen=True)
+class Question:
+    """Is the note `key` (now its own cluster `cluster`) the lesson of the phrasing
+    `other`, a phrasing of `other_cluster`? Keys are `text.normalize` keys."""
+
+    bucket: Any  # (role, kind)
+    key: str
+    other: str
+    cluster: int
+    other_cluster: int
+
+
+class Judgments:
+    """Recorded answers, and the questions a pass asks (at most `budget`).
+
+    `answers` maps (bucket, key, other) to True (same lesson) or False.
+    """
+
+    def __init__(self, answers: dict[tuple[Any, str, str], bool] | None = None, *,
+                 budget: int = 0) -> None:
+        self.budget = budget
+        self.questions: list[Question] = []
+        self.fresh = dict(answers or {})  # new answers: recorded with the pass that got them
+        self._answers: dict[tuple[Any, str], dict[str, bool]] = {}
+        self.learn(self.fresh)
+
+    def learn(self, answers: dict[tuple[Any, str, str], bool]) -> None:
+        """Take in answers, (bucket, key, other) -> same lesson or not."""
+        for (bucket, key, other), same in answers.items():
+            self._answers.setdefault((bucket, key), {}).setdefault(other, same)
+
+    def active(self) -> bool:
+        """Whether there is anything to answer or ask: else a pass leaves the judge out."""
+        return bool(self._answers) or self.budget > 0
+
+    def wanted(self, bucket: Any, key: str, may_ask: bool) -> bool:
+        """Whether an answer is recorded about the note `key`, or (`may_ask`) this pass
+        still asks questions: whether the pair model need score its candidates at all."""
+        return (bucket, key) in self._answers or (may_ask and self.asking())
+
+    def asking(self) -> bool:
+        """Whether this pass still asks questions."""
+        return len(self.questions) < self.budget
+
+    def decide(self, b: Any, norm: Norm, words: set[str], refused: list[tuple],
+               vetoed: list[int], cluster: int | None, floor: float = FLOOR) -> int | None:
+        """The cluster the judge says `norm` belongs to, in `b` (a `matching` bucket): of
+        the candidates, (id, key, anchors, strict words) `refused` and ids `vetoed`, those
+        the pair model scores at `floor` or more, surest first. Unanswered pairs are asked
+        when `cluster`, the note's own new one, is given."""
+        key = norm.key
+        candidates = refused + [(v, b.keys[v], b.anchors[v].replace("!", "").split(),
+                                 b.strict[v]) for v in vetoed]
+        for vid in learned.ranked(key, words, norm.anchors.split(), norm.strict.split(),
+                                  candidates, b.df, floor):
+            other = b.keys[vid]
+            same = self.verdict(b.name, key, other)
+            if same is None and cluster is not None:
+                same = self.ask(Question(b.name, key, other, cluster, b.owner[vid]))
+            if same:
+                return b.owner[vid]
+        return None
+
+    def shown(self, lesson_text: Callable[[int], str | None], due_text: dict[str, str],
+              identity_line: Callable[[int], str]) -> list[tuple[tuple, str, str]]:
+        """The questions as a model is shown them: ((bucket, key, other), text, other
+        text), a cluster by its lesson's text, an identity line (a role's bucket) as it
+        stands, a due lesson by its text."""
+        out = []
+        for q in self.questions:
+            if isinstance(q.bucket, str):
+                texts = due_text.get(q.key), identity_line(q.other_cluster)
+            else:
+                texts = lesson_text(q.cluster), lesson_text(q.other_cluster)
+            if texts[0] is not None and texts[1] is not None:
+                out.append(((q.bucket, q.key, q.other), texts[0], texts[1]))
+        return out
+
+    def verdict(self, bucket: Any, key: str, other: str) -> bool | None:
+        """The recorded answer about the pair, or None."""
+        found = self._answers.get((bucket, key))
+        return None if found is None else found.get(other)
+
+    def ask(self, question: Question) -> bool | None:
+        """Note `question` for the judge (within the budget). A judge that answers at once
+        (a benchmark's) returns its answer; the model answers after the pass: None."""
+        if self.asking() and question not in self.questions:
+            self.questions.append(question)
+        return None

@@ -1,0 +1,129 @@
+"""A judge on "same lesson?": which pairs it is asked, what its answers do, where they live."""
+
+from pathlib import Path
+
+from harness.curator import lessondb, verdicts
+from harness.curator.curate import CuratorSettings, curate
+from harness.curator.identity import IdentityIndex
+from harness.curator.judge import Judgments, Question
+from harness.curator.matching import LessonIndex, same_lesson
+from harness.curator.text import normalize
+
+# one lesson in other words: the rule refuses it (a measurement on one side only), and so
+# does the second opinion, but the pair model scores it at judge.FLOOR or more
+FIRST = "pytest -x --lf reruns only the failed tests, 14s instead of 3min"
+SECOND = "to rerun just what failed use pytest --lf -x"
+ALIKE = "run `docker compose up --wait` so the tests start after the db is healthy"
+OTHER = "the frontend build needs NODE_OPTIONS=--max-old-space-size=4096 or it runs out"
+BUCKET = ("worker", "TRICK")
+PAIR = (BUCKET, normalize(SECOND).key, normalize(FIRST).key)
+
+
+def index(judge: Judgments) -> tuple[LessonIndex, int]:
+    """An index holding FIRST as cluster 0; the cluster SECOND is then given."""
+    ix = LessonIndex(75, judge=judge)
+    ix.assign(BUCKET, normalize(FIRST), 0)
+    return ix, ix.assign(BUCKET, normalize(SECOND), 1)
+
+
+def test_an_unsure_pair_is_asked_once_with_both_clusters_and_kept_apart_meanwhile() -> None:
+    assert not same_lesson(FIRST, SECOND, 75)
+    judge = Judgments(budget=5)
+    _, cluster = index(judge)
+    assert cluster == 1
+    assert judge.questions == [Question(BUCKET, *PAIR[1:], 1, 0)]
+    judge.ask(judge.questions[0])
+    assert len(judge.questions) == 1
+
+
+def test_a_recorded_same_joins_and_a_recorded_apart_keeps_apart_unasked() -> None:
+    assert index(Judgments({PAIR: True}))[1] == 0
+    judge = Judgments({PAIR: False}, budget=5)
+    assert index(judge)[1] == 1 and judge.questions == []
+
+
+def test_nothing_is_asked_without_a_budget_nor_about_pairs_the_rules_decide() -> None:
+    judge = Judgments()
+    assert not judge.active() and index(judge)[1] == 1 and judge.questions == []
+    judge = Judgments(budget=5)
+    ix = LessonIndex(75, judge=judge)
+    ix.assign(BUCKET, normalize(ALIKE), 0)
+    assert ix.assign(BUCKET, normalize(ALIKE.replace("run", "use")), 1) == 0  # the rule
+    assert ix.assign(BUCKET, normalize(OTHER), 1) == 1  # nothing alike enough to ask
+    assert judge.questions == []
+
+
+def test_the_budget_bounds_the_questions_of_a_pass() -> None:
+    judge = Judgments(budget=1)
+    ix, _ = index(judge)
+    ix.assign(BUCKET, normalize("rerun only the failed ones with pytest --lf -x please"), 2)
+    assert len(judge.questions) == 1
+
+
+def test_identity_knows_a_lesson_a_judge_said_it_holds() -> None:
+    line = f"- TRICK: {FIRST} [promoted 2026-06-01; seen 2x 2026-06-01; missions: shop]"
+    for judge, knows in ((None, False), (Judgments({("worker", *PAIR[1:]): True}), True)):
+        known = IdentityIndex(75, judge=judge)
+        known.add_text("worker", line)
+        assert known.knows("worker", SECOND) is knows
+    asking = Judgments(budget=5)
+    known = IdentityIndex(75, judge=asking)
+    known.add_text("worker", line)
+    assert not known.knows("worker", SECOND)
+    assert [(q.bucket, known.line(q.other_cluster)) for q in asking.questions] == [
+        ("worker", line)]
+
+
+def test_answers_round_trip_through_the_log_once_each(tmp_path: Path) -> None:
+    answers = {PAIR: True, ("validator", "a b", "c d"): False}
+    lines = verdicts.lines(answers, "2026-06-01T00:00:00Z", "shop")
+    (tmp_path / verdicts.LOG).write_text("half a li")  # a crash mid-line
+    verdicts.append(tmp_path, lines)
+    verdicts.append(tmp_path, lines)  # a redone journal step
+    assert verdicts.read(tmp_path) == answers
+    assert (tmp_path / verdicts.LOG).read_text().splitlines()[1:] == lines
+
+
+def raw_line(feature: str, text: str, minute: int) -> str:
+    return (f"[2026-06-01T10:{minute:02d}:00Z] worker {feature} TRICK: {text} "
+            f"(run r{minute}-worker-{feature})\n")
+
+
+def test_a_pass_asks_then_one_with_the_answer_promotes_records_it_and_a_rebuild_agrees(
+        tmp_path: Path) -> None:
+    state, identity = tmp_path / "state", tmp_path / "identity"
+    state.mkdir()
+    identity.mkdir()
+    (state / "raw.md").write_text(raw_line("F-001", FIRST, 1) + raw_line("F-002", SECOND, 2))
+    preview = curate(state, identity, "shop", CuratorSettings(), dry_run=True,
+                     judge=Judgments(budget=5))
+    assert preview.promoted == []
+    assert preview.questions == [(PAIR, SECOND, FIRST)]
+    report = curate(state, identity, "shop", CuratorSettings(), judge=Judgments({PAIR: True}))
+    assert [p.text for p in report.promoted] == [FIRST]
+    assert verdicts.read(identity) == {PAIR: True}
+    assert not (state / "curator" / "journal.json").exists()
+    # the lesson database rebuilt from the record clusters the two notes as one again
+    for db in identity.glob(".candidates.v*.db"):
+        db.unlink()
+    with open(state / "raw.md", "a") as raw:
+        raw.write(raw_line("F-003", SECOND, 3))
+    again = curate(state, identity, "shop", CuratorSettings())
+    assert again.promoted == [] and again.questions == []
+    tracker, _ = lessondb.load_all(identity, 75.0)
+    assert sorted(ev.count for ev in tracker.lessons if ev) == [3]
+
+
+def test_explain_finds_a_note_in_the_lesson_a_judge_joined_it_to(tmp_path: Path) -> None:
+    from harness.curator.explain import explain
+
+    state, identity = tmp_path / "state", tmp_path / "identity"
+    state.mkdir()
+    identity.mkdir()
+    (state / "raw.md").write_text(raw_line("F-001", FIRST, 1) + raw_line("F-002", SECOND, 2))
+    curate(state, identity, "shop", CuratorSettings(), judge=Judgments({PAIR: True}))
+    for db in identity.glob(".candidates.v*.db"):
+        db.unlink()  # explain clusters the record itself
+    assert "evidence: 2 notes" in explain(state, identity, SECOND, 75.0)
+    (identity / verdicts.LOG).unlink()
+    assert "evidence: 1 note," in explain(state, identity, SECOND, 75.0)
