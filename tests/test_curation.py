@@ -266,6 +266,10 @@ def test_model_mode_calls_the_model_outside_the_curator_lock_with_the_collector_
     assert result.exit_code == 0, result.output
     assert backend.seen == {"gc": True, "lock_free": True}
     assert "model's rewrite: accepted" in result.output
+    # the prompt asked "same lesson?" about pairs, but an answer without `same` records none
+    assert "### Same lesson?" in (next(state.glob("runs/*-curator-mission")) / "prompt.md"
+                                  ).read_text()
+    assert not (isolated_env / ".judgments.log").exists()
     run = next(state.glob("runs/*-curator-mission"))
     assert json.loads((run / "manifest.json").read_text())["cost_usd"] == 0.25
     assert json.loads((state / "spend.json").read_text())["usd"] == 0.25

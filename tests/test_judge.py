@@ -26,12 +26,12 @@ def index(judge: Judgments) -> tuple[LessonIndex, int]:
     return ix, ix.assign(BUCKET, normalize(SECOND), 1)
 
 
-def test_an_unsure_pair_is_asked_once_with_both_clusters_and_kept_apart_meanwhile() -> None:
+def test_an_unsure_pair_is_asked_once_and_kept_apart_meanwhile() -> None:
     assert not same_lesson(FIRST, SECOND, 75)
     judge = Judgments(budget=5)
     _, cluster = index(judge)
     assert cluster == 1
-    assert judge.questions == [Question(BUCKET, *PAIR[1:], 1, 0)]
+    assert judge.questions == [Question(BUCKET, *PAIR[1:], 0)]
     judge.ask(judge.questions[0])
     assert len(judge.questions) == 1
 
@@ -51,6 +51,24 @@ def test_nothing_is_asked_without_a_budget_nor_about_pairs_the_rules_decide() ->
     assert ix.assign(BUCKET, normalize(ALIKE.replace("run", "use")), 1) == 0  # the rule
     assert ix.assign(BUCKET, normalize(OTHER), 1) == 1  # nothing alike enough to ask
     assert judge.questions == []
+
+
+RACED = "tests raced the database until I added --wait to docker compose up"
+
+
+def test_the_second_opinions_pick_is_asked_joined_until_answered_and_apart_if_so() -> None:
+    assert not same_lesson(ALIKE, RACED, 75)
+    pair = (BUCKET, normalize(RACED).key, normalize(ALIKE).key)
+    for judge, cluster in ((Judgments(budget=5), 0), (Judgments(), 0),
+                           (Judgments({pair: False}), 1)):
+        ix = LessonIndex(75, judge=judge)
+        ix.assign(BUCKET, normalize(ALIKE), 0)
+        assert ix.assign(BUCKET, normalize(RACED), 1) == cluster
+    asking = Judgments(budget=5)
+    ix = LessonIndex(75, judge=asking)
+    ix.assign(BUCKET, normalize(ALIKE), 0)
+    ix.assign(BUCKET, normalize(RACED), 1)
+    assert asking.questions == [Question(BUCKET, *pair[1:], 0)]
 
 
 def test_the_budget_bounds_the_questions_of_a_pass() -> None:

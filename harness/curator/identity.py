@@ -148,11 +148,10 @@ class IdentityIndex:
 
     def __init__(self, similarity: float, *, second_opinion: bool = True,
                  judge: Judgments | None = None) -> None:
-        # a judge is asked as about note -1, a due lesson, not a cluster; from any
-        # probability (`judge`)
+        # a judge is asked from any probability (`judge`)
         self._index = LessonIndex(similarity, second_opinion=second_opinion, judge=judge,
                                   judge_floor=0.0)
-        self._ask_as = None if judge is None else -1
+        self._ask = judge is not None
         self._lines: list[str] = []  # indexed lesson -> the line that says it
 
     def add_text(self, role: str, text: str) -> None:
@@ -179,5 +178,5 @@ class IdentityIndex:
         """The line of `role`'s identity that says this lesson, in any words, or None."""
         if not self._index.has(role):
             return None  # an empty identity file: spare normalising every due lesson
-        hit = self._index.find(role, normalize(lesson), self._ask_as)
+        hit = self._index.find(role, normalize(lesson), self._ask)
         return None if hit is None else self._lines[hit]

@@ -1,14 +1,15 @@
 """A judge's answers to "same lesson?", for the pairs the rules are unsure of (`matching`).
 
-A note that neither the rapidfuzz rule nor the second opinion joins to any shortlisted
-phrasing may still be one of them in other words: the words the two share are few, or
-a measurement or a short tool name on one side makes the rule veto the pair. For the
-shortlisted phrasings the pair model (`learned`) still scores at FLOOR or more,
-conflicting or not, a judge may decide. With `curator.mode: model` the judge is the
-curator's model: a dry run collects the pairs as `Question`s (up to a budget), the
-model answers, and the real pass and every later one read the answers
-(`Judgments.verdict`) from `<identity>/.judgments.log`, so a pass run again, or a lesson
-database rebuilt from the candidate record, clusters the same way.
+A note that the rapidfuzz rule joins to no shortlisted phrasing may still be one of them
+in other words: the words the two share are few, or a measurement or a short tool name
+on one side makes the rule veto the pair. For the shortlisted phrasings the pair model
+(`learned`) still scores at FLOOR or more, conflicting or not, a judge may decide; that
+includes the one the second opinion would join (out of sample it is right about 95 times
+in 100: `bench/matcher_train.py`), which stays joined while the judge has not answered.
+With `curator.mode: model` the judge is the curator's model: a dry run collects the pairs
+as `Question`s (up to a budget), the model answers, and the real pass and every later one
+read the answers (`Judgments.verdict`) from `<identity>/.judgments.log`, so a pass run
+again, or a lesson database rebuilt from the candidate record, clusters the same way.
 
 FLOOR was chosen on the development corpora by `bench/judge_bound.py`: a perfect judge
 asked from probability 0.5 lifts mean recall from 0.503 to 0.983 there, for 0.84
@@ -31,13 +32,12 @@ FLOOR = 0.5  # the pair model's probability from which a judge is asked
 
 @dataclass(frozen=True)
 class Question:
-    """Is the note `key` (now its own cluster `cluster`) the lesson of the phrasing
-    `other`, a phrasing of `other_cluster`? Keys are `text.normalize` keys."""
+    """Is the note `key` the lesson of `other`, a phrasing of `other_cluster` (or, in a
+    role's bucket, identity line number `other_cluster`)? Keys are `text.normalize` keys."""
 
     bucket: Any  # (role, kind)
     key: str
     other: str
-    cluster: int
     other_cluster: int
 
 
@@ -51,6 +51,7 @@ class Judgments:
                  budget: int = 0) -> None:
         self.budget = budget
         self.questions: list[Question] = []
+        self.texts: dict[str, str] = {}  # a question's note key -> its words (`shown`)
         self.fresh = dict(answers or {})  # new answers: recorded with the pass that got them
         self._answers: dict[tuple[Any, str], dict[str, bool]] = {}
         self.learn(self.fresh)
@@ -74,11 +75,13 @@ class Judgments:
         return len(self.questions) < self.budget
 
     def decide(self, b: Any, norm: Norm, words: set[str], refused: list[tuple],
-               vetoed: list[int], cluster: int | None, floor: float = FLOOR) -> int | None:
+               vetoed: list[int], ask: bool, floor: float = FLOOR,
+               second: int | None = None) -> int | None:
         """The cluster the judge says `norm` belongs to, in `b` (a `matching` bucket): of
         the candidates, (id, key, anchors, strict words) `refused` and ids `vetoed`, those
         the pair model scores at `floor` or more, surest first. Unanswered pairs are asked
-        when `cluster`, the note's own new one, is given."""
+        when `ask`. The second opinion's pick
+        (`second`) is asked about too, and joined while it has no answer."""
         key = norm.key
         candidates = refused + [(v, b.keys[v], b.anchors[v].replace("!", "").split(),
                                  b.strict[v]) for v in vetoed]
@@ -86,23 +89,24 @@ class Judgments:
                                   candidates, b.df, floor):
             other = b.keys[vid]
             same = self.verdict(b.name, key, other)
-            if same is None and cluster is not None:
-                same = self.ask(Question(b.name, key, other, cluster, b.owner[vid]))
-            if same:
+            if same is None and ask:
+                same = self.ask(Question(b.name, key, other, b.owner[vid]))
+            if same or (same is None and vid == second):
                 return b.owner[vid]
         return None
 
     def shown(self, lesson_text: Callable[[int], str | None], due_text: dict[str, str],
               identity_line: Callable[[int], str]) -> list[tuple[tuple, str, str]]:
         """The questions as a model is shown them: ((bucket, key, other), text, other
-        text), a cluster by its lesson's text, an identity line (a role's bucket) as it
-        stands, a due lesson by its text."""
+        text): a note by its words (`texts`), the phrasing it was compared with by its
+        lesson's text, an identity line (a role's bucket) as it stands, a due lesson by its
+        text."""
         out = []
         for q in self.questions:
             if isinstance(q.bucket, str):
                 texts = due_text.get(q.key), identity_line(q.other_cluster)
             else:
-                texts = lesson_text(q.cluster), lesson_text(q.other_cluster)
+                texts = self.texts.get(q.key), lesson_text(q.other_cluster)
             if texts[0] is not None and texts[1] is not None:
                 out.append(((q.bucket, q.key, q.other), texts[0], texts[1]))
         return out

@@ -112,9 +112,9 @@ class LessonIndex:
         self._counted: set[int] = set()  # clusters whose count was asked of the source
         self._strict: dict[str, tuple[str, ...]] = {}  # strict words -> their shared tuple
 
-    def find(self, bucket: Any, norm: Norm, ask_as: int | None = None) -> int | None:
+    def find(self, bucket: Any, norm: Norm, ask: bool = False) -> int | None:
         """The cluster id `norm` belongs to in `bucket`, or None; a judge is asked about
-        the pairs it is unsure of as about the note `ask_as` (see `judge`)."""
+        the pairs it is unsure of when `ask` (see `judge`)."""
         b = self._buckets.get(bucket)
         if b is None:
             if self.source is None or not self.source.covers(bucket):
@@ -125,10 +125,10 @@ class LessonIndex:
         hit = b.exact.get(norm.key)
         if hit is not None:
             return hit  # before splitting: most queries of a big log are exact repeats
-        return self._match(b, norm, set(norm.key.split()), ask_as)
+        return self._match(b, norm, set(norm.key.split()), ask)
 
     def _match(self, b: Bucket, norm: Norm, a_words: set[str],
-               cluster: int | None = None) -> int | None:
+               ask: bool = False) -> int | None:
         key, ratio, threshold = norm.key, fuzz.token_set_ratio, self.threshold
         shortlist = shortlist_of(b, a_words)
         if not shortlist:
@@ -140,10 +140,10 @@ class LessonIndex:
                 if ratio(key, b.keys[vid], score_cutoff=threshold):
                     return b.owner[vid]
             return None
-        return self._anchored_match(b, norm, a_words, shortlist, cluster)
+        return self._anchored_match(b, norm, a_words, shortlist, ask)
 
     def _anchored_match(self, b: Bucket, norm: Norm, a_words: set[str],
-                        shortlist: list[int], cluster: int | None) -> int | None:
+                        shortlist: list[int], ask: bool) -> int | None:
         key, threshold = norm.key, self.threshold
         a_strict, a_anchors = norm.strict.split(), norm.anchors.split()
         refused = []  # shortlisted without a conflict, but under the score: a second opinion
@@ -163,14 +163,13 @@ class LessonIndex:
             if _scores(key, a_anchors, b_key, b_anchors, threshold):
                 return b.owner[vid]
             refused.append((vid, b_key, b_anchors, b_strict))
+        best = None
         if refused and self.second_opinion:
             best = learned.second_opinion(key, a_words, a_anchors, a_strict, refused, b.df)
-            if best is not None:
-                return b.owner[best]
         judge = self.judge
-        if judge is None or not judge.wanted(b.name, key, cluster is not None):
-            return None
-        return judge.decide(b, norm, a_words, refused, vetoed, cluster, self.judge_floor)
+        if judge is None or not judge.wanted(b.name, key, ask):
+            return None if best is None else b.owner[best]
+        return judge.decide(b, norm, a_words, refused, vetoed, ask, self.judge_floor, best)
 
     def add(self, bucket: Any, norm: Norm, cluster: int) -> None:
         """Index `norm` as a phrasing of `cluster` (a small int; up to MAX_VARIANTS each)."""
@@ -267,7 +266,7 @@ class LessonIndex:
         if hit is not None:
             return hit
         words = set(key.split())
-        found = self._match(b, norm, words, new_cluster)
+        found = self._match(b, norm, words, ask=True)
         cluster = new_cluster if found is None else found
         self._add(b, key, norm.packed, cluster, words)
         return cluster

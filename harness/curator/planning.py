@@ -170,7 +170,7 @@ class Planner:
             for batch in reader.candidates():
                 for *fields, ref in batch:
                     c = Candidate(*fields)
-                    add(c, cluster=cluster_of((c.role, c.kind), ref))
+                    add(c, cluster=cluster_of((c.role, c.kind), ref, c.text))
             self.record = reader.record
             book = MemoryBook(old_memory, settings.bounds, similarity=settings.similarity,
                               topic_similarity=settings.topic_similarity,
@@ -186,11 +186,15 @@ class Planner:
         self.n_staged, self.preview = scan.staged, scan.staged_preview
         return scan, book
 
-    def _cluster_of(self, bucket: tuple[str, str], ref: int | tuple[str, str, str, str]) -> int:
-        """The cluster of a text the pass handed over with `ref` (see `scan.Record`)."""
+    def _cluster_of(self, bucket: tuple[str, str], ref: int | tuple[str, str, str, str],
+                    text: str) -> int:
+        """The cluster of `text`, which the pass handed over with `ref` (`scan.Record`)."""
         if type(ref) is int:
             return self._text_clusters[ref]
+        asked = len(self.judge.questions)
         cid = self.tracker.clusters.assign(bucket, Norm(*ref))
+        if len(self.judge.questions) > asked:  # the words a model is shown for the note
+            self.judge.texts[ref[0]] = text
         self._text_clusters.append(cid)
         return cid
 
@@ -209,7 +213,7 @@ class Planner:
                 book.add(memory.Entry(ts, role, feature, kind, text, run))
                 continue
             # most notes repeat a text the pass has numbered: one list lookup
-            cid = known[ref] if type(ref) is int else cluster_of((role, kind), ref)
+            cid = known[ref] if type(ref) is int else cluster_of((role, kind), ref, text)
             day = intern(ts[:10])
             note_lesson(cid, role, kind, text, day, run or feature)
             if kind in PROMOTABLE:

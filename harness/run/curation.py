@@ -112,10 +112,10 @@ class ModelCuration:
                                                           prepared.record.run_id)
         if answer is None:
             return NO_ANSWER, None
-        words = answer.get("promotions")
+        words, same = answer.get("promotions"), answer.get("same")
         return ModelResult(answer["summary"], answer["memory"], None if words is None else [
-            ProposedPromotion(p["number"], p["text"]) for p in words]), set(
-                answer.get("same") or ())
+            ProposedPromotion(p["number"], p["text"]) for p in words]), (
+                None if same is None else set(same))
 
     def _curate(self, refine=None, judge: Judgments | None = None) -> CuratorReport:
         return curate(self.paths.state, self.paths.identity, self.mission, self.settings,
