@@ -15,8 +15,11 @@ subprocess (the curate() call, not the interpreter's start). The row is the pass
 (`<identity>/.candidates.v2-s75.db`, `harness.curator.lessondb`), reads the rows its new notes
 touch and, when it appends candidates, writes back what changed: "db-open-s" and
 "db-write-s" are the open and the write within the pass, "db-MiB" and "record-MiB" the
-sizes of the database and of the candidate record after the passes. Last, one more pass
-over the biggest history runs under cProfile, and the top lines of its profile are printed.
+sizes of the database and of the candidate record after the passes. With `--answers N`,
+each history's identity folder also holds N answers of a model-mode judge
+(`<identity>/.judgments.db`, `harness.curator.verdicts`), which every pass consults about
+the notes it is unsure of. Last, one more pass over the biggest history runs under
+cProfile, and the top lines of its profile are printed.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import cProfile
 import io
 import json
 import pstats
+import random
 import shutil
 import sys
 import tempfile
@@ -82,12 +86,27 @@ def child(state: str, identity: str, profile_lines: int) -> None:
     print(json.dumps(result))
 
 
-def build_history(folder: Path, n: int) -> tuple[int, dict]:
-    """raw.md of `n` entries and its candidate record, curated once: the time of its last
-    entry, and that run's report."""
+def build_history(folder: Path, n: int, answers: int = 0) -> tuple[int, dict]:
+    """raw.md of `n` entries and its candidate record (and `answers` judged pairs), curated
+    once: the time of its last entry, and that run's report."""
     last = curator.generate(folder / "state", n)
     curator.seed_candidates(folder / "identity", n)
+    if answers:
+        seed_answers(folder / "identity", answers)
     return last, curator.run_child(folder)
+
+
+def seed_answers(identity: Path, count: int) -> None:
+    """`count` recorded answers about pairs of worker notes of six to ten words."""
+    from harness.curator import verdicts
+
+    rng = random.Random(count)
+    words = [f"w{i}" for i in range(5000)]
+    rows = verdicts.rows({(("worker", rng.choice(("TRICK", "FAIL", "FORGOT"))),
+                           " ".join(rng.sample(words, rng.randint(6, 10))),
+                           " ".join(rng.sample(words, rng.randint(6, 10)))): rng.random() < 0.5
+                          for _ in range(count)}, "2026-01-01T00:00:00Z", "other")
+    verdicts.append(identity, rows)
 
 
 def mib(path: Path) -> float:
@@ -124,7 +143,7 @@ def timed_passes(histories: list[int], folders: dict[int, Path], args: argparse.
     last, first, results = {}, {}, {n: [] for n in histories}
     for n in histories:
         folders[n] = Path(tempfile.mkdtemp(prefix=f"curator-cron-{n}-"))
-        last[n], first[n] = build_history(folders[n], n)
+        last[n], first[n] = build_history(folders[n], n, args.answers)
     for p in range(max(1, args.passes)):
         for n in histories:
             last[n] = curator.append_entries(folders[n] / "state", args.new, n, last[n],
@@ -145,6 +164,8 @@ def main() -> None:
                         help="raw.md entries of history, comma-separated")
     parser.add_argument("--passes", type=int, default=5, help="timed passes per history")
     parser.add_argument("--new", type=int, default=10, help="new raw.md entries per pass")
+    parser.add_argument("--answers", type=int, default=0,
+                        help="judged pairs recorded in each history's identity folder")
     parser.add_argument("--profile", type=int, default=25, metavar="LINES",
                         help="profile lines of one more pass at the biggest history; 0: none")
     parser.add_argument("--child", nargs=2, metavar=("STATE", "IDENTITY"), help=argparse.SUPPRESS)

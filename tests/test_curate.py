@@ -504,7 +504,7 @@ def test_what_identity_gained_since_the_plan_is_not_promoted_again(state, identi
     # another mission's curator appends one of the lessons, in other words, between this
     # run's plan and its commit; three staged promotions a line, so the skipped one is the
     # second on the first line and the report must drop that one, not the line's first
-    monkeypatch.setattr(planning, "STAGED_ROWS", 3)
+    monkeypatch.setattr(curate_commit, "STAGED_ROWS", 3)
     identity.mkdir()
     (identity / "worker.md").write_text("# worker\n\n")
     tools = ["make -n", "pnpm lint", "cargo check", "go vet"]
@@ -512,15 +512,14 @@ def test_what_identity_gained_since_the_plan_is_not_promoted_again(state, identi
         for n in range(2):
             note(state, f"{tool} in ci/{tool.split()[0]}.yml catches it early", "TRICK",
                  feature=f"F-00{n}", run=f"{tool.split()[0]}-r{n}")
-    stage = planning.Planner._stage_promotions
+    stage = curate_commit.stage_promotions
 
-    def stage_then_another_curator_appends(self, promotions):
-        stage(self, promotions)
+    def stage_then_another_curator_appends(path, promotions):
+        stage(path, promotions)
         with open(identity / "worker.md", "a") as f:
             f.write("- running `pnpm lint` in ci/pnpm.yml catches it early [promoted]\n")
 
-    monkeypatch.setattr(planning.Planner, "_stage_promotions",
-                        stage_then_another_curator_appends)
+    monkeypatch.setattr(planning, "stage_promotions", stage_then_another_curator_appends)
     report = run(state, identity)
     assert [p.text.split(" in ")[0] for p in report.promoted] == ["make -n", "cargo check",
                                                                  "go vet"]

@@ -267,9 +267,11 @@ def test_model_mode_calls_the_model_outside_the_curator_lock_with_the_collector_
     assert backend.seen == {"gc": True, "lock_free": True}
     assert "model's rewrite: accepted" in result.output
     # the prompt asked "same lesson?" about pairs, but an answer without `same` records none
+    from harness.curator import verdicts
+
     assert "### Same lesson?" in (next(state.glob("runs/*-curator-mission")) / "prompt.md"
                                   ).read_text()
-    assert not (isolated_env / ".judgments.log").exists()
+    assert verdicts.read_all(isolated_env) == {}
     run = next(state.glob("runs/*-curator-mission"))
     assert json.loads((run / "manifest.json").read_text())["cost_usd"] == 0.25
     assert json.loads((state / "spend.json").read_text())["usd"] == 0.25
@@ -344,7 +346,7 @@ def test_model_mode_asks_same_lesson_and_its_answer_promotes_and_is_recorded(
     run = next(state.glob("runs/*-curator-mission"))
     assert "its same-lesson answers" in json.loads(
         (run / "manifest.json").read_text())["curation"]
-    recorded = verdicts.read(isolated_env)
+    recorded = verdicts.read_all(isolated_env)
     assert list(recorded.values()).count(True) == 1
     assert invoke("reconstruct", run.name, "--check").exit_code == 0
 
@@ -375,4 +377,4 @@ def test_model_mode_through_the_anthropic_sdk_answers_same_lesson_with_the_tool(
     prompt = json.dumps(request["messages"])
     assert "Same lesson?" in prompt and second in prompt
     assert f"- TRICK: {first} [promoted" in (isolated_env / "worker.md").read_text()
-    assert list(verdicts.read(isolated_env).values()) == [True]
+    assert list(verdicts.read_all(isolated_env).values()) == [True]

@@ -92,14 +92,26 @@ def test_identity_knows_a_lesson_a_judge_said_it_holds() -> None:
         ("worker", line)]
 
 
-def test_answers_round_trip_through_the_log_once_each(tmp_path: Path) -> None:
+def test_answers_are_recorded_once_each_and_read_by_the_note_they_are_about(
+        tmp_path: Path) -> None:
     answers = {PAIR: True, ("validator", "a b", "c d"): False}
-    lines = verdicts.lines(answers, "2026-06-01T00:00:00Z", "shop")
-    (tmp_path / verdicts.LOG).write_text("half a li")  # a crash mid-line
-    verdicts.append(tmp_path, lines)
-    verdicts.append(tmp_path, lines)  # a redone journal step
-    assert verdicts.read(tmp_path) == answers
-    assert (tmp_path / verdicts.LOG).read_text().splitlines()[1:] == lines
+    rows = verdicts.rows(answers, "2026-06-01T00:00:00Z", "shop")
+    assert verdicts.open_recorded(tmp_path) is None
+    verdicts.append(tmp_path, rows)
+    verdicts.append(tmp_path, verdicts.rows({PAIR: False}, "2026-06-02T00:00:00Z", "shop"))
+    verdicts.append(tmp_path, rows)  # a redone journal step
+    assert verdicts.read_all(tmp_path) == answers  # the first answer stands
+    recorded = verdicts.open_recorded(tmp_path)
+    assert recorded is not None
+    try:
+        assert recorded.about(BUCKET, PAIR[1]) == {PAIR[2]: True}
+        assert recorded.about("validator", "a b") == {"c d": False}
+        assert recorded.about(BUCKET, "never asked") == {}
+        judge = Judgments(recorded=recorded.about)
+        assert judge.active() and judge.verdict(BUCKET, *PAIR[1:]) is True
+        assert judge.verdict(BUCKET, "never asked", PAIR[2]) is None
+    finally:
+        recorded.close()
 
 
 def raw_line(feature: str, text: str, minute: int) -> str:
@@ -119,7 +131,7 @@ def test_a_pass_asks_then_one_with_the_answer_promotes_records_it_and_a_rebuild_
     assert preview.questions == [(PAIR, SECOND, FIRST)]
     report = curate(state, identity, "shop", CuratorSettings(), judge=Judgments({PAIR: True}))
     assert [p.text for p in report.promoted] == [FIRST]
-    assert verdicts.read(identity) == {PAIR: True}
+    assert verdicts.read_all(identity) == {PAIR: True}
     assert not (state / "curator" / "journal.json").exists()
     # the lesson database rebuilt from the record clusters the two notes as one again
     for db in identity.glob(".candidates.v*.db"):
@@ -143,5 +155,5 @@ def test_explain_finds_a_note_in_the_lesson_a_judge_joined_it_to(tmp_path: Path)
     for db in identity.glob(".candidates.v*.db"):
         db.unlink()  # explain clusters the record itself
     assert "evidence: 2 notes" in explain(state, identity, SECOND, 75.0)
-    (identity / verdicts.LOG).unlink()
+    (identity / verdicts.DB).unlink()
     assert "evidence: 1 note," in explain(state, identity, SECOND, 75.0)

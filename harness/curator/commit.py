@@ -19,6 +19,7 @@ import orjson
 from harness.curator import lessondb, verdicts
 from harness.curator import record as candidates
 from harness.curator.identity import IdentityIndex
+from harness.curator.promotion import Promotion
 from harness.errors import UsageError
 from harness.state import memory
 from harness.state.store import atomic_write, hold_lock, read_head, sha256, write_json
@@ -26,6 +27,7 @@ from harness.state.store import atomic_write, hold_lock, read_head, sha256, writ
 FORMAT_VERSION = 1
 HEAD_BYTES = 65536  # how much of raw.md's head identifies it before the rewrite
 CHUNK = 1 << 20
+STAGED_ROWS = 1000  # staged promotions per line: a JSON call per line, not per promotion
 
 
 @dataclass
@@ -176,9 +178,22 @@ def _promote(paths: CuratorPaths, sizes: dict[str, int], similarity: float,
     return skipped
 
 
+def stage_promotions(path: Path, promotions: list[Promotion]) -> None:
+    """Write the plan's promotions to `path`, STAGED_ROWS rows a line, for `_promote`."""
+    if not promotions:
+        return
+    with open(path, "wb") as out:
+        for first in range(0, len(promotions), STAGED_ROWS):
+            rows = [(p.role, p.kind, p.text, p.line)
+                    for p in promotions[first:first + STAGED_ROWS]]
+            out.write(orjson.dumps(rows) + b"\n")
+        out.flush()
+        os.fsync(out.fileno())
+
+
 def _staged_rows(staged: Iterable[str]) -> Iterator[list[str]]:
     """The staged promotions, [role, kind, text, line] each: lines of many rows
-    (`planning.Planner._stage_promotions`), or of one row each as earlier versions staged them
+    (`stage_promotions`), or of one row each as earlier versions staged them
     (a run that crashed before an upgrade leaves those for the next to carry out)."""
     for chunk in staged:
         rows = orjson.loads(chunk)

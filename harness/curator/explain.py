@@ -44,12 +44,16 @@ def explain(state: Path, identity: Path, text: str, similarity: float,
     if kind in NEVER:
         return never_promoted(kind)
     tracker, read = load_all(identity, similarity, second_opinion=second_opinion)
-    answers = verdicts.read(identity)
-    if answers:  # a note the model judged one lesson with another is found in it
-        tracker.clusters.index.judge = Judgments(answers)
-    for candidate in read_record(identity, read):
-        tracker.add(candidate)
-    lessons = find_lessons(tracker, text, role, kind)
+    recorded = verdicts.open_recorded(identity)
+    if recorded is not None:  # a note the model judged one lesson with another is in it
+        tracker.clusters.index.judge = Judgments(recorded=recorded.about)
+    try:
+        for candidate in read_record(identity, read):
+            tracker.add(candidate)
+        lessons = find_lessons(tracker, text, role, kind)
+    finally:
+        if recorded is not None:
+            recorded.close()
     files = {ev.role: (read_text(identity / f"{ev.role}.md"),
                        read_text(archive_path(identity, ev.role)))
              for ev in lessons if memory.NAME.match(ev.role)}

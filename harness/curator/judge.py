@@ -8,7 +8,7 @@ includes the one the second opinion would join (out of sample it is right about 
 in 100: `bench/matcher_train.py`), which stays joined while the judge has not answered.
 With `curator.mode: model` the judge is the curator's model: a dry run collects the pairs
 as `Question`s (up to a budget), the model answers, and the real pass and every later one
-read the answers (`Judgments.verdict`) from `<identity>/.judgments.log`, so a pass run
+read the answers (`Judgments.verdict`) from `<identity>/.judgments.db`, so a pass run
 again, or a lesson database rebuilt from the candidate record, clusters the same way.
 
 FLOOR was chosen on the development corpora by `bench/judge_bound.py`: a perfect judge
@@ -35,40 +35,50 @@ class Question:
     """Is the note `key` the lesson of `other`, a phrasing of `other_cluster` (or, in a
     role's bucket, identity line number `other_cluster`)? Keys are `text.normalize` keys."""
 
-    bucket: Any  # (role, kind)
+    bucket: Any  # (role, kind), or a role when the question is about its identity file
     key: str
     other: str
     other_cluster: int
 
 
 class Judgments:
-    """Recorded answers, and the questions a pass asks (at most `budget`).
+    """Answers, and the questions a pass asks (at most `budget`).
 
-    `answers` maps (bucket, key, other) to True (same lesson) or False.
+    `answers` are this pass's new ones, (bucket, key, other) -> True (same lesson) or False;
+    `recorded` looks up those of earlier passes by note (`verdicts.Recorded.about`).
     """
 
     def __init__(self, answers: dict[tuple[Any, str, str], bool] | None = None, *,
-                 budget: int = 0) -> None:
+                 budget: int = 0,
+                 recorded: Callable[[Any, str], dict[str, bool]] | None = None) -> None:
         self.budget = budget
+        self.recorded = recorded  # (bucket, key) -> the answers earlier passes recorded
         self.questions: list[Question] = []
         self.texts: dict[str, str] = {}  # a question's note key -> its words (`shown`)
         self.fresh = dict(answers or {})  # new answers: recorded with the pass that got them
         self._answers: dict[tuple[Any, str], dict[str, bool]] = {}
-        self.learn(self.fresh)
-
-    def learn(self, answers: dict[tuple[Any, str, str], bool]) -> None:
-        """Take in answers, (bucket, key, other) -> same lesson or not."""
-        for (bucket, key, other), same in answers.items():
-            self._answers.setdefault((bucket, key), {}).setdefault(other, same)
+        for (bucket, key, other), same in self.fresh.items():
+            self._answers.setdefault((bucket, key), {})[other] = same
+        self._looked: set[tuple[Any, str]] = set()  # notes whose recorded answers are in
 
     def active(self) -> bool:
         """Whether there is anything to answer or ask: else a pass leaves the judge out."""
-        return bool(self._answers) or self.budget > 0
+        return bool(self._answers) or self.budget > 0 or self.recorded is not None
 
     def wanted(self, bucket: Any, key: str, may_ask: bool) -> bool:
-        """Whether an answer is recorded about the note `key`, or (`may_ask`) this pass
+        """Whether an answer is known about the note `key`, or (`may_ask`) this pass
         still asks questions: whether the pair model need score its candidates at all."""
-        return (bucket, key) in self._answers or (may_ask and self.asking())
+        return bool(self._about(bucket, key)) or (may_ask and self.asking())
+
+    def _about(self, bucket: Any, key: str) -> dict[str, bool] | None:
+        """The answers about the note `key`: this pass's, then those recorded before."""
+        note = (bucket, key)
+        if self.recorded is not None and note not in self._looked:
+            self._looked.add(note)
+            found = self.recorded(bucket, key)
+            if found:
+                self._answers[note] = {**found, **self._answers.get(note, {})}
+        return self._answers.get(note)
 
     def asking(self) -> bool:
         """Whether this pass still asks questions."""
@@ -80,8 +90,8 @@ class Judgments:
         """The cluster the judge says `norm` belongs to, in `b` (a `matching` bucket): of
         the candidates, (id, key, anchors, strict words) `refused` and ids `vetoed`, those
         the pair model scores at `floor` or more, surest first. Unanswered pairs are asked
-        when `ask`. The second opinion's pick
-        (`second`) is asked about too, and joined while it has no answer."""
+        when `ask`. The second opinion's pick (`second`) is one of them, joined while it
+        has no answer."""
         key = norm.key
         candidates = refused + [(v, b.keys[v], b.anchors[v].replace("!", "").split(),
                                  b.strict[v]) for v in vetoed]
@@ -112,8 +122,8 @@ class Judgments:
         return out
 
     def verdict(self, bucket: Any, key: str, other: str) -> bool | None:
-        """The recorded answer about the pair, or None."""
-        found = self._answers.get((bucket, key))
+        """The answer about the pair, or None."""
+        found = self._about(bucket, key)
         return None if found is None else found.get(other)
 
     def ask(self, question: Question) -> bool | None:

@@ -9,12 +9,9 @@ the promotions under `<state>/curator/`. What it returns is the journal that
 
 from __future__ import annotations
 
-import os
 import secrets
 import sys
 from dataclasses import replace
-
-import orjson
 
 from harness.curator import lessondb, verdicts
 from harness.curator import record as candidates
@@ -28,6 +25,7 @@ from harness.curator.commit import (
     cursor_start,
     read_json,
     read_text,
+    stage_promotions,
 )
 from harness.curator.diffs import DIFF_PREVIEW, append_diff, drop_head_diff, rewrite_diff
 from harness.curator.judge import Judgments
@@ -47,8 +45,6 @@ from harness.curator.text import Norm, normalize
 from harness.state import memory
 from harness.state.store import sha256
 
-STAGED_ROWS = 1000  # staged promotions per line: a JSON call per line, not per promotion
-
 
 class Planner:
     """Phase one: read everything and decide everything; stage, but change nothing."""
@@ -66,6 +62,7 @@ class Planner:
         self.preview: list[str] = []  # the first staged candidate lines, for the diff
         self.n_staged = 0
         self.tracker: PromotionTracker | None = None
+        self.recorded: verdicts.Recorded | None = None
         self.record: candidates.RecordRead | None = None
         self._text_clusters: list[int] = []  # the pass's text number -> cluster
 
@@ -95,12 +92,12 @@ class Planner:
                                 or cursor.get("next_ids") != compacted.next_ids):
             self._discard_staged()
             return None
-        self._stage_promotions(promotions)
+        stage_promotions(self.paths.staged_promotions, promotions)
         last_month = months[-1][2] if months else cursor.get("last_month", "unparsed")
         return {
             "version": FORMAT_VERSION, "batch": self.batch,
             "files": changed, "candidates": self.n_staged, "promotions": len(promotions),
-            "judgments": verdicts.lines(self.judge.fresh, memory.utc_now(), self.mission),
+            "judgments": verdicts.rows(self.judge.fresh, memory.utc_now(), self.mission),
             "identity_sizes": self.identity_sizes, "memory_archive": compacted.archived,
             "archive_sizes": archive_sizes(paths.archive, [m for _, _, m in months],
                                            bool(compacted.archived)),
@@ -112,9 +109,11 @@ class Planner:
         }
 
     def close(self) -> None:
-        """Let go of the lesson database the plan read from."""
+        """Let go of the lesson database and the answers the plan read from."""
         if self.tracker is not None and self.tracker.source is not None:
             self.tracker.source.close()
+        if self.recorded is not None:
+            self.recorded.close()
 
     def _refined(self, files: dict[str, str], promotions: list[Promotion]
                  ) -> tuple[dict[str, str], list[Promotion]]:
@@ -155,7 +154,9 @@ class Planner:
         # the database first: the reader takes the candidate record from where it ends
         self.tracker, digest_read = lessondb.load(paths.identity, settings.similarity,
                                                   second_opinion=settings.second_opinion)
-        self.judge.learn(verdicts.read(paths.identity))
+        self.recorded = verdicts.open_recorded(paths.identity)
+        if self.recorded is not None:
+            self.judge.recorded = self.recorded.about
         if self.judge.active():
             self.tracker.clusters.index.judge = self.judge
         job = ScanJob(str(paths.raw), start, settings.raw_keep, month,
@@ -238,17 +239,6 @@ class Planner:
         self.report.questions = self.judge.shown(  # asked while planning them
             self.tracker.text_of, {normalize(ev.text).key: ev.text for ev in due}, identity.line)
         return promotions
-
-    def _stage_promotions(self, promotions: list[Promotion]) -> None:
-        if not promotions:
-            return
-        with open(self.paths.staged_promotions, "wb") as out:
-            for first in range(0, len(promotions), STAGED_ROWS):
-                rows = [(p.role, p.kind, p.text, p.line)
-                        for p in promotions[first:first + STAGED_ROWS]]
-                out.write(orjson.dumps(rows) + b"\n")
-            out.flush()
-            os.fsync(out.fileno())
 
     def _diffs(self, scan: Scan, months: list[tuple[int, int, str]], changed: dict[str, str],
                old: dict[str, str], memory_archived: list[str],

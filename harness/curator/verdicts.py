@@ -1,66 +1,83 @@
-"""The judge's answers on disk: `<identity>/.judgments.log` (see `judge`).
+"""The judge's answers on disk: `<identity>/.judgments.db`, SQLite (see `judge`).
 
-One line per answer, appended by the pass that got it and never rewritten:
-`ts TAB mission TAB role TAB kind TAB same|apart TAB key TAB other`, the keys being
-`text.normalize` keys (words and spaces only); kind `-` is a question about what a role's
-identity file already says (its bucket is the role alone). The file is shared by the missions of one
-identity folder, like the candidate record, and read whole by every pass: it grows by a
-few lines per model-mode pass.
+One row per answer: the bucket (role and kind; kind `-` for a question about what a
+role's identity file already says), the two `text.normalize` keys, whether they say one
+lesson, and when and in which mission it was answered. The pass that got the answers
+writes them as a journal step (INSERT OR IGNORE: a redone step adds nothing twice), and
+nothing changes them after. Shared by the missions of one identity folder, like the
+candidate record. A pass asks only about the notes it is unsure of, by key, so its cost
+does not grow with the answers of all earlier passes; without the file it asks nothing.
 """
 
 from __future__ import annotations
 
-import os
+import sqlite3
 from pathlib import Path
 from typing import Any
 
-from harness.state.store import hold_lock
-
-LOG = ".judgments.log"
-LOCK = ".judgments.lock"
+DB = ".judgments.db"
+SCHEMA = """CREATE TABLE IF NOT EXISTS answer(
+    role TEXT, kind TEXT, key TEXT, other TEXT, same INTEGER, ts TEXT, mission TEXT,
+    PRIMARY KEY(role, kind, key, other)) WITHOUT ROWID"""
 Answers = dict[tuple[Any, str, str], bool]
 
 
-def read(identity: Path) -> Answers:
-    """Every recorded answer, (bucket, key, other) -> same; the first one stands."""
-    try:
-        text = (identity / LOG).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    answers: Answers = {}
-    for line in text.splitlines():
-        fields = line.split("\t")
-        if len(fields) == 7 and fields[4] in ("same", "apart"):
-            _, _, role, kind, verdict, key, other = fields
-            bucket = role if kind == "-" else (role, kind)
-            answers.setdefault((bucket, key, other), verdict == "same")
-    return answers
+class Recorded:
+    """The recorded answers, read by the note they are about."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def about(self, bucket: Any, key: str) -> dict[str, bool]:
+        """The answers about the note `key` in `bucket`: other key -> same lesson."""
+        role, kind = _columns(bucket)
+        return {other: bool(same) for other, same in self.conn.execute(
+            "SELECT other, same FROM answer WHERE role=? AND kind=? AND key=?",
+            (role, kind, key))}
+
+    def close(self) -> None:
+        self.conn.close()
 
 
-def lines(answers: Answers, ts: str, mission: str) -> list[str]:
-    """The log lines for `answers`."""
-    return ["\t".join((ts, mission, *_columns(bucket), "same" if same else "apart", key, other))
+def open_recorded(identity: Path) -> Recorded | None:
+    """The recorded answers, or None when none were ever recorded."""
+    path = identity / DB
+    if not path.exists():
+        return None
+    return Recorded(sqlite3.connect(path, isolation_level=None, timeout=30))
+
+
+def rows(answers: Answers, ts: str, mission: str) -> list[list]:
+    """`answers` as the journal holds them, one row each (see `append`)."""
+    return [[*_columns(bucket), key, other, int(same), ts, mission]
             for (bucket, key, other), same in answers.items()]
+
+
+def append(identity: Path, new_rows: list[list]) -> None:
+    """Record `rows`' answers, in one transaction; an answer recorded before stands."""
+    conn = sqlite3.connect(identity / DB, isolation_level=None, timeout=30)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(SCHEMA)
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany("INSERT OR IGNORE INTO answer VALUES (?, ?, ?, ?, ?, ?, ?)", new_rows)
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
+def read_all(identity: Path) -> Answers:
+    """Every recorded answer, (bucket, key, other) -> same."""
+    recorded = open_recorded(identity)
+    if recorded is None:
+        return {}
+    try:
+        return {(role if kind == "-" else (role, kind), key, other): bool(same)
+                for role, kind, key, other, same in recorded.conn.execute(
+                    "SELECT role, kind, key, other, same FROM answer")}
+    finally:
+        recorded.close()
 
 
 def _columns(bucket: Any) -> tuple[str, str]:
     return (bucket, "-") if isinstance(bucket, str) else bucket
-
-
-def append(identity: Path, new_lines: list[str]) -> None:
-    """Append the lines not in the log yet (so a redone step adds nothing twice)."""
-    with hold_lock(identity / LOCK):
-        try:
-            text = (identity / LOG).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            text = ""
-        known = set(text.splitlines())
-        missing = [line for line in new_lines if line not in known]
-        if missing:
-            # a half line left by a crash must not swallow the first new one
-            head = "\n" if text and not text.endswith("\n") else ""
-            with open(identity / LOG, "a", encoding="utf-8") as out:
-                out.write(head + "".join(line + "\n" for line in missing))
-                out.flush()
-                os.fsync(out.fileno())
-
