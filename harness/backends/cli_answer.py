@@ -9,7 +9,11 @@ holds after the CLI exits, through the same functions and checks as `run.sh verd
 in the run with `run.sh verdict`. A note or verdict the checks refuse is named in the
 transcript and the run's detail, never dropped silently.
 
-On by default for a role with the `verdict` tool (the validator), for any other role with
+The curator in model mode (a role with the `curation` tool) answers the same way: its
+rewrite of summary.md and MEMORY.md, words for the promotions and its same-lesson answers,
+recorded as the `curation` tool records them (`actions.record_curation`).
+
+On by default for a role with the `verdict` or `curation` tool, for any other role with
 `options: {structured_answer: true}`; `structured_answer: false` turns it off. A role that
 names its own `command` gets the flags only when it sets `structured_answer: true`.
 """
@@ -20,7 +24,7 @@ import json
 from typing import Any
 
 from harness.errors import UsageError
-from harness.state.actions import VERDICTS, read_verdict, record_verdict
+from harness.state.actions import VERDICTS, read_verdict, record_curation, record_verdict
 from harness.state.memory import KINDS, append_entry, make_entry
 from harness.types import Session
 
@@ -38,11 +42,28 @@ NOTES = {
 }
 
 
+# the curator's answer (`curation` tool, model mode), every field required as for OpenAI
+CURATION = {
+    "summary": {"type": "string", "description": "your rewrite of summary.md"},
+    "memory": {"type": "string", "description": "your rewrite of MEMORY.md"},
+    "promotions": {
+        "type": "array",
+        "description": "better words for the rules' promotions, all of them, by number; "
+                       "[] keeps the rules' words",
+        "items": {"type": "object", "additionalProperties": False,
+                  "required": ["number", "text"],
+                  "properties": {"number": {"type": "integer"}, "text": {"type": "string"}}},
+    },
+    "same": {"type": "array", "items": {"type": "integer"},
+             "description": "the numbers of the 'Same lesson?' pairs that say one lesson"},
+}
+
+
 def wants_answer(options: dict[str, Any], tools: list[str]) -> bool:
     """Whether this run asks its CLI for a structured final answer."""
     asked, preset = options.get("structured_answer"), options.get("preset")
     if asked is None:
-        return (preset in ANSWERING_PRESETS and "verdict" in tools
+        return (preset in ANSWERING_PRESETS and ("verdict" in tools or "curation" in tools)
                 and not options.get("command"))
     if not isinstance(asked, bool):
         raise UsageError(f"options.structured_answer must be true or false, not {asked!r}")
@@ -52,9 +73,12 @@ def wants_answer(options: dict[str, Any], tools: list[str]) -> bool:
 
 
 def answer_schema(tools: list[str]) -> dict[str, Any]:
-    """The JSON schema of the final answer: a verdict and its reason for a role that gives
-    verdicts, else a summary; and the notes. Every field is required and no other is allowed,
-    as OpenAI's strict structured outputs demand."""
+    """The JSON schema of the final answer: the curation for the curator, else a verdict and
+    its reason for a role that gives verdicts, else a summary; and the notes. Every field is
+    required and no other is allowed, as OpenAI's strict structured outputs demand."""
+    if "curation" in tools:
+        return {"type": "object", "additionalProperties": False, "required": list(CURATION),
+                "properties": CURATION}
     if "verdict" in tools:
         fields: dict[str, Any] = {
             "verdict": {"type": "string", "enum": list(VERDICTS)},
@@ -87,21 +111,22 @@ def parse_answer(raw: object) -> dict[str, Any] | None:
 
 
 def record_answer(session: Session, answer: dict[str, Any] | None) -> dict[str, Any]:
-    """Record the answer's verdict and notes as `run.sh verdict` and `run.sh note` would;
-    the transcript event saying what was recorded and what was refused."""
+    """Record the answer's curation, or its verdict and notes, as the `curation` tool,
+    `run.sh verdict` and `run.sh note` would; the transcript event saying what was recorded
+    and what was refused."""
     if answer is None:
         return {"type": "structured_answer", "error": "the CLI gave no structured answer"}
     event: dict[str, Any] = {"type": "structured_answer", "answer": answer, "refused": []}
-    if "verdict" in session.tools:
-        earlier = read_verdict(session.state, session.run_id)
+    if "curation" in session.tools:
         try:
-            record_verdict(session.state, session.run_id, str(answer.get("verdict", "")),
-                           str(answer.get("reason", "")))
+            record_curation(session.state, session.run_id, str(answer.get("summary", "")),
+                            str(answer.get("memory", "")), answer.get("promotions") or None,
+                            answer.get("same"))
         except UsageError as e:
-            event["refused"].append(f"verdict: {e}")
-        else:
-            if earlier is not None:
-                event["replaced"] = earlier
+            event["refused"].append(f"curation: {e}")
+        return event
+    if "verdict" in session.tools:
+        _record_verdict(session, answer, event)
     notes = answer.get("notes")
     for note in notes if isinstance(notes, list) else []:
         try:
@@ -115,10 +140,24 @@ def record_answer(session: Session, answer: dict[str, Any] | None) -> dict[str, 
     return event
 
 
+def _record_verdict(session: Session, answer: dict[str, Any], event: dict[str, Any]) -> None:
+    earlier = read_verdict(session.state, session.run_id)
+    try:
+        record_verdict(session.state, session.run_id, str(answer.get("verdict", "")),
+                       str(answer.get("reason", "")))
+    except UsageError as e:
+        event["refused"].append(f"verdict: {e}")
+    else:
+        if earlier is not None:
+            event["replaced"] = earlier
+
+
 def answer_summary(answer: dict[str, Any] | None) -> str | None:
     """The run's summary from its answer: the verdict's reason, or the summary."""
     if answer is None:
         return None
+    if "memory" in answer:
+        return "curation answered"
     if "verdict" in answer:
         return f"{answer.get('verdict')}: {answer.get('reason', '')}"
     summary = answer.get("summary")
