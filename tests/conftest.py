@@ -108,3 +108,33 @@ def run_sh(*args: str, cwd: Path, env: dict[str, str] | None = None,
     full_env.update(env or {})
     return subprocess.run([str(RUN_SH), *args], cwd=cwd, env=full_env, input=input,
                           capture_output=True, text=True, timeout=timeout)
+
+
+# One lesson in two notes that the rules keep apart (the rule vetoes the measurement on one
+# side, the second opinion refuses), but the pair model finds alike: the pair a model-mode
+# curator is asked about ("Same lesson?"), first of all when they are all raw.md holds.
+UNSURE_FIRST = "pytest -x --lf reruns only the failed tests, 14s instead of 3min"
+UNSURE_SECOND = "to rerun just what failed use pytest --lf -x"
+
+
+def unsure_pair_lines(start: int = 1) -> str:
+    """raw.md lines: the unsure pair, noted by workers on two features."""
+    return "".join(f"[2026-06-01T10:0{m}:00Z] worker F-10{m} TRICK: {text} "
+                   f"(run r{m}-worker-F-10{m})\n"
+                   for m, text in enumerate((UNSURE_FIRST, UNSURE_SECOND), start))
+
+
+def model_mode_curator(state: Path, role_yaml: str) -> None:
+    """`curator.mode: model` over the unsure pair alone, the curator's role as given."""
+    (state / "raw.md").write_text(unsure_pair_lines())
+    (state / "config.yaml").write_text("curator: {mode: model}\n")
+    (state / "roles").mkdir(exist_ok=True)
+    (state / "roles" / "curator.yaml").write_text(role_yaml)
+
+
+def assert_unsure_pair_judged_one(identity: Path) -> None:
+    """The model said the pair is one lesson: promoted, and its answer recorded."""
+    from harness.curator import verdicts
+
+    assert f"- TRICK: {UNSURE_FIRST} [promoted" in (identity / "worker.md").read_text()
+    assert list(verdicts.read_all(identity).values()) == [True]

@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import run_sh
+from conftest import UNSURE_SECOND, assert_unsure_pair_judged_one, model_mode_curator, run_sh
 
 from harness.agent.sandbox import bwrap_problem
 from harness.backends.cli_answer import answer_schema, wants_answer
@@ -198,25 +198,15 @@ def test_the_curators_answer_is_its_curation_with_the_schema_of_the_curation_too
 @pytest.mark.parametrize("cli", ["codex", "claude"])
 def test_a_model_mode_curator_on_an_agent_cli_judges_same_lesson_in_its_answer(
         project, isolated_env, cli):
-    from harness.curator import verdicts
-
     state = project / ".harness"
-    first = "pytest -x --lf reruns only the failed tests, 14s instead of 3min"
-    second = "to rerun just what failed use pytest --lf -x"
-    (state / "raw.md").write_text("".join(
-        f"[2026-06-01T10:0{m}:00Z] worker {f} TRICK: {t} (run r{m}-worker-{f})\n"
-        for m, f, t in ((1, "F-101", first), (2, "F-102", second))))
-    (state / "config.yaml").write_text("curator: {mode: model}\n")
     answer = {"summary": "s", "memory": "m", "promotions": [], "same": [1]}
-    (state / "roles").mkdir(exist_ok=True)
-    (state / "roles" / "curator.yaml").write_text(
-        "template: curator.md.j2\nbackend: command\ntools: [curation, finish]\noptions: "
+    model_mode_curator(
+        state, "template: curator.md.j2\nbackend: command\ntools: [curation, finish]\noptions: "
         + json.dumps({"preset": cli, "structured_answer": True, "command": [
             sys.executable, str(FAKES / f"{cli}.py"), "answer", json.dumps(answer)]}) + "\n")
     result = run_sh("curator", cwd=project)
     assert result.returncode == 0, result.stdout + result.stderr
     run = sorted((state / "runs").iterdir())[-1]
     prompt = (run / "prompt.md").read_text()
-    assert "your final answer" in prompt and "1. A worker note: " + second in prompt
-    assert f"- TRICK: {first} [promoted" in (isolated_env / "worker.md").read_text()
-    assert list(verdicts.read_all(isolated_env).values()) == [True]
+    assert "your final answer" in prompt and "1. A worker note: " + UNSURE_SECOND in prompt
+    assert_unsure_pair_judged_one(isolated_env)

@@ -326,23 +326,21 @@ class JudgingBackend:
 
 def test_model_mode_asks_same_lesson_and_its_answer_promotes_and_is_recorded(
         invoke, state: Path, isolated_env: Path, tmp_path: Path, monkeypatch) -> None:
+    from conftest import UNSURE_FIRST, UNSURE_SECOND, unsure_pair_lines
+
     import harness.run.lifecycle
     from harness.curator import verdicts
 
-    first = "pytest -x --lf reruns only the failed tests, 14s instead of 3min"
-    second = "to rerun just what failed use pytest --lf -x"
     with open(state / "raw.md", "a") as raw:
-        for minute, feature, text in ((1, "F-101", first), (2, "F-102", second)):
-            raw.write(f"[2026-06-01T10:0{minute}:00Z] worker {feature} TRICK: {text} "
-                      f"(run r{minute}-worker-{feature})\n")
-    backend = JudgingBackend(second)
+        raw.write(unsure_pair_lines())
+    backend = JudgingBackend(UNSURE_SECOND)
     model_mode(state, tmp_path, {})
     monkeypatch.setattr(harness.run.lifecycle, "load_backend", lambda name: backend)
     result = invoke("curator")
     assert result.exit_code == 0, result.output
     assert "### Same lesson?" in backend.prompt
-    assert f"   B, an earlier worker TRICK note: {first}" in backend.prompt
-    assert f"- TRICK: {first} [promoted" in (isolated_env / "worker.md").read_text()
+    assert f"   B, an earlier worker TRICK note: {UNSURE_FIRST}" in backend.prompt
+    assert f"- TRICK: {UNSURE_FIRST} [promoted" in (isolated_env / "worker.md").read_text()
     run = next(state.glob("runs/*-curator-mission"))
     assert "its same-lesson answers" in json.loads(
         (run / "manifest.json").read_text())["curation"]
@@ -353,20 +351,12 @@ def test_model_mode_asks_same_lesson_and_its_answer_promotes_and_is_recorded(
 
 def test_model_mode_through_the_anthropic_sdk_answers_same_lesson_with_the_tool(
         invoke, api, state: Path, isolated_env: Path) -> None:
+    from conftest import UNSURE_SECOND, assert_unsure_pair_judged_one, model_mode_curator
     from fake_api import tool_use
 
-    from harness.curator import verdicts
-
-    first = "pytest -x --lf reruns only the failed tests, 14s instead of 3min"
-    second = "to rerun just what failed use pytest --lf -x"
-    (state / "raw.md").write_text("".join(
-        f"[2026-06-01T10:0{m}:00Z] worker {f} TRICK: {t} (run r{m}-worker-{f})\n"
-        for m, f, t in ((1, "F-101", first), (2, "F-102", second))))
-    (state / "config.yaml").write_text("curator: {mode: model}\n")
-    (state / "roles").mkdir()
-    (state / "roles" / "curator.yaml").write_text(
-        f"template: curator.md.j2\nbackend: anthropic\nmodel: claude-haiku-4-5\n"
-        f"tools: [curation, finish]\noptions: {{base_url: '{api.base_url}'}}\n")
+    model_mode_curator(state, "template: curator.md.j2\nbackend: anthropic\n"
+                       "model: claude-haiku-4-5\ntools: [curation, finish]\n"
+                       f"options: {{base_url: '{api.base_url}'}}\n")
     api.reply(tool_use("curation", {"summary": "s", "memory": "m", "same": [1]}))
     api.reply(tool_use("finish", {"summary": "judged one pair"}))
     result = invoke("curator")
@@ -375,6 +365,5 @@ def test_model_mode_through_the_anthropic_sdk_answers_same_lesson_with_the_tool(
     assert "same" in next(t for t in request["tools"]
                           if t["name"] == "curation")["input_schema"]["properties"]
     prompt = json.dumps(request["messages"])
-    assert "Same lesson?" in prompt and second in prompt
-    assert f"- TRICK: {first} [promoted" in (isolated_env / "worker.md").read_text()
-    assert list(verdicts.read_all(isolated_env).values()) == [True]
+    assert "Same lesson?" in prompt and UNSURE_SECOND in prompt
+    assert_unsure_pair_judged_one(isolated_env)

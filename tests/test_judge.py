@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+from conftest import UNSURE_FIRST, UNSURE_SECOND
+
 from harness.curator import lessondb, verdicts
 from harness.curator.curate import CuratorSettings, curate
 from harness.curator.identity import IdentityIndex
@@ -9,10 +11,9 @@ from harness.curator.judge import Judgments, Question
 from harness.curator.matching import LessonIndex, same_lesson
 from harness.curator.text import normalize
 
-# one lesson in other words: the rule refuses it (a measurement on one side only), and so
-# does the second opinion, but the pair model scores it at judge.FLOOR or more
-FIRST = "pytest -x --lf reruns only the failed tests, 14s instead of 3min"
-SECOND = "to rerun just what failed use pytest --lf -x"
+# one lesson in other words: the rule and the second opinion refuse it, the pair model
+# scores it at judge.FLOOR or more (conftest)
+FIRST, SECOND = UNSURE_FIRST, UNSURE_SECOND
 ALIKE = "run `docker compose up --wait` so the tests start after the db is healthy"
 OTHER = "the frontend build needs NODE_OPTIONS=--max-old-space-size=4096 or it runs out"
 BUCKET = ("worker", "TRICK")

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import git_init, run_sh
+from conftest import assert_unsure_pair_judged_one, git_init, model_mode_curator, run_sh
 from fake_api import FakeAPI, text, tool_use
 from fake_responses import FakeResponses, codex_home, message, shell_call
 
@@ -253,30 +253,14 @@ def test_claude_validator_without_a_shell_gives_its_verdict_and_notes_as_its_ans
     assert tools["StructuredOutput"]["input_schema"]["required"] == ["verdict", "reason", "notes"]
 
 
-FIRST = "pytest -x --lf reruns only the failed tests, 14s instead of 3min"
-SECOND = "to rerun just what failed use pytest --lf -x"
 CURATION = {"summary": "s", "memory": "m", "promotions": [], "same": [1]}
 
 
 def curator_role(state: Path, model: str, options: dict) -> None:
-    """Model mode, with the curator on an agent CLI, over two notes of one lesson that the
-    rules keep apart (the same-lesson pair the prompt shows first)."""
-    (state / "raw.md").write_text("".join(
-        f"[2026-06-01T10:0{m}:00Z] worker {f} TRICK: {t} (run r{m}-worker-{f})\n"
-        for m, f, t in ((1, "F-101", FIRST), (2, "F-102", SECOND))))
-    (state / "config.yaml").write_text("curator: {mode: model}\n")
-    (state / "roles").mkdir(exist_ok=True)
-    (state / "roles" / "curator.yaml").write_text(
-        f"template: curator.md.j2\nbackend: command\nmodel: {model}\n"
-        "tools: [curation, finish]\n"
-        f"caps: {{wall_seconds: 120, dollars: 1}}\noptions: {json.dumps(options)}\n")
-
-
-def assert_judged(identity: Path) -> None:
-    from harness.curator import verdicts
-
-    assert f"- TRICK: {FIRST} [promoted" in (identity / "worker.md").read_text()
-    assert list(verdicts.read_all(identity).values()) == [True]
+    """Model mode over the unsure pair, with the curator on an agent CLI."""
+    model_mode_curator(state, f"template: curator.md.j2\nbackend: command\nmodel: {model}\n"
+                       "tools: [curation, finish]\n"
+                       f"caps: {{wall_seconds: 120, dollars: 1}}\noptions: {json.dumps(options)}\n")
 
 
 def test_codex_curator_answers_same_lesson_in_its_answer(codex, project, isolated_env):
@@ -286,7 +270,7 @@ def test_codex_curator_answers_same_lesson_in_its_answer(codex, project, isolate
     fake.reply(message(json.dumps(CURATION)))
     result = run_sh("curator", cwd=project, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert_judged(isolated_env)
+    assert_unsure_pair_judged_one(isolated_env)
     fmt = fake.requests[0]["body"]["text"]["format"]
     assert fmt["schema"]["required"] == ["summary", "memory", "promotions", "same"]
 
@@ -298,5 +282,5 @@ def test_claude_curator_answers_same_lesson_in_its_answer(claude, api, project, 
     api.reply(tool_use("StructuredOutput", CURATION), input=1000, output=50)
     result = run_sh("curator", cwd=project, env=claude)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert_judged(isolated_env)
+    assert_unsure_pair_judged_one(isolated_env)
     assert "Same lesson?" in json.dumps(api.requests[0]["messages"])
