@@ -151,7 +151,7 @@ class IdentityIndex:
         # a judge is asked from any probability (`judge`)
         self._index = LessonIndex(similarity, second_opinion=second_opinion, judge=judge,
                                   judge_floor=0.0)
-        self._ask = judge is not None
+        self._ask = self.judged = judge is not None
         self._lines: list[str] = []  # indexed lesson -> the line that says it
 
     def add_text(self, role: str, text: str) -> None:

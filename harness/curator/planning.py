@@ -236,8 +236,10 @@ class Planner:
             self.identity_sizes[role] = len(text.encode())
             identity.add_text(role, text)
         promotions = plan_promotions(due, identity, self.today)
-        self.report.questions = self.judge.shown(  # asked while planning them
-            self.tracker.text_of, {normalize(ev.text).key: ev.text for ev in due}, identity.line)
+        if self.judge.questions:  # some asked while planning them: about due lessons' texts
+            self.report.questions = self.judge.shown(
+                self.tracker.text_of, {normalize(ev.text).key: ev.text for ev in due},
+                identity.line)
         return promotions
 
     def _diffs(self, scan: Scan, months: list[tuple[int, int, str]], changed: dict[str, str],

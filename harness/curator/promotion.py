@@ -264,11 +264,13 @@ class Promotion:
 
 def plan_promotions(due: Iterable[Evidence], identity: IdentityIndex,
                     promoted_on: str) -> list[Promotion]:
-    """The due lessons that identity does not hold yet, nor an earlier one of them: due
-    lessons are distinct clusters, but a judge (`judge`) may find two say one lesson."""
+    """The due lessons that identity does not hold yet. Due lessons are distinct clusters,
+    so the rules check them against identity only; a judge (`judge`) may find two say one
+    lesson, so with one each is checked against those promoted before it too."""
     out = []
     for ev in due:
         if not identity.knows(ev.role, ev.text):
             out.append(promotion := Promotion(ev.role, ev.kind, ev.text, ev, promoted_on))
-            identity.add(ev.role, ev.text, promotion.line)
+            if identity.judged:
+                identity.add(ev.role, ev.text, promotion.line)
     return out
