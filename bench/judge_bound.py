@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import collections
 import functools
-import random
 import statistics
 import sys
 import tempfile
@@ -38,12 +37,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tests")]
 
 import matcher_train  # noqa: E402 - bench/ is not a package
-from corpus_quality import development_corpora, evaluate, held_out_corpora  # noqa: E402
+from corpus_quality import (  # noqa: E402
+    PerfectJudge,
+    development_corpora,
+    evaluate,
+    held_out_corpora,
+)
 
 from harness.curator import learned  # noqa: E402
-from harness.curator.judge import Judgments, Question  # noqa: E402
 from harness.curator.settings import CuratorSettings  # noqa: E402
-from harness.curator.text import normalize  # noqa: E402
 
 LOWS = (None, 0.5, 0.2, 0.05)  # the judge is asked about pairs scored in [LOW, THRESHOLD)
 
@@ -65,24 +67,6 @@ def judged(prs: list[tuple], low: float | None,
                 continue  # the judge says no
         joins.append((i, j, margin))
     return matcher_train.best_partners(joins), asked
-
-
-class PerfectJudge(Judgments):
-    """Answers each question at once, by the families of the two notes (by their keys);
-    with `error`, that share of its answers (drawn from a fixed seed) the wrong way."""
-
-    def __init__(self, family_of: dict[str, str], asked: list[Question],
-                 error: float = 0.0) -> None:
-        super().__init__(budget=sys.maxsize)
-        self.family = {normalize(text).key: family for text, family in family_of.items()}
-        self.asked, self.error = asked, error
-        self.draw = random.Random(len(asked))
-
-    def ask(self, question: Question) -> bool:
-        self.asked.append(question)
-        family = self.family.get(question.key)
-        same = family is not None and family == self.family.get(question.other)
-        return not same if self.error and self.draw.random() < self.error else same
 
 
 def through_curator(folders: list[Path]) -> None:

@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/lessons.py                     # 10k and 100k entries
     .venv/bin/python bench/lessons.py --sizes 2000 --examples
+    .venv/bin/python bench/lessons.py --sizes 10000 --judge   # with a perfect judge
 
 The lessons are combinations over one shared vocabulary: a command (tool, subcommand,
 flag), a file, a setting (env var, config key, port or version, with its value) and an
@@ -25,6 +26,11 @@ notes). The sizes of those clusters are checked against the digest the run wrote
 lesson's evidence count), so a replay that drifted from the run stops the benchmark
 instead of reporting. Pairwise precision and recall are counted from the contingency
 table of (cluster, true lesson), never by listing pairs.
+
+With --judge, the run and the replay have a judge that answers every question the
+curator asks (`judge`) from the true lessons, at once and without a budget: what
+`curator.mode: model` reaches with a model that never errs, if every question could be
+asked (a real pass asks `curator.questions` at most).
 """
 
 from __future__ import annotations
@@ -41,10 +47,13 @@ from pathlib import Path
 from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from harness.curator.clusters import Clusters  # noqa: E402 - after the path is set
+from corpus_quality import PerfectJudge  # noqa: E402 - after the path is set
+
+from harness.curator.clusters import Clusters  # noqa: E402
 from harness.curator.curate import CuratorSettings, curate  # noqa: E402
+from harness.curator.judge import Judgments  # noqa: E402
 from harness.curator.lessondb import load_all  # noqa: E402
 from harness.curator.record import RecordRead, read_record  # noqa: E402
 
@@ -358,10 +367,13 @@ def count_pairs(clusters: Sequence[Hashable], lessons: Sequence[Hashable]) -> Pa
                  pairs(Counter(lessons)))
 
 
-def curator_clusters(identity: Path, notes: list[Note], similarity: float) -> list[tuple]:
+def curator_clusters(identity: Path, notes: list[Note], similarity: float,
+                     judge: Judgments | None = None) -> list[tuple]:
     """Each note's cluster as the run made it, (role, kind, cluster id), from the record it
-    wrote (see the module docstring); checked against the run's digest."""
+    wrote (see the module docstring), with the run's `judge`; checked against the run's
+    digest."""
     clusters = Clusters(similarity)
+    clusters.index.judge = judge
     out = []
     candidates = list(read_record(identity, RecordRead()))
     if [c.text for c in candidates] != [n.text for n in notes]:
@@ -387,18 +399,22 @@ class Figures:
     seconds: float  # generating, curating and scoring
 
 
-def measure(n: int, seed: int = 1) -> Figures:
-    """Run the curator over `n` generated entries and score its clusters."""
+def measure(n: int, seed: int = 1, judged: bool = False) -> Figures:
+    """Run the curator over `n` generated entries and score its clusters; `judged`: with a
+    perfect judge (see the module docstring)."""
     started = time.perf_counter()
     _, record, raw = generate(n, seed)
     notes = record + [x for x in raw if isinstance(x, Note)]
     settings = CuratorSettings()
+    lesson_of = {note.text: str(note.lesson) for note in notes}
     with tempfile.TemporaryDirectory(prefix=f"lessons-bench-{n}-") as tmp:
         state, identity = write(Path(tmp), record, raw)
         curating = time.perf_counter()
-        curate(state, identity, "bench", settings, now=NOW)
+        curate(state, identity, "bench", settings, now=NOW,
+               judge=PerfectJudge(lesson_of, []) if judged else None)
         curate_seconds = time.perf_counter() - curating
-        clusters = curator_clusters(identity, notes, settings.similarity)
+        clusters = curator_clusters(identity, notes, settings.similarity,
+                                    PerfectJudge(lesson_of, []) if judged else None)
     truth = [(note.role, note.kind, note.lesson) for note in notes]
     return Figures(n, len(notes), len(set(truth)), len(set(clusters)),
                    count_pairs(clusters, truth), curate_seconds,
@@ -428,6 +444,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--examples", action="store_true", help="print example notes first")
+    parser.add_argument("--judge", action="store_true",
+                        help="with a judge that answers from the true lessons")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     if args.examples:
@@ -435,7 +453,7 @@ def main() -> None:
     print(f"{'entries':>8} {'notes':>7} {'lessons':>7} {'clusters':>8} {'precision':>9} "
           f"{'recall':>6} {'curate-s':>8} {'total-s':>7}")
     for n in sizes:
-        f = measure(n, args.seed)
+        f = measure(n, args.seed, args.judge)
         print(f"{n:>8} {f.notes:>7} {f.lessons:>7} {f.clusters:>8} {f.pairs.precision:>9.4f} "
               f"{f.pairs.recall:>6.4f} {f.curate_seconds:>8.2f} {f.seconds:>7.2f}", flush=True)
 

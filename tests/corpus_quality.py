@@ -10,18 +10,22 @@ nothing was tuned or fitted on them. Held out, by the round that first measured 
 mobile_native, python_services and systems_cpp (round 2; since used in experiments that
 changed nothing, so count them as development for any later tuning); dotnet_enterprise,
 rails_ops, research_hpc and web3_tooling (round 3). Used by tests/test_corpora.py,
-bench/suite.py, bench/matcher_train.py and bench/judge_bound.py.
+bench/suite.py, bench/matcher_train.py and bench/judge_bound.py; `PerfectJudge`, a judge
+that answers from the labels, by bench/judge_bound.py and bench/lessons.py too.
 """
 
 from __future__ import annotations
 
 import collections
+import random
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.curator.curate import CuratorSettings, curate
-from harness.curator.judge import Judgments
+from harness.curator.judge import Judgments, Question
+from harness.curator.text import normalize
 from harness.state.memory import parse_entry
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -135,3 +139,21 @@ def evaluate(folder: Path, work: Path, settings: CuratorSettings | None = None,
             wrong.append(p.text)
     missed = [f for _, _, f in expected if f not in counted]
     return Quality(folder.name, len(rows), len(expected), len(promoted), right, missed, wrong)
+
+
+class PerfectJudge(Judgments):
+    """Answers each question at once, by the families of the two notes (by their keys);
+    with `error`, that share of its answers (drawn from a fixed seed) the wrong way."""
+
+    def __init__(self, family_of: dict[str, str], asked: list[Question],
+                 error: float = 0.0) -> None:
+        super().__init__(budget=sys.maxsize)
+        self.family = {normalize(text).key: family for text, family in family_of.items()}
+        self.asked, self.error = asked, error
+        self.draw = random.Random(len(asked))
+
+    def ask(self, question: Question) -> bool:
+        self.asked.append(question)
+        family = self.family.get(question.key)
+        same = family is not None and family == self.family.get(question.other)
+        return not same if self.error and self.draw.random() < self.error else same

@@ -52,3 +52,20 @@ def test_a_note_joins_its_best_partner() -> None:
     prs = [row(5, 0, 0.6, same=True), row(5, 1, 0.8, same=True), row(5, 2, 0.7, same=False)]
     joined, _ = bench.judged(prs, 0.5, Margins())
     assert joined == {5: 1}
+
+
+def test_the_label_judge_answers_by_family_and_flips_its_share_when_told() -> None:
+    from corpus_quality import PerfectJudge
+
+    from harness.curator.judge import Question
+    from harness.curator.text import normalize
+
+    family_of = {"pnpm lint in CI": "lint", "run pnpm lint on CI": "lint", "go vet": "vet"}
+    key = {text: normalize(text).key for text in family_of}
+    same = Question(("worker", "TRICK"), key["run pnpm lint on CI"], key["pnpm lint in CI"], 0)
+    other = Question(("worker", "TRICK"), key["go vet"], key["pnpm lint in CI"], 0)
+    asked: list = []
+    judge = PerfectJudge(family_of, asked)
+    assert (judge.ask(same), judge.ask(other), len(asked)) == (True, False, 2)
+    flipped = PerfectJudge(family_of, [], error=1.0)
+    assert (flipped.ask(same), flipped.ask(other)) == (False, True)

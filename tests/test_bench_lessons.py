@@ -119,3 +119,8 @@ def test_the_real_curator_is_scored_at_2k(data) -> None:
     notes = notes_of(data)
     assert (figures.notes, figures.lessons) == (len(notes), len({n.lesson for n in notes}))
     assert 0 < figures.pairs.precision <= 1 and 0 < figures.pairs.recall <= 1
+
+
+def test_with_a_perfect_judge_the_run_and_its_replay_agree_and_recall_rises() -> None:
+    rules, judged = bench.measure(N), bench.measure(N, judged=True)  # both replays checked
+    assert judged.pairs.recall > rules.pairs.recall
