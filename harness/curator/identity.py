@@ -151,7 +151,7 @@ class IdentityIndex:
         # a judge is asked from any probability (`judge`)
         self._index = LessonIndex(similarity, second_opinion=second_opinion, judge=judge,
                                   judge_floor=0.0)
-        self._ask = self.judged = judge is not None
+        self.judged = judge is not None  # asks it when looking a lesson up
         self._lines: list[str] = []  # indexed lesson -> the line that says it
 
     def add_text(self, role: str, text: str) -> None:
@@ -178,5 +178,5 @@ class IdentityIndex:
         """The line of `role`'s identity that says this lesson, in any words, or None."""
         if not self._index.has(role):
             return None  # an empty identity file: spare normalising every due lesson
-        hit = self._index.find(role, normalize(lesson), self._ask)
+        hit = self._index.find(role, normalize(lesson), self.judged)
         return None if hit is None else self._lines[hit]

@@ -86,17 +86,24 @@ class Judgments:
 
     def decide(self, b: Any, norm: Norm, words: set[str], refused: list[tuple],
                vetoed: list[int], ask: bool, floor: float = FLOOR,
-               second: int | None = None) -> int | None:
+               second_opinion: bool = True) -> int | None:
         """The cluster the judge says `norm` belongs to, in `b` (a `matching` bucket): of
         the candidates, (id, key, anchors, strict words) `refused` and ids `vetoed`, those
-        the pair model scores at `floor` or more, surest first. Unanswered pairs are asked
-        when `ask`. The second opinion's pick (`second`) is one of them, joined while it
-        has no answer."""
+        the pair model scores at `floor` (at most learned.THRESHOLD) or more, surest first.
+        Unanswered pairs are asked when `ask`. The second opinion's pick (with
+        `second_opinion`: the surest of `refused` at learned.THRESHOLD, as
+        `learned.second_opinion` picks it) is one of them, joined while it has no answer."""
         key = norm.key
         candidates = refused + [(v, b.keys[v], b.anchors[v].replace("!", "").split(),
                                  b.strict[v]) for v in vetoed]
-        for vid in learned.ranked(key, words, norm.anchors.split(), norm.strict.split(),
-                                  candidates, b.df, floor):
+        scored = learned.ranked(key, words, norm.anchors.split(), norm.strict.split(),
+                                candidates, b.df, floor)
+        second = None
+        if second_opinion:
+            cut, refused_ids = learned.log_odds(learned.THRESHOLD), {c[0] for c in refused}
+            second = next((vid for margin, vid in scored
+                           if margin >= cut and vid in refused_ids), None)
+        for _, vid in scored:
             other = b.keys[vid]
             same = self.verdict(b.name, key, other)
             if same is None and ask:

@@ -116,13 +116,14 @@ def second_opinion(a_key: str, a_words: set[str], a_anchors: list[str], a_strict
     """Of the (id, key, anchors, strict words) the rule refused without a conflict, the id
     the model is surest says the query's lesson, if it reaches THRESHOLD; else None."""
     best = ranked(a_key, a_words, a_anchors, a_strict, refused, df, THRESHOLD)
-    return best[0] if best else None
+    return best[0][1] if best else None
 
 
 def ranked(a_key: str, a_words: set[str], a_anchors: list[str], a_strict: list[str],
-           candidates: list[tuple], df: dict[str, int], floor: float) -> list[int]:
-    """Of (id, key, anchors, strict words) candidates, the ids the model scores at
-    probability `floor` or more, surest first (of equal ones, the later candidate)."""
+           candidates: list[tuple], df: dict[str, int], floor: float) -> list[tuple[float, int]]:
+    """Of (id, key, anchors, strict words) candidates, (margin, id) of those the model
+    scores at probability `floor` or more, surest first (of equal ones, the later
+    candidate)."""
     pairs, count = model(), df.get
     anchors, strict = set(a_anchors), set(a_strict)
     weight = weights(a_words, lambda w: count(w, 0))
@@ -134,4 +135,4 @@ def ranked(a_key: str, a_words: set[str], a_anchors: list[str], a_strict: list[s
         if margin >= cut:
             scored.append((margin, vid))
     scored.reverse()  # a stable sort then keeps the later of equal margins first
-    return [vid for _, vid in sorted(scored, key=lambda s: -s[0])]
+    return sorted(scored, key=lambda s: -s[0])

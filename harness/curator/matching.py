@@ -163,13 +163,14 @@ class LessonIndex:
             if _scores(key, a_anchors, b_key, b_anchors, threshold):
                 return b.owner[vid]
             refused.append((vid, b_key, b_anchors, b_strict))
-        best = None
-        if refused and self.second_opinion:
-            best = learned.second_opinion(key, a_words, a_anchors, a_strict, refused, b.df)
         judge = self.judge
-        if judge is None or not judge.wanted(b.name, key, ask):
-            return None if best is None else b.owner[best]
-        return judge.decide(b, norm, a_words, refused, vetoed, ask, self.judge_floor, best)
+        if judge is not None and judge.wanted(b.name, key, ask):  # it weighs the pick too
+            return judge.decide(b, norm, a_words, refused, vetoed, ask, self.judge_floor,
+                                self.second_opinion)
+        if not refused or not self.second_opinion:
+            return None
+        best = learned.second_opinion(key, a_words, a_anchors, a_strict, refused, b.df)
+        return None if best is None else b.owner[best]
 
     def add(self, bucket: Any, norm: Norm, cluster: int) -> None:
         """Index `norm` as a phrasing of `cluster` (a small int; up to MAX_VARIANTS each)."""
