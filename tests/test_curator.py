@@ -161,13 +161,16 @@ def test_index_scores_a_bounded_shortlist_not_every_lesson(monkeypatch) -> None:
     assert 0 < len(calls) <= 2 * shortlist.SHORTLIST
 
 
-def reference_shortlist(bucket, words: set[str]) -> list[int]:
-    """_shortlist's docstring, spelled out: the recent variants under the three rarest words
-    (ties by word), scored 4, 2 and 1 for each of them they are under; best first, ties in
-    the order the variants first appear under the rarest word, then the next, then the third."""
-    rare = sorted((bucket.df[w], w) for w in words if bucket.df.get(w))[:shortlist.BLOCK_WORDS]
+def reference_shortlist(bucket, words: set[str], anchors: set[str] = frozenset()) -> list[int]:
+    """shortlist_of's docstring, spelled out: the recent variants under three block words
+    (the rarest anchors, then the rarest other words; ties by word), scored 4, 2 and 1 for
+    each of them they are under; best first, ties in the order the variants first appear
+    under the first block word, then the next, then the third."""
+    def rarest(pool):
+        return sorted((bucket.df[w], w) for w in pool if bucket.df.get(w))
+    block = (rarest(anchors) + rarest(words - anchors))[:shortlist.BLOCK_WORDS]
     score: dict[int, int] = {}
-    for weight, (_, w) in zip((4, 2, 1), rare, strict=False):  # rare may have fewer
+    for weight, (_, w) in zip((4, 2, 1), block, strict=False):  # block may have fewer
         for vid in bucket.postings[w][-shortlist.POSTING_CAP:]:
             score[vid] = score.get(vid, 0) + weight
     order = list(score)  # first appearance
@@ -186,8 +189,24 @@ def test_the_shortlist_ranks_as_documented() -> None:
         bucket = idx._buckets["b"]
         for _ in range(20):
             query = set(rng.sample(vocabulary, rng.randrange(1, 8)))
-            assert shortlist.shortlist_of(bucket, query) == reference_shortlist(bucket, query), \
-                (trial, sorted(query))
+            anchors = set(rng.sample(sorted(query), rng.randrange(0, len(query) + 1)))
+            assert (shortlist.shortlist_of(bucket, query, anchors)
+                    == reference_shortlist(bucket, query, anchors)), (trial, sorted(query))
+
+
+def test_a_rare_mishap_does_not_hide_the_lesson_behind_its_technical_words() -> None:
+    # Its rarest words are the clause about what went wrong first, and the variants under
+    # them are other lessons: the shortlist looks under the technical words first.
+    idx = LessonIndex(T)
+    idx.add("b", normalize("`pnpm test --runInBand` keeps the flaky suite green"), 0)
+    for n in range(1, 7):  # the same command on other files: other lessons
+        idx.add("b", normalize(f"`pnpm test --runInBand` on `src/mod{n}.ts` keeps the flaky "
+                               "suite green"), n)
+    for n in range(7, 12):  # lessons noted after the same mishap, whose words are rarer
+        idx.add("b", normalize(f"staging went down again; `make deploy{n}` restores it"), n)
+    note = normalize("staging went down again; `pnpm test --runInBand` keeps the flaky "
+                     "suite green")
+    assert idx.find("b", note) == 0
 
 
 # --- L3: MEMORY.md ------------------------------------------------------------

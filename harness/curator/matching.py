@@ -21,8 +21,9 @@ technical words do not disagree and rapidfuzz scores them at or above the thresh
 
 The index never compares a text with every other: each bucket (role and kind)
 keeps an inverted index word -> recent variants, and a query scores only a
-short list drawn from the postings of its three rarest words, stopping at the
-first match. A text seen before word for word skips all that (`clusters.Clusters`).
+short list drawn from the postings of three of its words, its rarest technical
+words first (`shortlist`), stopping at the first match. A text seen before word for
+word skips all that (`clusters.Clusters`).
 """
 
 from __future__ import annotations
@@ -92,8 +93,8 @@ def _capped(a: str, b: str, raw: float) -> float:
 class LessonIndex:
     """Clusters of same-lesson texts per bucket (e.g. role and kind), found without all-pairs.
 
-    A query looks only at the variants filed under its BLOCK_WORDS rarest words
-    (the most recent POSTING_CAP each), shortlists up to SHORTLIST that share
+    A query looks only at the variants filed under its BLOCK_WORDS block words,
+    technical ones first (the most recent POSTING_CAP each), shortlists up to SHORTLIST that share
     the most of those words, and scores just those: the work per query is
     bounded whatever the number of clusters.
     """
@@ -130,7 +131,8 @@ class LessonIndex:
     def _match(self, b: Bucket, norm: Norm, a_words: set[str],
                ask: bool = False) -> int | None:
         key, ratio, threshold = norm.key, fuzz.token_set_ratio, self.threshold
-        shortlist = shortlist_of(b, a_words)
+        a_anchors = norm.anchors.split() if self.anchored else []
+        shortlist = shortlist_of(b, a_words, a_anchors)
         if not shortlist:
             return None
         if b.source is not None:
@@ -140,12 +142,12 @@ class LessonIndex:
                 if ratio(key, b.keys[vid], score_cutoff=threshold):
                     return b.owner[vid]
             return None
-        return self._anchored_match(b, norm, a_words, shortlist, ask)
+        return self._anchored_match(b, norm, a_words, a_anchors, shortlist, ask)
 
-    def _anchored_match(self, b: Bucket, norm: Norm, a_words: set[str],
+    def _anchored_match(self, b: Bucket, norm: Norm, a_words: set[str], a_anchors: list[str],
                         shortlist: list[int], ask: bool) -> int | None:
         key, threshold = norm.key, self.threshold
-        a_strict, a_anchors = norm.strict.split(), norm.anchors.split()
+        a_strict = norm.strict.split()
         refused = []  # shortlisted without a conflict, but under the score: a second opinion
         vetoed = []  # conflicting: only a judge may still join them
         for vid in shortlist:
