@@ -48,7 +48,8 @@ class CuratorConfig(Strict):
     mode: Literal["rules", "model"] = "rules"
     similarity: float | None = Field(default=None, ge=0, le=100)  # None: the curator's default
     second_opinion: bool = True  # False: the match rule alone decides "same lesson"
-    # model mode: the most "same lesson?" pairs the model is asked per pass (curator.judge)
+    # model mode: the most "same lesson?" pairs the model is asked per pass about the notes,
+    # and again about due lessons beside identity (curator.judge)
     questions: int = Field(default=20, ge=0, le=200)
 
 

@@ -81,6 +81,19 @@ def test_the_budget_bounds_the_questions_of_a_pass() -> None:
         assert len(judge.questions) == asked
 
 
+def test_questions_about_identity_have_their_own_budget() -> None:
+    # the notes' questions used the whole budget: a due lesson is still checked against
+    # identity by the judge, not promoted again in other words by the rules alone
+    judge = Judgments(budget=1)
+    index(judge)
+    assert len(judge.questions) == 1 and not judge.asking(BUCKET)
+    known = IdentityIndex(75, judge=judge)
+    known.add_text("worker", f"- TRICK: {FIRST}")
+    assert not known.knows("worker", SECOND)
+    assert [q.bucket for q in judge.questions] == [BUCKET, "worker"]
+    assert not known.knows("worker", ALIKE) and len(judge.questions) == 2  # its budget: 1
+
+
 def test_identity_knows_a_lesson_a_judge_said_it_holds() -> None:
     line = f"- TRICK: {FIRST} [promoted 2026-06-01; seen 2x 2026-06-01; missions: shop]"
     for judge, knows in ((None, False), (Judgments({("worker", *PAIR[1:]): True}), True)):

@@ -77,7 +77,7 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
     has no rewrite.
 
     `judge` holds new answers to "same lesson?" (recorded with the pass) and the pass's
-    question budget; its questions are in the report (see `judge`). Answers recorded by
+    question budgets; its questions are in the report (see `judge`). Answers recorded by
     earlier passes are read in any case.
     """
     paths = CuratorPaths(Path(state), Path(identity_dir))

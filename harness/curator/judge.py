@@ -41,8 +41,15 @@ class Question:
     other_cluster: int
 
 
+def about_identity(bucket: Any) -> bool:
+    """Whether a question in `bucket` is about identity: a role's bucket, not (role, kind)."""
+    return isinstance(bucket, str)
+
+
 class Judgments:
-    """Answers, and the questions a pass asks (at most `budget`).
+    """Answers, and the questions a pass asks: at most `budget` about the notes it
+    clusters, and as many about its due lessons beside identity (`about_identity`), so a
+    pass whose notes use up the budget still asks before promoting a lesson twice.
 
     `answers` are this pass's new ones, (bucket, key, other) -> True (same lesson) or False;
     `recorded` looks up those of earlier passes by note (`verdicts.Recorded.about`).
@@ -54,6 +61,7 @@ class Judgments:
         self.budget = budget
         self.recorded = recorded  # (bucket, key) -> the answers earlier passes recorded
         self.questions: list[Question] = []
+        self._asked = [0, 0]  # questions about clustering, about identity
         self.texts: dict[str, str] = {}  # a question's note key -> its words (`shown`)
         self.fresh = dict(answers or {})  # new answers: recorded with the pass that got them
         self._answers: dict[tuple[Any, str], dict[str, bool]] = {}
@@ -68,7 +76,7 @@ class Judgments:
     def wanted(self, bucket: Any, key: str, may_ask: bool) -> bool:
         """Whether an answer is known about the note `key`, or (`may_ask`) this pass
         still asks questions: whether the pair model need score its candidates at all."""
-        return bool(self._about(bucket, key)) or (may_ask and self.asking())
+        return bool(self._about(bucket, key)) or (may_ask and self.asking(bucket))
 
     def _about(self, bucket: Any, key: str) -> dict[str, bool] | None:
         """The answers about the note `key`: this pass's, then those recorded before."""
@@ -80,9 +88,9 @@ class Judgments:
                 self._answers[note] = {**found, **self._answers.get(note, {})}
         return self._answers.get(note)
 
-    def asking(self) -> bool:
-        """Whether this pass still asks questions."""
-        return len(self.questions) < self.budget
+    def asking(self, bucket: Any = None) -> bool:
+        """Whether this pass still asks questions of `bucket`'s kind (see the class)."""
+        return self._asked[about_identity(bucket)] < self.budget
 
     def decide(self, b: Any, norm: Norm, words: set[str], refused: list[tuple],
                vetoed: list[int], ask: bool, floor: float = FLOOR,
@@ -120,7 +128,7 @@ class Judgments:
         text."""
         out = []
         for q in self.questions:
-            if isinstance(q.bucket, str):
+            if about_identity(q.bucket):
                 texts = due_text.get(q.key), identity_line(q.other_cluster)
             else:
                 texts = self.texts.get(q.key), lesson_text(q.other_cluster)
@@ -136,6 +144,7 @@ class Judgments:
     def ask(self, question: Question) -> bool | None:
         """Note `question` for the judge (within the budget). A judge that answers at once
         (a benchmark's) returns its answer; the model answers after the pass: None."""
-        if self.asking() and question not in self.questions:
+        if self.asking(question.bucket) and question not in self.questions:
             self.questions.append(question)
+            self._asked[about_identity(question.bucket)] += 1
         return None

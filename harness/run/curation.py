@@ -9,7 +9,8 @@ result (`curator.check`); the answer stands only if it passes and the memory did
 while the model worked. The run record says which stood and why.
 
 The dry run also collects the pairs of notes the rules are unsure are one lesson (up to
-`curator.questions`; `harness.curator.judge`), and the prompt shows them. The model's `same`
+`curator.questions`, and as many due lessons beside identity lines; `harness.curator.judge`),
+and the prompt shows them. The model's `same`
 answers them; the real pass clusters with those answers and records them for every later
 pass. When they change the rules' result, the prose the model rewrote from the old one
 does not stand: the rules' texts are written, with the answers.
