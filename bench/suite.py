@@ -67,7 +67,9 @@ def say(text: str) -> None:
 
 
 def ms(seconds: float) -> str:
-    return f"{seconds * 1000:.0f} ms"
+    """Milliseconds, with a decimal under 10 (a sandboxed call takes less than one)."""
+    millis = seconds * 1000
+    return f"{millis:.1f} ms" if millis < 10 else f"{millis:.0f} ms"
 
 
 # ---- the machine ----

@@ -1,4 +1,4 @@
-"""The lesson database (`<identity>/.candidates.v2-s75.db`): a pass reads what its notes touch,
+"""The lesson database (`<identity>/.candidates.v3-s75.db`): a pass reads what its notes touch,
 agrees with a pass that clustered all history in memory, and never counts a note twice."""
 
 from __future__ import annotations
@@ -170,6 +170,25 @@ def test_missions_at_another_similarity_keep_a_database_of_their_own(tmp_path) -
                now=NOW)
     assert sorted(p.name for p in identity.glob(".candidates.*.db")) == [
         lessondb.db_name(75.0), lessondb.db_name(80.0)]
+
+
+def test_a_database_of_another_version_is_left_alone_and_history_reclustered(
+        tmp_path, monkeypatch) -> None:
+    # a new match rule (VERSION) clusters the whole log again rather than build on what
+    # the old rule clustered; a curator of the old version may still have its file open
+    state, identity = tmp_path / "shop", tmp_path / "identity"
+    state.mkdir()
+    note(state, "pnpm test --filter web needs the db up", "FAIL", feature="F-001", run="r1")
+    monkeypatch.setattr(lessondb, "VERSION", lessondb.VERSION - 1)
+    curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    old = identity / lessondb.db_name(CuratorSettings().similarity)
+    before = old.read_bytes()
+    monkeypatch.undo()
+    note(state, "pnpm test --filter web needs the db up", "FAIL", feature="F-002", run="r2")
+    curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    assert old.read_bytes() == before
+    assert lessons(identity)[("worker", "FAIL", "pnpm test --filter web needs the db up",
+                              2)] == 1
 
 
 def test_a_note_of_more_words_than_one_query_takes_is_matched(tmp_path) -> None:

@@ -1,6 +1,6 @@
 """The candidate record clustered into lessons, in SQLite: what a pass reads of history.
 
-`<identity>/.candidates.v2-s75.db` (`db_name`; `-rule` added when the second opinion is
+`<identity>/.candidates.v3-s75.db` (`db_name`; `-rule` added when the second opinion is
 off) caches `record`'s log: each lesson's evidence, the phrasings indexed for it, and per
 word its count and recent postings (`matching`'s index), with how far into the log it
 reaches (offset, a hash of the bytes before it, the batches it remembers). A pass opens it
@@ -31,7 +31,9 @@ from harness.curator.record import RecordRead
 from harness.curator.shortlist import POSTING_CAP
 from harness.state.store import hold_lock
 
-VERSION = 2  # 2: clusters joined by the second opinion (`learned`) too; v1 files are left alone
+# 2: clusters joined by the second opinion (`learned`) too; 3: the shortlist looks under
+# technical words first (`shortlist`). Files of other versions are left alone.
+VERSION = 3
 OLD_DIGEST = ".candidates.digest"  # the cache before this one: removed when a database is made
 SCHEMA = """
 CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL);

@@ -94,8 +94,8 @@ class LessonIndex:
     """Clusters of same-lesson texts per bucket (e.g. role and kind), found without all-pairs.
 
     A query looks only at the variants filed under its BLOCK_WORDS block words,
-    technical ones first (the most recent POSTING_CAP each), shortlists up to SHORTLIST that share
-    the most of those words, and scores just those: the work per query is
+    technical ones first (the most recent POSTING_CAP each), shortlists up to
+    SHORTLIST that share the most of those words, and scores just those: the work per query is
     bounded whatever the number of clusters.
     """
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-BLOCK_WORDS = 3  # a query looks up the variants under its rarest words only
+BLOCK_WORDS = 3  # a query looks up the variants under these many of its words only
 POSTING_CAP = 24  # per word, only the most recent variants are looked at
 SHORTLIST = 4  # variants sharing the most of those words get scored by rapidfuzz
 

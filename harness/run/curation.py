@@ -10,10 +10,10 @@ while the model worked. The run record says which stood and why.
 
 The dry run also collects the pairs of notes the rules are unsure are one lesson (up to
 `curator.questions`, and as many due lessons beside identity lines; `harness.curator.judge`),
-and the prompt shows them. The model's `same`
-answers them; the real pass clusters with those answers and records them for every later
-pass. When they change the rules' result, the prose the model rewrote from the old one
-does not stand: the rules' texts are written, with the answers.
+and the prompt shows them. The model's `same` answers them; the real pass clusters with
+those answers and records them for every later pass. When they change the rules' result,
+the prose the model rewrote from the old one does not stand: the rules' texts are written,
+with the answers.
 """
 
 from __future__ import annotations
