@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.curator.curate import CuratorSettings, curate
+from harness.curator.identity import identity_lessons
 from harness.curator.judge import Judgments, Question
 from harness.curator.text import normalize
 from harness.state.memory import parse_entry
@@ -109,7 +110,9 @@ def due_by_rule(rows: list[list[str]]) -> set[tuple[str, str, str]]:
 def evaluate(folder: Path, work: Path, settings: CuratorSettings | None = None,
              judge: Callable[[dict[str, str]], Judgments] | None = None) -> Quality:
     """Feed the corpus to the curator in `work` and score what it promotes; `judge`, given
-    each note's family by its text, makes each pass's judge (`bench/judge_bound.py`)."""
+    each note's family by its text, makes each pass's judge (`bench/judge_bound.py`). A
+    lesson back from identity/archive/ (its line moved out for room, then the lesson
+    recurred) is not counted; one promoted again while identity holds it is wrong."""
     rows, expected = read_corpus(folder)
     family_of, family_runs = {}, collections.defaultdict(set)
     for _, family, line in rows:
@@ -124,21 +127,32 @@ def evaluate(folder: Path, work: Path, settings: CuratorSettings | None = None,
         state.mkdir(parents=True, exist_ok=True)
         with open(state / "raw.md", "a") as f:
             f.write("".join(line + "\n" for _, _, line in chunk))
-        promoted += curate(state, identity, mission, settings or CuratorSettings(),
-                           now="2026-06-01T00:00:00Z",
-                           judge=judge(family_of) if judge else None).promoted
-    right, counted, wrong = 0, set(), []
-    for p in promoted:
+        held = families_in_identity(identity, family_of)
+        promoted += [(p, held) for p in curate(
+            state, identity, mission, settings or CuratorSettings(), now="2026-06-01T00:00:00Z",
+            judge=judge(family_of) if judge else None).promoted]
+    right, counted, wrong, returned = 0, {}, [], 0
+    for p, held in promoted:
         family = family_of.get(p.text)
+        if counted.get(family) == p.evidence.runs[:1] and (p.role, family) not in held:
+            returned += 1  # the same lesson back from identity/archive/: it recurred
+            continue
         # deserved: an expected lesson, first time, backed only by its own reports
         if ((p.role, p.kind, family) in expected and family not in counted
                 and set(p.evidence.runs) <= family_runs[family]):
             right += 1
-            counted.add(family)
+            counted[family] = p.evidence.runs[:1]  # its first run: the lesson, if it returns
         else:
             wrong.append(p.text)
     missed = [f for _, _, f in expected if f not in counted]
-    return Quality(folder.name, len(rows), len(expected), len(promoted), right, missed, wrong)
+    return Quality(folder.name, len(rows), len(expected), len(promoted) - returned, right,
+                   missed, wrong)
+
+
+def families_in_identity(identity: Path, family_of: dict[str, str]) -> set[tuple[str, str]]:
+    """(role, family) of each lesson the role files hold now (not those in the archive)."""
+    return {(path.stem, family_of.get(lesson, "?")) for path in identity.glob("*.md")
+            for lesson in identity_lessons(path.read_text(encoding="utf-8"))}
 
 
 class PerfectJudge(Judgments):

@@ -58,3 +58,35 @@ def test_an_echo_on_one_feature_is_not_a_second_worker(tmp_path: Path) -> None:
                 "(run 1776765400-worker-F-007)\n")
     assert [p.text for p in curate(state, tmp_path / "identity", "demo",
                                    CuratorSettings()).promoted] == [trick]
+
+
+def write_corpus(folder: Path, rows: list[tuple[str, str, str, int]]) -> Path:
+    """A one-mission corpus of worker TRICKs (text, family, feature, day) due for A and B."""
+    folder.mkdir(exist_ok=True)
+    (folder / "corpus.tsv").write_text("".join(
+        f"shop\t{family}\t[2026-05-0{day}T10:00:00Z] worker {feature} TRICK: {text} "
+        f"(run r{day}-worker-{feature})\n" for text, family, feature, day in rows))
+    (folder / "expected.tsv").write_text("worker\tTRICK\tA\nworker\tTRICK\tB\n")
+    return folder
+
+
+def test_a_lesson_back_from_the_archive_is_not_counted_a_wrong_promotion(tmp_path: Path) -> None:
+    """Identity fits one line: B's promotion moves A to the archive, and A, noted again,
+    comes back. That is the lesson recurring, not a second wrong promotion; a lesson
+    promoted twice while identity holds it still counts as wrong."""
+    from harness.curator.curate import CuratorSettings
+
+    a = "`pnpm test --runInBand` keeps the flaky suite green"
+    b = "`alembic upgrade head` before `pytest -k db` or the schema is stale"
+    rows = [(a, "A", "F-001", 1), (a, "A", "F-002", 2), (b, "B", "F-003", 3),
+            (b, "B", "F-004", 4), (b, "B", "F-005", 5), (a, "A", "F-006", 6)]
+    corpus = write_corpus(tmp_path / "corpus", rows)
+    quality = evaluate(corpus, tmp_path / "work", CuratorSettings(identity_chars=200))
+    archive = (tmp_path / "work" / "identity" / "archive" / "worker.md").read_text()
+    assert "runInBand" in archive  # A went to the archive, and came back
+    assert (quality.promoted, quality.right, quality.precision) == (2, 2, 1.0)
+    # A in words the rules do not join to it: promoted again while identity holds A
+    other = "a single jest worker is what stops the suite flaking"
+    rows += [(other, "A", "F-007", 7), (other, "A", "F-008", 8), (other, "A", "F-009", 9)]
+    quality = evaluate(write_corpus(corpus, rows), tmp_path / "again", CuratorSettings())
+    assert (quality.promoted, quality.right, quality.wrong) == (3, 2, [other])
