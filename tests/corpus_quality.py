@@ -134,14 +134,15 @@ def evaluate(folder: Path, work: Path, settings: CuratorSettings | None = None,
     right, counted, wrong, returned = 0, {}, [], 0
     for p, held in promoted:
         family = family_of.get(p.text)
-        if counted.get(family) == p.evidence.runs[:1] and (p.role, family) not in held:
+        first_run = p.evidence.runs[:1]
+        if first_run and counted.get(family) == first_run and (p.role, family) not in held:
             returned += 1  # the same lesson back from identity/archive/: it recurred
             continue
         # deserved: an expected lesson, first time, backed only by its own reports
         if ((p.role, p.kind, family) in expected and family not in counted
                 and set(p.evidence.runs) <= family_runs[family]):
             right += 1
-            counted[family] = p.evidence.runs[:1]  # its first run: the lesson, if it returns
+            counted[family] = first_run  # the lesson's first run: how a return is known
         else:
             wrong.append(p.text)
     missed = [f for _, _, f in expected if f not in counted]
