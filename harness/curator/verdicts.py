@@ -15,6 +15,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from harness.curator.judge import about_identity
+
 DB = ".judgments.db"
 SCHEMA = """CREATE TABLE IF NOT EXISTS answer(
     role TEXT, kind TEXT, key TEXT, other TEXT, same INTEGER, ts TEXT, mission TEXT,
@@ -80,4 +82,4 @@ def read_all(identity: Path) -> Answers:
 
 
 def _columns(bucket: Any) -> tuple[str, str]:
-    return (bucket, "-") if isinstance(bucket, str) else bucket
+    return (bucket, "-") if about_identity(bucket) else bucket

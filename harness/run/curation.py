@@ -22,7 +22,7 @@ from harness.config import MissionConfig, load_mission_config, mission_name
 from harness.curator.check import ModelResult, ProposedPromotion
 from harness.curator.commit import CuratorPaths
 from harness.curator.curate import CuratorReport, CuratorSettings, curate
-from harness.curator.judge import Judgments
+from harness.curator.judge import Judgments, about_identity
 from harness.curator.promotion import Promotion
 from harness.errors import DONE
 from harness.paths import Paths, check_state
@@ -140,9 +140,10 @@ def questions_shown(questions: list[tuple[tuple, str, str]]) -> list[str]:
     lines = ["### Same lesson? (answer `same` with the numbers of the pairs that say one "
              "lesson in other words; every other pair is recorded as two lessons)"]
     for n, ((bucket, _, _), text, other) in enumerate(questions, 1):
-        where = (f"a line of identity/{bucket}.md" if isinstance(bucket, str)
+        identity = about_identity(bucket)
+        where = (f"a line of identity/{bucket}.md" if identity
                  else f"an earlier {bucket[0]} {bucket[1]} note")
-        lines += [f"{n}. A {bucket if isinstance(bucket, str) else bucket[0]} note: {text}",
+        lines += [f"{n}. A {bucket if identity else bucket[0]} note: {text}",
                   f"   B, {where}: {other}"]
     return [*lines, ""]
 
