@@ -12,7 +12,7 @@ alike), it appends `--new` entries from the same lesson pool, spread over the ne
 minutes (`curator.append_entries`), and times one curator pass over them in a fresh
 subprocess (the curate() call, not the interpreter's start). The row is the pass of median time;
 "min-s" and "max-s" are the fastest and the slowest. Each pass opens the lesson database
-(`<identity>/.candidates.v3-s75.db`, `harness.curator.lessondb`), reads the rows its new notes
+(`<identity>/.candidates.v4-s75.db`, `harness.curator.lessondb`), reads the rows its new notes
 touch and, when it appends candidates, writes back what changed: "db-open-s" and
 "db-write-s" are the open and the write within the pass, "db-MiB" and "record-MiB" the
 sizes of the database and of the candidate record after the passes. With `--answers N`,

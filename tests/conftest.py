@@ -110,11 +110,12 @@ def run_sh(*args: str, cwd: Path, env: dict[str, str] | None = None,
                           capture_output=True, text=True, timeout=timeout)
 
 
-# One lesson in two notes that the rules keep apart (the rule vetoes the measurement on one
-# side, the second opinion refuses), but the pair model finds alike: the pair a model-mode
-# curator is asked about ("Same lesson?"), first of all when they are all raw.md holds.
-UNSURE_FIRST = "pytest -x --lf reruns only the failed tests, 14s instead of 3min"
-UNSURE_SECOND = "to rerun just what failed use pytest --lf -x"
+# One lesson in two notes that the rules keep apart (the rule vetoes the pair on its paths,
+# which the second opinion may not overrule), but the pair model finds alike: the pair a
+# model-mode curator is asked about ("Same lesson?"), first of all when they are all raw.md
+# holds.
+UNSURE_FIRST = "pytest -x --lf reruns only the failed tests on tests/api/"
+UNSURE_SECOND = "rerun just what failed in tests/web/ with pytest --lf -x"
 
 
 def unsure_pair_lines(start: int = 1) -> str:

@@ -18,10 +18,10 @@ from harness.curator import commit as curate_commit
 from harness.curator import lessondb, planning
 from harness.curator import record as candidates
 from harness.curator.book import Bounds
+from harness.curator.candidate import Candidate, parse_candidate
 from harness.curator.check import ModelResult
 from harness.curator.curate import CuratorSettings, curate
 from harness.curator.identity import IdentityIndex
-from harness.curator.promotion import Candidate, parse_candidate
 from harness.errors import BusyError, UsageError
 from harness.state import memory
 from harness.state.memory import (
@@ -388,7 +388,7 @@ from harness.state.memory import append_entry, make_entry
 state, name, n = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 for i in range(n):
     kind = "TRICK" if i % 5 == 0 else "-"
-    text = "%s note %d: pnpm test --shard %d splits the suite" % (name, i, i % 3)
+    text = "%s note %d: pnpm test --shard %d splits the suite" % (name, i, i % 3 + 1)
     append_entry(state, make_entry("worker", "F-%03d" % (i % 7 + 1), kind, text,
                                    "%s-run%d" % (name, i % 4),
                                    "2026-04-%02dT10:00:00Z" % (1 + i % 28)))
@@ -431,7 +431,8 @@ def test_real_processes_writing_while_two_curators_run(state, identity) -> None:
     notes = collections.Counter(parse_entry(line).text.split(":")[0] for line in lines)
     assert notes == {f"w{k} note {i}": 1 for k in range(3) for i in range(150)}
     lessons = parse_sections((state / "MEMORY.md").read_text())["Lessons"]
-    # 90 TRICKs, each its own lesson (the note numbers differ): each counted exactly once
+    # 90 TRICKs, each its own lesson (the note numbers differ, and none is a shard number: a
+    # number on one side only does not tell lessons apart): each counted exactly once
     assert sorted(line.split()[3] for line in lessons) == ["x1"] * 90
 
 

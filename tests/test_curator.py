@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import string
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,18 +16,12 @@ import pytest
 from harness.curator import matching, shortlist
 from harness.curator import text as norm_text
 from harness.curator.book import Bounds, MemoryBook, topic_of
+from harness.curator.candidate import Candidate, parse_candidate
 from harness.curator.check import ModelResult, ProposedPromotion, check_model_result
 from harness.curator.identity import IdentityIndex, identity_lessons
 from harness.curator.items import clip, memory_ids, parse_item, summary_refs
 from harness.curator.matching import LessonIndex, same_lesson
-from harness.curator.promotion import (
-    Candidate,
-    Evidence,
-    Promotion,
-    PromotionTracker,
-    parse_candidate,
-    plan_promotions,
-)
+from harness.curator.promotion import Evidence, Promotion, PromotionTracker, plan_promotions
 from harness.curator.text import normalize, stem
 from harness.state.memory import Entry, estimate_tokens, parse_sections
 
@@ -78,6 +74,7 @@ def test_near_misses_of_the_psql_trick_are_other_lessons(other: str) -> None:
      "curl -s localhost:3000/api/health returns 503 until the migrations have run"),
     ("forgot to export the new component from components/index.ts",
      "forgot to export the new hook from hooks/index.ts"),
+    ("the build needs node 18 in .nvmrc", "the build needs node 20 in .nvmrc"),
 ])
 def test_different_subcommand_flag_number_or_path_means_different_lesson(a: str, b: str) -> None:
     assert not same_lesson(a, b, T)
@@ -95,6 +92,19 @@ def test_paraphrases_match(a: str, b: str) -> None:
     assert same_lesson(a, b, T)
 
 
+@pytest.mark.parametrize("a, b", [
+    # a runner (`run`) names no command of its own
+    ("pnpm run lint --fix before pushing, or CI fails on formatting",
+     "pnpm lint --fix before pushing, or CI fails on formatting"),
+    # a measurement on one side only is a result, not another lesson
+    ("pytest -x --lf reruns only the failed tests, 14s instead of 3min",
+     "to rerun just what failed use pytest --lf -x"),
+])
+def test_a_runner_or_a_measurement_on_one_side_does_not_keep_a_lesson_apart(a: str,
+                                                                            b: str) -> None:
+    assert same_lesson(a, b, T) and same_lesson(b, a, T)
+
+
 def test_the_threshold_decides() -> None:
     a, b = ("e2e tests failed because the dev server was not running on port 3000",
             "playwright e2e suite failed: nothing listening on port 3000, the dev server was "
@@ -110,6 +120,18 @@ def test_normalize_drops_noise_and_keeps_technical_words() -> None:
     assert n.strict == "f"  # a flag must be on both sides
     assert normalize("forgot to run pnpm lint").strict == "lint"  # a subcommand too
     assert normalize("the git folder is big").strict == ""  # "git" used as a noun
+
+
+def test_the_signature_holds_the_terms_technical_by_their_shape() -> None:
+    n = normalize("run `kubectl apply --prune` with PGPORT=5432 and k8s/deploy.yaml -> 14s "
+                  "instead of 3min")
+    # not the code word, the subcommand or the measurements; the flag, setting and file
+    assert n.signature == "=5432 deploy k8s pgport prun yaml"
+    assert {"kubectl", "apply", "14s", "3min"} <= set(n.anchors.split())
+    assert n.strict == "5432 apply prun"  # a number inside a setting is strict; 14s is not
+    assert normalize("python 3.11 is required").strict == ""  # a version alone: not strict
+    assert normalize("uv run pytest -x").strict == "pytest x"  # nor a runner
+    assert normalize("no technical words here").signature == ""
 
 
 @pytest.mark.parametrize("word, root", [
@@ -161,20 +183,28 @@ def test_index_scores_a_bounded_shortlist_not_every_lesson(monkeypatch) -> None:
     assert 0 < len(calls) <= 2 * shortlist.SHORTLIST
 
 
-def reference_shortlist(bucket, words: set[str], anchors: set[str] = frozenset()) -> list[int]:
+def reference_shortlist(bucket, words: set[str], anchors: set[str] = frozenset(),
+                        signature: str = "") -> list[int]:
     """shortlist_of's docstring, spelled out: the recent variants under three block words
-    (the rarest anchors, then the rarest other words; ties by word), scored 4, 2 and 1 for
-    each of them they are under; best first, ties in the order the variants first appear
-    under the first block word, then the next, then the third."""
+    (the signature if any variant is filed under it, the rarest anchors, then the rarest
+    other words; ties by word), scored 4, 2 and 1 for each of them they are under; best
+    first, ties in the order the variants first appear under the first block word, then
+    the next, then the third."""
     def rarest(pool):
         return sorted((bucket.df[w], w) for w in pool if bucket.df.get(w))
-    block = (rarest(anchors) + rarest(words - anchors))[:shortlist.BLOCK_WORDS]
+    block = rarest(anchors) + rarest(words - anchors)
+    if signature in bucket.postings:
+        block.insert(0, (0, signature))
+    block = block[:shortlist.BLOCK_WORDS]
     score: dict[int, int] = {}
     for weight, (_, w) in zip((4, 2, 1), block, strict=False):  # block may have fewer
         for vid in bucket.postings[w][-shortlist.POSTING_CAP:]:
             score[vid] = score.get(vid, 0) + weight
     order = list(score)  # first appearance
     return sorted(order, key=lambda v: -score[v])[:shortlist.SHORTLIST]
+
+
+SIGNATURES = ("", "", "=w1", "=w1 w2", "=w7")  # none, or one of a few (`text.Norm`)
 
 
 def test_the_shortlist_ranks_as_documented() -> None:
@@ -185,13 +215,16 @@ def test_the_shortlist_ranks_as_documented() -> None:
         for n in range(rng.randrange(1, 120)):
             # skewed: a few words everywhere, most rare, so postings of every length occur
             words = {rng.choice(vocabulary[: rng.choice((3, 10, 40))]) for _ in range(6)}
-            idx.add("b", norm_text.Norm(" ".join(sorted(words))), n)
+            idx.add("b", norm_text.Norm(" ".join(sorted(words)),
+                                        signature=rng.choice(SIGNATURES)), n)
         bucket = idx._buckets["b"]
         for _ in range(20):
             query = set(rng.sample(vocabulary, rng.randrange(1, 8)))
             anchors = set(rng.sample(sorted(query), rng.randrange(0, len(query) + 1)))
-            assert (shortlist.shortlist_of(bucket, query, anchors)
-                    == reference_shortlist(bucket, query, anchors)), (trial, sorted(query))
+            signature = rng.choice(SIGNATURES)
+            assert (shortlist.shortlist_of(bucket, query, anchors, signature)
+                    == reference_shortlist(bucket, query, anchors, signature)), (
+                trial, sorted(query), signature)
 
 
 def test_a_rare_mishap_does_not_hide_the_lesson_behind_its_technical_words() -> None:
@@ -207,6 +240,39 @@ def test_a_rare_mishap_does_not_hide_the_lesson_behind_its_technical_words() -> 
     note = normalize("staging went down again; `pnpm test --runInBand` keeps the flaky "
                      "suite green")
     assert idx.find("b", note) == 0
+
+
+CROWDED = ("run `kubectl apply --prune` with `PGPORT=5432` and `k8s/deploy.yaml` in place, "
+           "otherwise the rollout keeps the old config")
+CROWDED_AGAIN = ("the rollout keeps the old config unless k8s/deploy.yaml and PGPORT=5432 are "
+                 "set before kubectl apply --prune")
+
+
+def crowd() -> Iterator[str]:
+    """Notes of other lessons, each naming terms of CROWDED's, each term in more of them
+    than a word's postings window holds."""
+    for sub, flag, port, path in itertools.product(
+            ("apply", "diff"), ("--prune", "--force", "--wait", "--server-side"),
+            ("5432", "5433", "55432"), ("k8s/deploy.yaml", "k8s/svc.yaml", "values.yaml",
+                                        "k8s/job.yaml")):
+        if (sub, flag, port, path) != ("apply", "--prune", "5432", "k8s/deploy.yaml"):
+            for effect in ("the pods restart twice", "the job hangs on a prompt"):
+                yield (f"run `kubectl {sub} {flag}` with `PGPORT={port}` and `{path}` in "
+                       f"place, otherwise {effect}")
+
+
+def test_notes_naming_the_same_terms_meet_however_common_each_term_is() -> None:
+    # every technical word of CROWDED_AGAIN (those it looks under) has more recent phrasings
+    # than POSTING_CAP, none of them CROWDED's: only its signature still finds it
+    idx = LessonIndex(T)
+    idx.assign("b", normalize(CROWDED), 0)
+    for n, text in enumerate(crowd(), 1):
+        idx.assign("b", normalize(text), n)
+    bucket = idx._buckets["b"]
+    anchors = normalize(CROWDED_AGAIN).anchors.split()
+    assert len(anchors) > shortlist.BLOCK_WORDS
+    assert all(0 not in bucket.postings[w][-shortlist.POSTING_CAP:] for w in anchors)
+    assert idx.find("b", normalize(CROWDED_AGAIN)) == 0
 
 
 # --- L3: MEMORY.md ------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The lesson database (`<identity>/.candidates.v3-s75.db`): a pass reads what its notes touch,
+"""The lesson database (`<identity>/.candidates.v4-s75.db`): a pass reads what its notes touch,
 agrees with a pass that clustered all history in memory, and never counts a note twice."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import pytest
 from harness.curator import lessondb, lessonsource, planning, record
 from harness.curator.curate import CuratorSettings, curate
 from tests.test_curate import note
+from tests.test_curator import CROWDED, CROWDED_AGAIN, crowd
 
 NOW = "2026-05-01T00:00:00Z"
 DB = lessondb.db_name(CuratorSettings().similarity)
@@ -189,6 +190,20 @@ def test_a_database_of_another_version_is_left_alone_and_history_reclustered(
     assert old.read_bytes() == before
     assert lessons(identity)[("worker", "FAIL", "pnpm test --filter web needs the db up",
                               2)] == 1
+
+
+def test_a_pass_over_the_database_finds_a_lesson_by_its_signature(tmp_path) -> None:
+    # the crowd fills the postings window of every technical word of CROWDED (see
+    # test_curator): the next pass finds it through the signature's postings on disk
+    state, identity = tmp_path / "shop", tmp_path / "identity"
+    state.mkdir()
+    for n, text in enumerate([CROWDED, *crowd()]):
+        note(state, text, "TRICK", feature=f"F-{n:03d}", run=f"r{n}")
+    curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    assert lessons(identity)[("worker", "TRICK", CROWDED, 1)] == 1
+    note(state, CROWDED_AGAIN, "TRICK", feature="F-999", run="r999")
+    curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    assert lessons(identity)[("worker", "TRICK", CROWDED, 2)] == 1
 
 
 def test_a_note_of_more_words_than_one_query_takes_is_matched(tmp_path) -> None:

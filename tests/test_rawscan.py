@@ -11,17 +11,23 @@ from pathlib import Path
 import pytest
 
 from harness.curator import reader as rawreader
+from harness.curator import scan as scan_module
 from harness.curator.book import Bounds, MemoryBook
 from harness.curator.curate import CuratorSettings, curate
 from harness.curator.reader import RawReader
 from harness.curator.scan import RawPass, ScanJob
-from harness.curator.text import normalize
+from harness.curator.text import Norm, normalize
 from harness.errors import BackendError, BusyError
 from harness.state.memory import append_entry, make_entry
 from harness.state.store import hold_lock, lock_path
 
 ROOT = Path(__file__).resolve().parent.parent
 NOW = "2026-07-01T00:00:00Z"
+
+
+def first_ref(n: Norm) -> tuple[str, ...]:
+    """A lesson's ref the first time the pass hands its text over (`scan.Record`)."""
+    return (n.key, n.anchors, n.strict, n.packed, n.signature)
 
 
 def bench_data(folder: Path, n: int) -> tuple[Path, Path]:
@@ -109,9 +115,7 @@ def test_the_pass_finds_the_cut_the_months_and_the_new_entries(tmp_path) -> None
     # a lesson's normalised text comes with its first sighting, then its number; decisions
     # have neither
     gotcha = normalize("the CI cache expires after 7 days")
-    assert [r[6] for r in records] == [(norm.key, norm.anchors, norm.strict, norm.packed), 0,
-                                       (gotcha.key, gotcha.anchors, gotcha.strict, gotcha.packed),
-                                       None]
+    assert [r[6] for r in records] == [first_ref(norm), 0, first_ref(gotcha), None]
     assert (scan.processed, scan.unparsed, scan.staged) == (5, 1, 2)
     assert scan.notes == []  # the one plain note is before `start`
     # the cut keeps the last two entries (and the stray line after them)
@@ -124,6 +128,31 @@ def test_the_pass_finds_the_cut_the_months_and_the_new_entries(tmp_path) -> None
         "uv run pytest -x stops at the first failure",
         "b1:1\t2026-04-01T10:00:00Z\tshop\tworker\tTRICK\tF-002\trun2\t"
         "uv run pytest -x stops at the first failure"]
+
+
+def test_the_pass_numbers_only_recent_texts_and_the_curator_clusters_alike(
+        tmp_path, monkeypatch) -> None:
+    # what the pass keeps to number texts is bounded (two generations of TEXTS_KEPT): a
+    # text it has forgotten comes again normalised, under a new number
+    texts = ["make a", "make b", "make a", "make c", "make a", "make b"]
+    results = []
+    for kept in (1, 1 << 16):
+        monkeypatch.setattr(scan_module, "TEXTS_KEPT", kept)
+        state, identity = tmp_path / str(kept) / "state", tmp_path / str(kept) / "identity"
+        state.mkdir(parents=True)
+        for n, text in enumerate(texts):
+            append_entry(state, make_entry("worker", f"F-00{n}", "TRICK",
+                                           f"`{text} --flag` needs the cache", f"r{n}", NOW))
+        job = ScanJob(str(state / "raw.md"), 0, 0, "2026-07", None, "b1", "shop")
+        refs = [r[6] for batch in RawPass(job).batches() for r in batch]
+        curate(state, identity, "shop", CuratorSettings(), now=NOW)
+        results.append(([r if type(r) is int else "new" for r in refs],
+                        (state / "MEMORY.md").read_text(),
+                        sorted(p.read_text() for p in identity.glob("*.md"))))
+    (forgetful, memory, identity_files), (unbounded, *kept_all) = results
+    assert forgetful == ["new", "new", 0, "new", 0, "new"]  # b forgotten: numbered anew
+    assert unbounded == ["new", "new", 0, "new", 0, 1]
+    assert [memory, identity_files] == kept_all and "x3" in memory
 
 
 def test_plain_notes_go_by_number_and_the_newest_come_at_the_end(tmp_path) -> None:
@@ -201,7 +230,7 @@ def test_the_reader_process_sends_what_the_pass_finds(tmp_path) -> None:
     texts = [record[6] for batch in got_candidates for record in batch]
     assert texts == ["make -n shows the plan", "the seed step times out"]
     norm = normalize("make -n shows the plan")
-    assert expected_candidates[0][0][7] == (norm.key, norm.anchors, norm.strict, norm.packed)
+    assert expected_candidates[0][0][7] == first_ref(norm)
     # blog's batch "old" came before its batch "new": it never comes again, so it is forgotten
     assert reader.record.batches == {"new": 0} and reader.record.latest == {"blog": "new"}
     assert reader.record.end == len("".join([*lines, lines[2]]))

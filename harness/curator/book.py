@@ -28,6 +28,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import repeat
 
+from harness.curator.candidate import LESSON_KINDS
 from harness.curator.clusters import Clusters
 from harness.curator.items import TEXT_MAX, Item, clip, parse_item
 from harness.curator.matching import LessonIndex
@@ -41,7 +42,6 @@ from harness.state.memory import (
     render_sections,
 )
 
-LESSON_KINDS = ("TRICK", "GOTCHA", "FAIL", "FORGOT")
 AVOID_KINDS = ("FAIL", "GOTCHA")
 SUMMARY_TEXT_MAX = 110
 MEMORY_OVERHEAD = 9  # title, blank, and a heading plus blank per section, minus the last blank

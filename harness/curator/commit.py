@@ -20,12 +20,12 @@ from harness.curator import lessondb, verdicts
 from harness.curator import record as candidates
 from harness.curator.identity import IdentityIndex
 from harness.curator.promotion import Promotion
+from harness.curator.scan import HEAD_BYTES
 from harness.errors import UsageError
 from harness.state import memory
 from harness.state.store import atomic_write, hold_lock, read_head, sha256, write_json
 
 FORMAT_VERSION = 1
-HEAD_BYTES = 65536  # how much of raw.md's head identifies it before the rewrite
 CHUNK = 1 << 20
 STAGED_ROWS = 1000  # staged promotions per line: a JSON call per line, not per promotion
 

@@ -15,12 +15,13 @@ from pathlib import Path
 from rapidfuzz import fuzz, process
 
 from harness.curator import verdicts
+from harness.curator.candidate import PROMOTABLE
 from harness.curator.commit import CuratorPaths, cursor_start, read_json, read_text
 from harness.curator.identity import IdentityIndex, archive_path, strength
 from harness.curator.judge import Judgments
 from harness.curator.lessondb import load_all
 from harness.curator.matching import same_lesson
-from harness.curator.promotion import PROMOTABLE, Evidence, PromotionTracker
+from harness.curator.promotion import Evidence, PromotionTracker
 from harness.curator.record import read_record
 from harness.curator.text import normalize
 from harness.errors import UsageError
@@ -86,7 +87,7 @@ def closest(tracker: PromotionTracker, text: str, role: str | None = None,
     owners: list[Evidence] = []
     index = tracker.clusters.index
     for bucket in _buckets(tracker, role, kind):
-        for cid, key, _ in index.phrasings(bucket):
+        for cid, key, _, _ in index.phrasings(bucket):
             if (ev := tracker.lessons[cid]) is not None:
                 keys.append(key)
                 owners.append(ev)

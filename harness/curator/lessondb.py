@@ -1,6 +1,6 @@
 """The candidate record clustered into lessons, in SQLite: what a pass reads of history.
 
-`<identity>/.candidates.v3-s75.db` (`db_name`; `-rule` added when the second opinion is
+`<identity>/.candidates.v4-s75.db` (`db_name`; `-rule` added when the second opinion is
 off) caches `record`'s log: each lesson's evidence, the phrasings indexed for it, and per
 word its count and recent postings (`matching`'s index), with how far into the log it
 reaches (offset, a hash of the bytes before it, the batches it remembers). A pass opens it
@@ -25,21 +25,23 @@ from typing import Any
 import orjson
 
 from harness.curator import record as log
+from harness.curator.candidate import PROMOTABLE
 from harness.curator.lessonsource import LessonDB
-from harness.curator.promotion import PROMOTABLE, Evidence, PromotionTracker
+from harness.curator.promotion import Evidence, PromotionTracker
 from harness.curator.record import RecordRead
 from harness.curator.shortlist import POSTING_CAP
 from harness.state.store import hold_lock
 
 # 2: clusters joined by the second opinion (`learned`) too; 3: the shortlist looks under
-# technical words first (`shortlist`). Files of other versions are left alone.
-VERSION = 3
+# technical words first (`shortlist`); 4: phrasings filed under their signature, and
+# measurements and runners no longer strict (`text`). Files of other versions are left alone.
+VERSION = 4
 OLD_DIGEST = ".candidates.digest"  # the cache before this one: removed when a database is made
 SCHEMA = """
 CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL);
 CREATE TABLE lesson(id INTEGER PRIMARY KEY, row BLOB NOT NULL);
 CREATE TABLE variant(vid INTEGER PRIMARY KEY, role TEXT, kind TEXT, key TEXT, packed TEXT,
-                     lesson INTEGER);
+                     signature TEXT, lesson INTEGER);
 CREATE TABLE word(role TEXT, kind TEXT, word TEXT, df INTEGER, postings BLOB,
                   PRIMARY KEY(role, kind, word)) WITHOUT ROWID;
 """
@@ -80,9 +82,9 @@ def load_all(identity: Path, similarity: float, *,
         for cid, row in db.conn.execute("SELECT id, row FROM lesson ORDER BY id"):
             tracker.put(cid, Evidence.from_row(orjson.loads(row)))
         add = tracker.clusters.index.add_packed
-        for role, kind, key, packed, lesson in db.conn.execute(
-                "SELECT role, kind, key, packed, lesson FROM variant ORDER BY vid"):
-            add((role, kind), key, packed, lesson)
+        for role, kind, key, packed, signature, lesson in db.conn.execute(
+                "SELECT role, kind, key, packed, signature, lesson FROM variant ORDER BY vid"):
+            add((role, kind), key, packed, lesson, signature)
         tracker.clusters.count = db.first_cluster
         return tracker, db.read
 
@@ -171,11 +173,11 @@ def _write_rows(db: LessonDB, tracker: PromotionTracker, read: RecordRead) -> No
         if b.source is not db:
             continue
         role, kind = bucket
-        conn.executemany("INSERT INTO variant VALUES (?, ?, ?, ?, ?, ?)", [
-            (vid, role, kind, key, b.anchors[vid], b.owner[vid])
+        conn.executemany("INSERT INTO variant VALUES (?, ?, ?, ?, ?, ?, ?)", [
+            (vid, role, kind, key, b.anchors[vid], b.signature[vid], b.owner[vid])
             for vid, key in b.keys.items() if vid >= db.first_vid])
         conn.executemany("INSERT OR REPLACE INTO word VALUES (?, ?, ?, ?, ?)", [
-            (role, kind, w, b.df[w], orjson.dumps(b.postings[w][-POSTING_CAP:]))
+            (role, kind, w, b.df.get(w, 0), orjson.dumps(b.postings[w][-POSTING_CAP:]))
             for w in b.dirty])
     conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                      _meta_rows(tracker, read, db.generation + 1, db.next_vid))
@@ -229,12 +231,13 @@ def _insert_index(conn: sqlite3.Connection, tracker: PromotionTracker) -> int:
         role, kind = bucket
         b = index.bucket_state(bucket)
         kept = [cid < len(lessons) and lessons[cid] is not None for cid in b.owner]
-        conn.executemany("INSERT INTO variant VALUES (?, ?, ?, ?, ?, ?)", (
-            (base + vid, role, kind, b.keys[vid], b.anchors[vid], b.owner[vid])
+        conn.executemany("INSERT INTO variant VALUES (?, ?, ?, ?, ?, ?, ?)", (
+            (base + vid, role, kind, b.keys[vid], b.anchors[vid], b.signature[vid],
+             b.owner[vid])
             for vid in range(len(b.keys)) if kept[vid]))
         conn.executemany("INSERT INTO word VALUES (?, ?, ?, ?, ?)", (
-            (role, kind, w, df, orjson.dumps([base + v for v in b.postings[w][-POSTING_CAP:]
-                                              if kept[v]]))
-            for w, df in b.df.items()))
+            (role, kind, w, b.df.get(w, 0),
+             orjson.dumps([base + v for v in plist[-POSTING_CAP:] if kept[v]]))
+            for w, plist in b.postings.items()))
         base += len(b.keys)
     return base

@@ -9,7 +9,8 @@ from typing import Any
 
 import orjson
 
-from harness.curator.promotion import PROMOTABLE, Evidence
+from harness.curator.candidate import PROMOTABLE
+from harness.curator.promotion import Evidence
 from harness.curator.record import RecordRead
 
 QUERY_WORDS = 500  # words per query: SQLite caps the parameters of one statement
@@ -61,8 +62,11 @@ class LessonDB:
         asked.update(new)
         for word, df, postings in self._rows_in("word, df, postings FROM word", "word",
                                                 bucket, new):
-            b.df[word] = df
-            b.postings[word] = orjson.loads(postings)
+            if word[0] == "=":  # a signature (`text.Norm`): no df, a tuple (`Bucket.postings`)
+                b.postings[word] = tuple(orjson.loads(postings))
+            else:
+                b.df[word] = df
+                b.postings[word] = orjson.loads(postings)
 
     def _rows_in(self, select: str, column: str, bucket: Any, values: list[str],
                  order: str = "") -> Iterator[tuple]:
@@ -80,9 +84,11 @@ class LessonDB:
         if not missing:
             return
         marks = ",".join("?" * len(missing))
-        for vid, key, packed, lesson in self.conn.execute(
-                f"SELECT vid, key, packed, lesson FROM variant WHERE vid IN ({marks})", missing):
+        for vid, key, packed, signature, lesson in self.conn.execute(
+                f"SELECT vid, key, packed, signature, lesson FROM variant WHERE vid IN ({marks})",
+                missing):
             b.keys[vid], b.anchors[vid], b.owner[vid] = key, packed, lesson
+            b.signature[vid] = signature
             b.strict[vid] = tuple(w[1:] for w in packed.split() if w[0] == "!")
 
     def variant_count(self, cluster: int) -> int | None:

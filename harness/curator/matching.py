@@ -20,14 +20,16 @@ technical words do not disagree and rapidfuzz scores them at or above the thresh
   alone: the others weigh words by their counts in a bucket, which only the index has.
 
 The index never compares a text with every other: each bucket (role and kind)
-keeps an inverted index word -> recent variants, and a query scores only a
-short list drawn from the postings of three of its words, its rarest technical
-words first (`shortlist`), stopping at the first match. A text seen before word for
+keeps an inverted index word -> recent variants, each variant filed under its
+signature too (`text.Norm`), and a query scores only a short list drawn from the
+postings of its signature and its rarest words, technical ones first
+(`shortlist`), stopping at the first match. A text seen before word for
 word skips all that (`clusters.Clusters`).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -122,7 +124,7 @@ class LessonIndex:
                 return None
             b = self._bucket(bucket)
         if b.source is not None:
-            b.source.fault(bucket, b, norm.key, set(norm.key.split()))
+            b.source.fault(bucket, b, norm.key, _filed_under(norm.key, norm.signature))
         hit = b.exact.get(norm.key)
         if hit is not None:
             return hit  # before splitting: most queries of a big log are exact repeats
@@ -132,7 +134,7 @@ class LessonIndex:
                ask: bool = False) -> int | None:
         key, ratio, threshold = norm.key, fuzz.token_set_ratio, self.threshold
         a_anchors = norm.anchors.split() if self.anchored else []
-        shortlist = shortlist_of(b, a_words, a_anchors)
+        shortlist = shortlist_of(b, a_words, a_anchors, norm.signature if self.anchored else "")
         if not shortlist:
             return None
         if b.source is not None:
@@ -176,31 +178,42 @@ class LessonIndex:
 
     def add(self, bucket: Any, norm: Norm, cluster: int) -> None:
         """Index `norm` as a phrasing of `cluster` (a small int; up to MAX_VARIANTS each)."""
-        self.add_packed(bucket, norm.key, norm.packed, cluster)
+        self.add_packed(bucket, norm.key, norm.packed, cluster, norm.signature)
 
-    def add_packed(self, bucket: Any, key: str, packed: str, cluster: int) -> None:
-        """`add` for a phrasing as `phrasings` gives it back: its key and packed anchors."""
+    def add_packed(self, bucket: Any, key: str, packed: str, cluster: int,
+                   signature: str = "") -> None:
+        """`add` for a phrasing as `phrasings` gives it back: its key, packed anchors and
+        signature."""
         b = self._bucket(bucket)
         if b.source is not None:
-            b.source.fault(bucket, b, key, set(key.split()))
+            b.source.fault(bucket, b, key, _filed_under(key, signature))
         if key not in b.exact:
-            self._add(b, key, packed, cluster, set(key.split()))
+            self._add(b, key, packed, signature, cluster, set(key.split()))
 
-    def _add(self, b: Bucket, key: str, packed: str, cluster: int, words: set[str]) -> None:
+    def _add(self, b: Bucket, key: str, packed: str, signature: str, cluster: int,
+             words: set[str]) -> None:
+        """Index a phrasing under its `words` and its signature."""
         b.exact[key] = cluster
         if not self._count_variant(b, cluster):
             return
+        if signature:
+            # one string per signature, in the variants and as their postings' key
+            signature = sys.intern(signature)
         if b.source is None:
             vid = len(b.keys)
             b.keys.append(key)
             b.anchors.append(packed)
             b.strict.append(self._strict_of(packed))
+            b.signature.append(signature)
             b.owner.append(cluster)
         else:
             vid = b.source.take_vid()
             b.keys[vid], b.anchors[vid], b.owner[vid] = key, packed, cluster
             b.strict[vid] = self._strict_of(packed)
+            b.signature[vid] = signature
             b.dirty |= words
+            if signature:
+                b.dirty.add(signature)
         df, postings = b.df, b.postings
         for w in words:
             df[w] = df.get(w, 0) + 1
@@ -208,6 +221,8 @@ class LessonIndex:
             plist.append(vid)
             if len(plist) > 2 * POSTING_CAP:
                 del plist[:-POSTING_CAP]
+        if signature:  # see `Bucket.postings`
+            postings[signature] = (*postings.get(signature, ()), vid)[-POSTING_CAP:]
 
     def _count_variant(self, b: Bucket, cluster: int) -> bool:
         """Count one more phrasing of `cluster`: False when it has MAX_VARIANTS already."""
@@ -248,12 +263,13 @@ class LessonIndex:
         """The buckets in use."""
         return list(self._buckets)
 
-    def phrasings(self, bucket: Any) -> Iterator[tuple[int, str, str]]:
-        """(cluster, key, packed anchors) of each phrasing indexed in `bucket` (in memory)."""
+    def phrasings(self, bucket: Any) -> Iterator[tuple[int, str, str, str]]:
+        """(cluster, key, packed anchors, signature) of each phrasing indexed in `bucket`
+        (in memory)."""
         b = self._buckets[bucket]
         if b.source is not None:
             raise RuntimeError("the phrasings of a bucket read from a source are not all here")
-        return zip(b.owner, b.keys, b.anchors, strict=True)
+        return zip(b.owner, b.keys, b.anchors, b.signature, strict=True)
 
     def bucket_state(self, bucket: Any) -> Bucket:
         """The bucket's containers, for the source that writes them back."""
@@ -262,14 +278,22 @@ class LessonIndex:
     def assign(self, bucket: Any, norm: Norm, new_cluster: int) -> int:
         """The cluster `norm` belongs to; `new_cluster` (now indexed) when none matches."""
         b = self._bucket(bucket)
-        key = norm.key
+        key, signature = norm.key, norm.signature
         if b.source is not None:
-            b.source.fault(bucket, b, key, set(key.split()))
+            b.source.fault(bucket, b, key, _filed_under(key, signature))
         hit = b.exact.get(key)
         if hit is not None:
-            return hit
+            return hit  # before splitting, as in `find`
         words = set(key.split())
         found = self._match(b, norm, words, ask=True)
         cluster = new_cluster if found is None else found
-        self._add(b, key, norm.packed, cluster, words)
+        self._add(b, key, norm.packed, signature, cluster, words)
         return cluster
+
+
+def _filed_under(key: str, signature: str) -> set[str]:
+    """What a phrasing is filed under in the index: its words, and its signature if any."""
+    filed = set(key.split())
+    if signature:
+        filed.add(signature)
+    return filed

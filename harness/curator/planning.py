@@ -15,11 +15,11 @@ from dataclasses import replace
 
 from harness.curator import lessondb, verdicts
 from harness.curator import record as candidates
-from harness.curator.book import LESSON_KINDS, MemoryBook
+from harness.curator.book import MemoryBook
+from harness.curator.candidate import LESSON_KINDS, PROMOTABLE, Candidate, mission_token
 from harness.curator.check import check_model_result
 from harness.curator.commit import (
     FORMAT_VERSION,
-    HEAD_BYTES,
     CuratorPaths,
     archive_sizes,
     cursor_start,
@@ -30,16 +30,13 @@ from harness.curator.commit import (
 from harness.curator.diffs import DIFF_PREVIEW, append_diff, drop_head_diff, rewrite_diff
 from harness.curator.judge import Judgments
 from harness.curator.promotion import (
-    PROMOTABLE,
-    Candidate,
     IdentityIndex,
     Promotion,
     PromotionTracker,
-    mission_token,
     plan_promotions,
 )
 from harness.curator.reader import RawReader, use_process
-from harness.curator.scan import Record, Scan, ScanJob
+from harness.curator.scan import HEAD_BYTES, Record, Scan, ScanJob
 from harness.curator.settings import CuratorReport, CuratorSettings, Refine
 from harness.curator.text import Norm, normalize
 from harness.state import memory
@@ -187,7 +184,7 @@ class Planner:
         self.n_staged, self.preview = scan.staged, scan.staged_preview
         return scan, book
 
-    def _cluster_of(self, bucket: tuple[str, str], ref: int | tuple[str, str, str, str],
+    def _cluster_of(self, bucket: tuple[str, str], ref: int | tuple[str, ...],
                     text: str) -> int:
         """The cluster of `text`, which the pass handed over with `ref` (`scan.Record`)."""
         if type(ref) is int:

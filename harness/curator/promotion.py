@@ -31,54 +31,13 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import repeat
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
+from harness.curator.candidate import Candidate
 from harness.curator.clusters import BatchSource, Clusters
 from harness.curator.identity import IdentityIndex
 
-PROMOTABLE = ("TRICK", "FAIL", "FORGOT")
 LISTED = 3  # provenance values listed per field; the count stays exact
-
-
-class Candidate(NamedTuple):
-    """One promotable note as recorded beside the identity files."""
-
-    ts: str
-    mission: str
-    role: str
-    kind: str
-    feature: str
-    run: str | None
-    text: str
-
-    def line(self, tag: str) -> str:
-        """The candidate record line, without the newline; `tag` is `batch:seq`."""
-        return candidate_line(tag, *self)
-
-
-def candidate_line(tag: str, ts: str, mission: str, role: str, kind: str, feature: str,
-                   run: str | None, text: str) -> str:
-    """`Candidate.line` from the fields, for a loop that has them and no Candidate."""
-    return "\t".join((tag, ts, mission, role, kind, feature, run or "-", text))
-
-
-def mission_token(mission: str) -> str:
-    """The mission's name as one token for the tab-separated record, whitespace runs made
-    `_` (interned: lessons keep it)."""
-    return sys.intern("_".join(mission.split()) or "-")
-
-
-def parse_candidate(line: str) -> tuple[str, int, Candidate] | None:
-    """(batch, seq, candidate) from a record line; None when the line is malformed."""
-    parts = line.rstrip("\n").split("\t", 7)
-    if len(parts) != 8 or parts[4] not in PROMOTABLE or not parts[7]:
-        return None
-    batch, _, seq = parts[0].rpartition(":")
-    if not batch or not seq.isdigit():
-        return None
-    run = None if parts[6] == "-" else parts[6]
-    return batch, int(seq), Candidate(parts[1], sys.intern(parts[2]), sys.intern(parts[3]),
-                                      sys.intern(parts[4]), sys.intern(parts[5]), run, parts[7])
 
 
 @dataclass(eq=False, slots=True)
@@ -115,15 +74,16 @@ class Evidence:
             self.last = day
         first = self.count == 0
         self.count += 1
-        # each list keeps its first LISTED values
+        # each list keeps its first LISTED values; missions and features recur in many lessons,
+        # so each is kept as one string (at 1M entries, 10 MiB of copies otherwise)
         if mission not in self.missions:
             if len(self.missions) < LISTED:
-                self.missions = (*self.missions, mission)
+                self.missions = (*self.missions, sys.intern(mission))
             else:
                 self.more |= 1
         if feature not in self.features:
             if len(self.features) < LISTED:
-                self.features = (*self.features, feature)
+                self.features = (*self.features, sys.intern(feature))
             else:
                 self.more |= 2
         if run and run not in self.runs:
@@ -132,7 +92,7 @@ class Evidence:
             else:
                 self.more |= 4
         if first:
-            self.worker, self.occasion = feature, run or f"{feature}@{ts}"
+            self.worker, self.occasion = self.features[0], run or f"{feature}@{ts}"
             return
         # once a rule is settled, its `or` stops at the first term: no later note unsettles it
         same_mission = mission == self.missions[0]

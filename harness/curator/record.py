@@ -1,7 +1,7 @@
 """The candidate record beside the identity files: an append-only log.
 
 `<identity>/.candidates.log` is append-only: one line per TRICK, FAIL or FORGOT
-note any mission's curator has seen (`promotion.Candidate.line`), each append a
+note any mission's curator has seen (`candidate.Candidate.line`), each append a
 single write under `<identity>/.candidates.lock`. Lines carry `batch:seq`; a
 batch appended twice (a crashed run redone) is counted once, because a reader
 skips every seq at or below the highest it has seen for that batch. It needs that
@@ -11,7 +11,7 @@ forgets it (what it remembers stays one batch per mission, not one per pass). Tw
 states sharing one mission name and identity folder could, after a crash, have a
 redone batch counted twice: a lesson's note count, never its missions, features or runs.
 
-What a pass has already clustered of it is cached in `<identity>/.candidates.v3-s75.db`
+What a pass has already clustered of it is cached in `<identity>/.candidates.v4-s75.db`
 (`lessondb`), which says how far into the record it reaches; a pass reads only the
 record after that.
 """
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from harness.curator.promotion import Candidate, parse_candidate
+from harness.curator.candidate import Candidate, parse_candidate
 from harness.state.store import sha256
 
 RECORD = ".candidates.log"

@@ -1,5 +1,11 @@
-"""Which phrasings a query scores: the recent variants under its rarest technical words,
-then its rarest other words (`matching`).
+"""Which phrasings a query scores: the recent variants under its signature, its rarest
+technical words, then its rarest other words (`matching`).
+
+The signature (`text.Norm`: the terms that look technical by their shape, such as files,
+flags and key=value) comes first because it finds the phrasings that name the same terms
+however common each term is: at 100k entries of `bench/lessons.py` every term is in
+hundreds of lessons, and the right phrasing was outside every word's window for 44% of
+queries.
 
 Technical words (`text.Norm.anchors`: flags, files, values, code) come first because a
 lesson is told apart by them: a note's rarest prose words are as often its noise (what
@@ -31,8 +37,10 @@ def block_words(df: dict[str, int], words: set[str],
     return counted
 
 
-def shortlist_of(b: Any, words: set[str], anchors: Collection[str] = ()) -> list[int]:
-    """Recent variants filed under the `block_words` of a query, best first.
+def shortlist_of(b: Any, words: set[str], anchors: Collection[str] = (),
+                 signature: str = "") -> list[int]:
+    """Recent variants filed under the `signature` of a query, if any is, and under its
+    `block_words` (the first two then), best first.
 
     A variant counts 4 for the first of those words it is filed under, 2 for
     the next and 1 for the third, so the first shared word decides first; ties
@@ -40,10 +48,12 @@ def shortlist_of(b: Any, words: set[str], anchors: Collection[str] = ()) -> list
     which is what lets this skip counting.)
     """
     counted = block_words(b.df, words, anchors)
+    postings = b.postings
+    if signature in postings:
+        counted = [(0, signature), *counted[:BLOCK_WORDS - 1]]
     if not counted:
         return []
-    postings = b.postings
-    first = postings[counted[0][1]][-POSTING_CAP:]
+    first = list(postings[counted[0][1]][-POSTING_CAP:])
     if len(counted) == 1:
         return first[:SHORTLIST]
     second = postings[counted[1][1]][-POSTING_CAP:]

@@ -5,9 +5,15 @@
   suffixes stripped (sorted -> sort, migrations -> migration, file/files -> fil),
   so a score sees wording, not inflection.
 - Anchors: words from technical tokens (paths, flags, numbers, `code`, key=value,
-  camelCase). Strict anchors are the flags, the numbers, and the subcommand after
-  a known CLI such as `pnpm lint` or `uv run pytest` (see `matching` for what
-  each kind decides).
+  camelCase). Strict anchors are the flags, the numbers inside a technical token
+  (`PORT=3000`, `-j2`), and the subcommand after a known CLI such as `pnpm lint` or
+  `uv run pytest` (see `matching` for what each kind decides). A number standing alone
+  (`3.11`, `14s`, `2 tests`) is a measurement or a version: an anchor, not a strict one,
+  and a runner (`run` in `pnpm run lint`) names no command of its own, so neither is strict.
+- Signature: the anchors of the tokens that look technical by their shape alone (paths,
+  flags, key=value, numbers), leaving out bare code words, subcommands and measurements
+  (a number with a unit, `14s`, `3min`). Notes that name the same such terms are filed
+  together (`shortlist`), however common each term is on its own.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ ARTICLES = frozenset("the a an this that our your their its".split())
 _WORD = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"[a-z][A-Z]")
 _TECH_CHARS = re.compile(r"[/._=:@~$<>|*#\\\[\]{}()0-9]|^-")
+_QUANTITY = re.compile(r"\d+(?:[.,]\d+)*[a-z]*")  # 3.11, 5432, 14s, 3min
 _LEAD_PUNCT = "\"'([{"
 _TRAIL_PUNCT = ".,;:!?\"')]}"
 
@@ -67,12 +74,15 @@ class Norm:
 
     `key` is the words joined by spaces; `anchors` and `strict` are space-joined too, and
     `packed` is the anchors with each strict one marked "!", as the index keeps them.
+    `signature` is the signature's words after "=", or "" when it has none: no word
+    has that form, so the index files a phrasing under it as under a word.
     """
 
     key: str
     anchors: str = ""
     strict: str = ""
     packed: str = ""
+    signature: str = ""
 
 
 @lru_cache(maxsize=1 << 12)
@@ -93,15 +103,23 @@ def _token(token: str) -> tuple[str, tuple[str, ...], tuple[str, ...], bool, boo
 
 
 def _step(token: str, in_code: bool, after_launcher: bool) -> tuple:
-    """What `token` adds in its context: (words, anchors, strict words, whether it is a
-    launcher, whether it is an article, whether a command word follows it)."""
+    """What `token` adds in its context: (words, anchors, strict words, signature words,
+    whether it is a launcher, whether it is an article, whether a command word follows)."""
     low, every, content, technical, flag = _token(token)
-    subcommand = after_launcher and not flag and (low not in STOPWORDS or low in RUNNERS)
+    runner = after_launcher and low in RUNNERS
+    subcommand = after_launcher and not flag and (low not in STOPWORDS or runner)
     if in_code or technical or subcommand:
-        strict = every if flag or subcommand else tuple([w for w in every if w[0].isdigit()])
-        return (every, every, strict, low in LAUNCHERS, low in ARTICLES,
-                subcommand and low in RUNNERS)
-    return content, (), (), low in LAUNCHERS, low in ARTICLES, False
+        quantity = low[:1].isdigit() and _QUANTITY.fullmatch(low) is not None
+        if flag or (subcommand and not runner):
+            strict = every
+        elif quantity:
+            strict = ()
+        else:
+            strict = tuple([w for w in every if w[0].isdigit()])
+        measure = quantity and low[-1].isalpha()  # with its unit
+        shaped = every if technical and not measure else ()
+        return (every, every, strict, shaped, low in LAUNCHERS, low in ARTICLES, runner)
+    return content, (), (), (), low in LAUNCHERS, low in ARTICLES, False
 
 
 # _step's answers by context (in code * 2 + after a launcher), then token: normalising
@@ -116,6 +134,7 @@ def normalize(text: str) -> Norm:
     words: list[str] = []
     anchors: set[str] = set()
     strict: set[str] = set()
+    shape: set[str] = set()
     prev_article = after_launcher = False
     for i, segment in enumerate(text.split("`")):
         in_code = i % 2
@@ -126,15 +145,18 @@ def normalize(text: str) -> Norm:
                 if len(cache) >= STEP_CACHE:
                     cache.clear()
                 step = cache[token] = _step(token, bool(in_code), bool(after_launcher))
-            more, anchored, strict_words, launcher, article, command_next = step
+            more, anchored, strict_words, shaped, launcher, article, command_next = step
             words += more
             if anchored:
                 anchors.update(anchored)
                 if strict_words:
                     strict.update(strict_words)
+                if shaped:
+                    shape.update(shaped)
             after_launcher = (launcher and not prev_article) or command_next
             prev_article = article
     ordered = sorted(anchors)
     joined = " ".join(ordered)
     packed = " ".join(["!" + w if w in strict else w for w in ordered]) if strict else joined
-    return Norm(" ".join(words), joined, " ".join(sorted(strict)), packed)
+    return Norm(" ".join(words), joined, " ".join(sorted(strict)), packed,
+                "=" + " ".join(sorted(shape)) if shape else "")

@@ -1,0 +1,56 @@
+"""Kinds of notes, and the candidate record's line: one promotable note as it is recorded
+beside the identity files (`record`).
+
+Kept apart from `promotion` so that the raw.md pass (`scan`, in its own process for a big
+log, `reader`) imports nothing of the matching: that process's memory counts in a big run's
+peak.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import NamedTuple
+
+LESSON_KINDS = ("TRICK", "GOTCHA", "FAIL", "FORGOT")
+PROMOTABLE = ("TRICK", "FAIL", "FORGOT")
+
+
+class Candidate(NamedTuple):
+    """One promotable note as recorded beside the identity files."""
+
+    ts: str
+    mission: str
+    role: str
+    kind: str
+    feature: str
+    run: str | None
+    text: str
+
+    def line(self, tag: str) -> str:
+        """The candidate record line, without the newline; `tag` is `batch:seq`."""
+        return candidate_line(tag, *self)
+
+
+def candidate_line(tag: str, ts: str, mission: str, role: str, kind: str, feature: str,
+                   run: str | None, text: str) -> str:
+    """`Candidate.line` from the fields, for a loop that has them and no Candidate."""
+    return "\t".join((tag, ts, mission, role, kind, feature, run or "-", text))
+
+
+def mission_token(mission: str) -> str:
+    """The mission's name as one token for the tab-separated record, whitespace runs made
+    `_` (interned: lessons keep it)."""
+    return sys.intern("_".join(mission.split()) or "-")
+
+
+def parse_candidate(line: str) -> tuple[str, int, Candidate] | None:
+    """(batch, seq, candidate) from a record line; None when the line is malformed."""
+    parts = line.rstrip("\n").split("\t", 7)
+    if len(parts) != 8 or parts[4] not in PROMOTABLE or not parts[7]:
+        return None
+    batch, _, seq = parts[0].rpartition(":")
+    if not batch or not seq.isdigit():
+        return None
+    run = None if parts[6] == "-" else parts[6]
+    return batch, int(seq), Candidate(parts[1], sys.intern(parts[2]), sys.intern(parts[3]),
+                                      sys.intern(parts[4]), sys.intern(parts[5]), run, parts[7])
