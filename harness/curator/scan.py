@@ -35,7 +35,10 @@ from harness.state.memory import parse_fields
 
 BATCH = 2000  # entries per batch
 HEAD_BYTES = 65536  # how much of raw.md's head identifies it before the rewrite
-TEXTS_KEPT = 1 << 15  # texts the pass numbers per generation (`RawPass._ref`)
+# texts the pass numbers per generation (`RawPass._ref`). At 1M entries of bench/curator.py
+# the reader process peaked at 61 MiB remembering every text, 37 MiB with this bound, and
+# spent 5-7 s more normalising the texts it had forgotten (2026-11-26)
+TEXTS_KEPT = 1 << 15
 
 # One entry as handed over: (ts, role, feature, kind, text, run, ref). A lesson's ref is
 # what the pass knows of its text, by role and kind (`RawPass._ref`):

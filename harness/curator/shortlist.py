@@ -49,11 +49,13 @@ def shortlist_of(b: Any, words: set[str], anchors: Collection[str] = (),
     """
     counted = block_words(b.df, words, anchors)
     postings = b.postings
-    if signature in postings:
+    if signature in postings:  # its postings are a tuple (`Bucket.postings`)
         counted = [(0, signature), *counted[:BLOCK_WORDS - 1]]
-    if not counted:
+        first = list(postings[signature])
+    elif not counted:
         return []
-    first = list(postings[counted[0][1]][-POSTING_CAP:])
+    else:
+        first = postings[counted[0][1]][-POSTING_CAP:]
     if len(counted) == 1:
         return first[:SHORTLIST]
     second = postings[counted[1][1]][-POSTING_CAP:]
