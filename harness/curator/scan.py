@@ -43,8 +43,9 @@ TEXTS_KEPT = 1 << 15
 # One entry as handed over: (ts, role, feature, kind, text, run, ref). A lesson's ref is
 # what the pass knows of its text, by role and kind (`RawPass._ref`):
 # - a tuple, the first time: (key, anchors, strict, packed, signature) of its `text.Norm`;
-# - an int after that: the number of that first time (0 for the pass's first text, in
-#   record lines and raw.md entries alike), so the curator takes the cluster it found then.
+# - an int after that, while the pass remembers the text (`TEXTS_KEPT`): the number of the
+#   time it came as a tuple (0 for the pass's first, in record lines and raw.md entries
+#   alike, counting every tuple), so the curator takes the cluster it found then.
 # Other entries have None. In raw.md's batches, a run of plain notes is one int instead:
 # how many there were.
 Record = tuple
