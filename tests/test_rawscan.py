@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.curator import reader as rawreader
-from harness.curator import scan as scan_module
+from harness.curator import textnumbers
 from harness.curator.book import Bounds, MemoryBook
 from harness.curator.curate import CuratorSettings, curate
 from harness.curator.reader import RawReader
@@ -130,14 +130,13 @@ def test_the_pass_finds_the_cut_the_months_and_the_new_entries(tmp_path) -> None
         "uv run pytest -x stops at the first failure"]
 
 
-def test_the_pass_numbers_only_recent_texts_and_the_curator_clusters_alike(
+def test_texts_are_numbered_alike_before_and_after_their_numbers_are_merged(
         tmp_path, monkeypatch) -> None:
-    # what the pass keeps to number texts is bounded (two generations of TEXTS_KEPT): a
-    # text it has forgotten comes again normalised, under a new number
+    # RECENT 1: every number is merged into the sorted arrays as soon as it is given
     texts = ["make a", "make b", "make a", "make c", "make a", "make b"]
     results = []
     for kept in (1, 1 << 16):
-        monkeypatch.setattr(scan_module, "TEXTS_KEPT", kept)
+        monkeypatch.setattr(textnumbers, "RECENT", kept)
         state, identity = tmp_path / str(kept) / "state", tmp_path / str(kept) / "identity"
         state.mkdir(parents=True)
         for n, text in enumerate(texts):
@@ -149,10 +148,22 @@ def test_the_pass_numbers_only_recent_texts_and_the_curator_clusters_alike(
         results.append(([r if type(r) is int else "new" for r in refs],
                         (state / "MEMORY.md").read_text(),
                         sorted(p.read_text() for p in identity.glob("*.md"))))
-    (forgetful, memory, identity_files), (unbounded, *kept_all) = results
-    assert forgetful == ["new", "new", 0, "new", 0, "new"]  # b forgotten: numbered anew
-    assert unbounded == ["new", "new", 0, "new", 0, 1]
-    assert [memory, identity_files] == kept_all and "x3" in memory
+    assert results[0] == results[1]
+    assert results[0][0] == ["new", "new", 0, "new", 0, 1] and "x3" in results[0][1]
+
+
+def test_text_numbers_answer_as_a_dict_does(monkeypatch) -> None:
+    monkeypatch.setattr(textnumbers, "RECENT", 7)  # merged every 7, into arrays of any size
+    rng = random.Random(3)
+    numbers, expected = textnumbers.TextNumbers(), {}
+    for n in range(500):
+        h = rng.randrange(-(1 << 63), 1 << 63)
+        numbers.add(h, n)
+        expected[h] = n
+        probe = rng.choice(list(expected)) if rng.random() < 0.7 else rng.getrandbits(63)
+        assert numbers.get(probe) == expected.get(probe)
+    assert len(numbers) == 500
+    assert all(numbers.get(h) == n for h, n in expected.items())
 
 
 def test_plain_notes_go_by_number_and_the_newest_come_at_the_end(tmp_path) -> None:

@@ -31,21 +31,17 @@ from harness.curator.candidate import LESSON_KINDS, PROMOTABLE, candidate_line
 from harness.curator.diffs import DIFF_PREVIEW
 from harness.curator.record import RecordRead, read_record
 from harness.curator.text import normalize
+from harness.curator.textnumbers import TextNumbers
 from harness.state.memory import parse_fields
 
 BATCH = 2000  # entries per batch
 HEAD_BYTES = 65536  # how much of raw.md's head identifies it before the rewrite
-# texts the pass numbers per generation (`RawPass._ref`). At 1M entries of bench/curator.py
-# the reader process peaked at 61 MiB remembering every text, 37 MiB with this bound, and
-# spent 5-7 s more normalising the texts it had forgotten (2026-11-26)
-TEXTS_KEPT = 1 << 15
 
 # One entry as handed over: (ts, role, feature, kind, text, run, ref). A lesson's ref is
 # what the pass knows of its text, by role and kind (`RawPass._ref`):
 # - a tuple, the first time: (key, anchors, strict, packed, signature) of its `text.Norm`;
-# - an int after that, while the pass remembers the text (`TEXTS_KEPT`): the number of the
-#   time it came as a tuple (0 for the pass's first, in record lines and raw.md entries
-#   alike, counting every tuple), so the curator takes the cluster it found then.
+# - an int after that: the number of that first time (0 for the pass's first text, in
+#   record lines and raw.md entries alike), so the curator takes the cluster it found then.
 # Other entries have None. In raw.md's batches, a run of plain notes is one int instead:
 # how many there were.
 Record = tuple
@@ -103,11 +99,8 @@ class RawPass:
         # hash of (role, kind, text) -> its number: 64 bits, so the odds of two texts
         # taken for one are below one in ten million for a million distinct texts.
         # numbered texts, normalised once here: 1M entries in 19.6 s vs 32.2 s with the
-        # curator matching each text itself (reader process, median of 3, 2026-11-23).
-        # Only the recent ones are kept (`_ref`): a text forgotten is numbered again.
-        self._texts: dict[int, int] = {}
-        self._older: dict[int, int] = {}
-        self._numbered = 0
+        # curator matching each text itself (reader process, median of 3, 2026-11-23)
+        self._texts = TextNumbers()
 
     def candidates(self) -> Iterator[list[Record]]:
         """The candidate record's new lines (`record.read_record`), in batches of
@@ -204,26 +197,10 @@ class RawPass:
         return (ts, role, feature, kind, text, run, ref)
 
     def _ref(self, bucket: tuple[str, str], text: str) -> int | tuple[str, ...]:
-        """The text's number if it was seen lately, else its normalised form, numbered.
-
-        Two generations of TEXTS_KEPT texts each: a text seen in the older one moves to the
-        newer, and when the newer is full the older is dropped, so what the reader keeps is
-        bounded however many distinct texts the log holds.
-        """
         texts, h = self._texts, hash((bucket, text))
         seen = texts.get(h)
-        if seen is None:
-            seen = self._older.pop(h, None)
-            if seen is not None:
-                self._remember(h, seen)
         if seen is not None:
             return seen
-        self._remember(h, self._numbered)
-        self._numbered += 1
+        texts.add(h, len(texts))
         n = normalize(text)
         return (n.key, n.anchors, n.strict, n.packed, n.signature)
-
-    def _remember(self, h: int, number: int) -> None:
-        if len(self._texts) >= TEXTS_KEPT:
-            self._older, self._texts = self._texts, {}
-        self._texts[h] = number
