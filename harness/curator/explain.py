@@ -87,7 +87,7 @@ def closest(tracker: PromotionTracker, text: str, role: str | None = None,
     owners: list[Evidence] = []
     index = tracker.clusters.index
     for bucket in _buckets(tracker, role, kind):
-        for cid, key, _, _ in index.phrasings(bucket):
+        for cid, key, _ in index.phrasings(bucket):
             if (ev := tracker.lessons[cid]) is not None:
                 keys.append(key)
                 owners.append(ev)

@@ -182,8 +182,8 @@ class LessonIndex:
 
     def add_packed(self, bucket: Any, key: str, packed: str, cluster: int,
                    signature: str = "") -> None:
-        """`add` for a phrasing as `phrasings` gives it back: its key, packed anchors and
-        signature."""
+        """`add` for a phrasing as the lesson database keeps it: its key, packed anchors and
+        signature (`lessondb.load_all`)."""
         b = self._bucket(bucket)
         if b.source is not None:
             b.source.fault(bucket, b, key, _filed_under(key, signature))
@@ -263,13 +263,12 @@ class LessonIndex:
         """The buckets in use."""
         return list(self._buckets)
 
-    def phrasings(self, bucket: Any) -> Iterator[tuple[int, str, str, str]]:
-        """(cluster, key, packed anchors, signature) of each phrasing indexed in `bucket`
-        (in memory)."""
+    def phrasings(self, bucket: Any) -> Iterator[tuple[int, str, str]]:
+        """(cluster, key, packed anchors) of each phrasing indexed in `bucket` (in memory)."""
         b = self._buckets[bucket]
         if b.source is not None:
             raise RuntimeError("the phrasings of a bucket read from a source are not all here")
-        return zip(b.owner, b.keys, b.anchors, b.signature, strict=True)
+        return zip(b.owner, b.keys, b.anchors, strict=True)
 
     def bucket_state(self, bucket: Any) -> Bucket:
         """The bucket's containers, for the source that writes them back."""
