@@ -367,3 +367,25 @@ def test_model_mode_through_the_anthropic_sdk_answers_same_lesson_with_the_tool(
     prompt = json.dumps(request["messages"])
     assert "Same lesson?" in prompt and UNSURE_SECOND in prompt
     assert_unsure_pair_judged_one(isolated_env)
+
+
+def test_model_mode_answers_reach_an_identity_folder_that_does_not_exist_yet(
+        invoke, state: Path, isolated_env: Path, tmp_path: Path, monkeypatch) -> None:
+    # HARNESS_IDENTITY_DIR may name a folder nothing has written yet; the pass records the
+    # model's answers before anything else would create it
+    from conftest import UNSURE_SECOND, unsure_pair_lines
+
+    import harness.run.lifecycle
+    from harness.curator import verdicts
+
+    identity = isolated_env / "shared" / "identity"
+    monkeypatch.setenv("HARNESS_IDENTITY_DIR", str(identity))
+    with open(state / "raw.md", "a") as raw:
+        raw.write(unsure_pair_lines())
+    model_mode(state, tmp_path, {})
+    monkeypatch.setattr(harness.run.lifecycle, "load_backend",
+                        lambda name: JudgingBackend(UNSURE_SECOND))
+    result = invoke("curator")
+    assert result.exit_code == 0, result.output
+    assert list(verdicts.read_all(identity).values()).count(True) == 1
+    assert not list(state.glob("**/*journal*"))

@@ -57,6 +57,7 @@ def rows(answers: Answers, ts: str, mission: str) -> list[list]:
 
 def append(identity: Path, new_rows: list[list]) -> None:
     """Record `rows`' answers, in one transaction; an answer recorded before stands."""
+    identity.mkdir(parents=True, exist_ok=True)  # a shared folder nothing has written yet
     conn = sqlite3.connect(identity / DB, isolation_level=None, timeout=30)
     try:
         conn.execute("PRAGMA journal_mode=WAL")
