@@ -15,12 +15,17 @@ shipped pair model, which was fitted on these corpora: a real model errs, and on
 the pair model ranks worse. "None" asks nothing: the curator as it ships.
 
 The second table runs the real curator (`corpus_quality.evaluate`: its index, shortlist and
-passes) with `curate(judge=...)` set to a perfect judge, which answers each question the
-curator asks (`judge.Judgments.ask`, pairs from `judge.FLOOR`) by the two notes' families:
-what `curator.mode: model` reaches with a model that never errs. Identity is unbounded
-there, so a lesson that the bound moves to identity/archive/ and that comes back is not
-counted as a second promotion. With --held-out it runs on the held-out corpora too:
-judge.FLOOR was fixed before they were run through it, and nothing was changed after.
+passes) with a perfect judge, which answers each question the curator asks
+(`judge.Judgments.ask`, pairs from `judge.FLOOR`) by the two notes' families. "At once":
+each answer comes as the pass asks, so later notes of the pass see it. "Model mode": each
+pass runs as `curator.mode: model` does (`harness.run.curation`): a preview collects up to
+QUESTIONS pairs (`curate.preview_for_model`), the judge answers them all, and the real pass
+clusters with those answers; the pairs it meets that nobody asked are left to the rules.
+That is what a model that never errs reaches; "1 in 10 wrong" flips a tenth of its answers.
+Identity is unbounded there, so a lesson that the bound moves to identity/archive/ and that
+comes back is not counted as a second promotion. With --held-out it runs on the held-out
+corpora too: judge.FLOOR was fixed before they were run through it, and nothing was
+changed after.
 """
 
 from __future__ import annotations
@@ -44,10 +49,12 @@ from corpus_quality import (  # noqa: E402
     held_out_corpora,
 )
 
+from harness.config import CuratorConfig  # noqa: E402
 from harness.curator import learned  # noqa: E402
 from harness.curator.settings import CuratorSettings  # noqa: E402
 
 LOWS = (None, 0.5, 0.2, 0.05)  # the judge is asked about pairs scored in [LOW, THRESHOLD)
+QUESTIONS = CuratorConfig().questions  # asked per pass in model mode, by default
 
 
 def judged(prs: list[tuple], low: float | None,
@@ -70,21 +77,24 @@ def judged(prs: list[tuple], low: float | None,
 
 
 def through_curator(folders: list[Path]) -> None:
-    """Each corpus through the curator, without a judge and with a perfect one."""
+    """Each corpus through the curator: without a judge, with a perfect one answering at
+    once, and with one answering as model mode runs (QUESTIONS per pass; also 1 in 10
+    answers wrong)."""
     settings = CuratorSettings(identity_chars=sys.maxsize)
-    print(f"\n{'through the curator':20} {'P / R as shipped':>17} {'perfect judge':>15} "
-          f"{'1 in 10 wrong':>15} {'questions per lesson note':>26}")
+    print(f"\n{'through the curator':20} {'P / R as shipped':>17} {'perfect, at once':>17} "
+          f"{'perfect, model mode':>20} {'1 in 10 wrong':>15} {'questions per lesson note':>26}")
     for folder in folders:
-        figures, asked, wrong = [], [], []
-        judges = (None, functools.partial(PerfectJudge, asked=asked),
-                  functools.partial(PerfectJudge, asked=wrong, error=0.1))
-        for judge in judges:
+        figures, asked = [], []
+        runs = ((None, None), (functools.partial(PerfectJudge, asked=[]), None),
+                (functools.partial(PerfectJudge, asked=asked), QUESTIONS),
+                (functools.partial(PerfectJudge, asked=[], error=0.1), QUESTIONS))
+        for judge, questions in runs:
             with tempfile.TemporaryDirectory(prefix="judge-bound-") as work:
-                q = evaluate(folder, Path(work), settings, judge)
+                q = evaluate(folder, Path(work), settings, judge, questions)
             figures.append(f"{q.precision:.3f} / {q.recall:.3f}")
         notes = len(matcher_train.notes_in_order(folder)[0])
-        print(f"{folder.name:20} {figures[0]:>17} {figures[1]:>15} {figures[2]:>15} "
-              f"{len(asked) / notes:26.2f}")
+        print(f"{folder.name:20} {figures[0]:>17} {figures[1]:>17} {figures[2]:>20} "
+              f"{figures[3]:>15} {len(asked) / notes:26.2f}")
 
 
 def main() -> None:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.curator.curate import CuratorSettings, curate
+from harness.curator.curate import CuratorReport, CuratorSettings, curate, preview_for_model
 from harness.curator.identity import identity_lessons
 from harness.curator.judge import Judgments, Question
 from harness.curator.text import normalize
@@ -35,6 +35,7 @@ CORPORA = DATA / "corpora"
 # written apart from the match rule, then used to fit the second opinion's model
 FITTED = ("web_mobile", "data_ml", "infra_systems", "jvm_services", "games_scripting",
           "embedded_rust", "frontend_monorepo", "cloud_data_ops")
+NOW = "2026-06-01T00:00:00Z"  # every pass's date: promotions made on it, and kept
 PARTS = 3  # each mission's log is fed in thirds, missions interleaved, as cron passes would
 
 
@@ -108,11 +109,15 @@ def due_by_rule(rows: list[list[str]]) -> set[tuple[str, str, str]]:
 
 
 def evaluate(folder: Path, work: Path, settings: CuratorSettings | None = None,
-             judge: Callable[[dict[str, str]], Judgments] | None = None) -> Quality:
+             judge: Callable[[dict[str, str]], Judgments] | None = None,
+             questions: int | None = None) -> Quality:
     """Feed the corpus to the curator in `work` and score what it promotes; `judge`, given
-    each note's family by its text, makes each pass's judge (`bench/judge_bound.py`). A
-    lesson back from identity/archive/ (its line moved out for room, then the lesson
-    recurred) is not counted; one promoted again while identity holds it is wrong."""
+    each note's family by its text, makes each pass's judge (`bench/judge_bound.py`). It
+    answers each question at once, unless `questions` is given: then each pass runs as
+    model mode does (`harness.run.curation`), a preview asking up to that many, the
+    judge answering them all, then the real pass with the answers. A lesson back from
+    identity/archive/ (its line moved out for room, then the lesson recurred) is not
+    counted; one promoted again while identity holds it is wrong."""
     rows, expected = read_corpus(folder)
     family_of, family_runs = {}, collections.defaultdict(set)
     for _, family, line in rows:
@@ -128,9 +133,14 @@ def evaluate(folder: Path, work: Path, settings: CuratorSettings | None = None,
         with open(state / "raw.md", "a") as f:
             f.write("".join(line + "\n" for _, _, line in chunk))
         held = families_in_identity(identity, family_of)
+        pass_judge = judge(family_of) if judge else None
+        if pass_judge is not None and questions is not None:
+            pass_judge = answered(preview_for_model(
+                state, identity, mission, settings or CuratorSettings(), questions, now=NOW),
+                pass_judge)
         promoted += [(p, held) for p in curate(
-            state, identity, mission, settings or CuratorSettings(), now="2026-06-01T00:00:00Z",
-            judge=judge(family_of) if judge else None).promoted]
+            state, identity, mission, settings or CuratorSettings(), now=NOW,
+            judge=pass_judge).promoted]
     right, counted, wrong, returned = 0, {}, [], 0
     for p, held in promoted:
         family = family_of.get(p.text)
@@ -148,6 +158,13 @@ def evaluate(folder: Path, work: Path, settings: CuratorSettings | None = None,
     missed = [f for _, _, f in expected if f not in counted]
     return Quality(folder.name, len(rows), len(expected), len(promoted) - returned, right,
                    missed, wrong)
+
+
+def answered(preview: CuratorReport, judge: Judgments) -> Judgments:
+    """The answers `judge` gives to the questions of a model-mode `preview`, as the real
+    pass takes them (it asks nothing more)."""
+    return Judgments({pair: bool(judge.ask(Question(pair[0], pair[1], pair[2], 0)))
+                      for pair, _, _ in preview.questions})
 
 
 def families_in_identity(identity: Path, family_of: dict[str, str]) -> set[tuple[str, str]]:

@@ -69,3 +69,21 @@ def test_the_label_judge_answers_by_family_and_flips_its_share_when_told() -> No
     assert (judge.ask(same), judge.ask(other), len(asked)) == (True, False, 2)
     flipped = PerfectJudge(family_of, [], error=1.0)
     assert (flipped.ask(same), flipped.ask(other)) == (False, True)
+
+
+def test_a_perfect_judge_answering_as_model_mode_runs_promotes_no_lesson_twice(
+        tmp_path: Path) -> None:
+    # data_ml (a development corpus): the real passes of model mode met pairs nobody had
+    # asked about, and promoted lessons twice (precision 0.861) until the preview asked them
+    import functools
+    import sys
+
+    from corpus_quality import CORPORA, PerfectJudge, evaluate
+
+    from harness.curator.settings import CuratorSettings
+
+    asked: list = []
+    quality = evaluate(CORPORA / "data_ml", tmp_path, CuratorSettings(identity_chars=sys.maxsize),
+                       functools.partial(PerfectJudge, asked=asked), questions=20)
+    assert quality.wrong == [] and quality.recall >= 0.9
+    assert asked  # through the previews: the real passes ask nothing

@@ -5,7 +5,7 @@ from pathlib import Path
 from conftest import UNSURE_FIRST, UNSURE_SECOND
 
 from harness.curator import lessondb, verdicts
-from harness.curator.curate import CuratorSettings, curate
+from harness.curator.curate import CuratorSettings, curate, preview_for_model
 from harness.curator.identity import IdentityIndex
 from harness.curator.judge import Judgments, Question
 from harness.curator.matching import LessonIndex, same_lesson
@@ -173,3 +173,58 @@ def test_explain_finds_a_note_in_the_lesson_a_judge_joined_it_to(tmp_path: Path)
     assert "evidence: 2 notes" in explain(state, identity, SECOND, 75.0)
     (identity / verdicts.DB).unlink()
     assert "evidence: 1 note," in explain(state, identity, SECOND, 75.0)
+
+
+def test_a_model_mode_preview_asks_too_what_the_real_pass_meets_once_a_pair_is_one(
+        tmp_path: Path) -> None:
+    # identity holds the lesson already (another mission's words: SECOND's). Until the
+    # pair is one lesson nothing is due, so nothing is asked about identity; once the
+    # model says "same", the real pass finds it due and must know whether identity holds it
+    state, identity = tmp_path / "state", tmp_path / "identity"
+    state.mkdir()
+    identity.mkdir()
+    (identity / "worker.md").write_text(
+        f"- TRICK: {SECOND} [promoted 2026-05-01; seen 2x 2026-05-01; missions: blog]\n")
+    (state / "raw.md").write_text(raw_line("F-001", FIRST, 1) + raw_line("F-002", SECOND, 2))
+    about_identity = ("worker", normalize(FIRST).key, normalize(SECOND).key)
+    plain = curate(state, identity, "shop", CuratorSettings(), dry_run=True,
+                   judge=Judgments(budget=5))
+    assert [pair for pair, _, _ in plain.questions] == [PAIR]
+    # answered only that, the real pass would promote the lesson a second time
+    assert [p.text for p in curate(state, identity, "shop", CuratorSettings(), dry_run=True,
+                                   judge=Judgments({PAIR: True})).promoted] == [FIRST]
+    preview = preview_for_model(state, identity, "shop", CuratorSettings(), 5)
+    assert [pair for pair, _, _ in preview.questions] == [PAIR, about_identity]
+    assert preview.questions[1][1:] == (FIRST, f"- TRICK: {SECOND} [promoted 2026-05-01; "
+                                               "seen 2x 2026-05-01; missions: blog]")
+    report = curate(state, identity, "shop", CuratorSettings(),
+                    judge=Judgments({PAIR: True, about_identity: True}))
+    assert report.promoted == []
+    assert (identity / "worker.md").read_text().count("TRICK") == 1
+
+
+def test_a_model_mode_preview_keeps_to_the_budget_of_each_kind(tmp_path: Path) -> None:
+    state, identity = tmp_path / "state", tmp_path / "identity"
+    state.mkdir()
+    identity.mkdir()
+    (identity / "worker.md").write_text(f"- TRICK: {SECOND} [promoted 2026-05-01]\n")
+    (state / "raw.md").write_text(raw_line("F-001", FIRST, 1) + raw_line("F-002", SECOND, 2))
+    preview = preview_for_model(state, identity, "shop", CuratorSettings(), 1)
+    assert [pair[0] for pair, _, _ in preview.questions] == [BUCKET, "worker"]
+    assert preview_for_model(state, identity, "shop", CuratorSettings(), 0).questions == []
+
+
+def test_a_due_lesson_is_asked_about_one_identity_line_the_surest() -> None:
+    # each line asked about is a chance for a wrong "same" to keep the lesson out
+    lines = f"- TRICK: {FIRST}\n- TRICK: use --lf so pytest only repeats the failed tests\n"
+    keys = {normalize(FIRST).key, normalize("use --lf so pytest only repeats the failed tests").key}
+    judge = Judgments(budget=5)
+    known = IdentityIndex(75, judge=judge)
+    known.add_text("worker", lines)
+    assert not known.knows("worker", SECOND)
+    assert [q.bucket for q in judge.questions] == ["worker"]  # of two lines it scores
+    # an answer recorded about the other line still counts
+    (unasked,) = keys - {judge.questions[0].other}
+    known = IdentityIndex(75, judge=Judgments({("worker", normalize(SECOND).key, unasked): True}))
+    known.add_text("worker", lines)
+    assert known.knows("worker", SECOND)

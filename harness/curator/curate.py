@@ -57,7 +57,7 @@ from pathlib import Path
 
 from harness.curator.commit import CuratorPaths, apply_journal, read_json, write_journal
 from harness.curator.identity import bound_identity
-from harness.curator.judge import Judgments
+from harness.curator.judge import Judgments, about_identity
 from harness.curator.planning import Planner
 from harness.curator.settings import CuratorReport, CuratorSettings, Refine
 from harness.errors import UsageError
@@ -114,6 +114,33 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
                 report.identity_archived = bound_identity(paths.identity,
                                                           settings.identity_chars)
         return report
+
+
+def preview_for_model(state: Path, identity_dir: Path, mission: str, settings: CuratorSettings,
+            budget: int, *, now: str | None = None) -> CuratorReport:
+    """The dry run a model-mode pass shows its model (`harness.run.curation`): the rules'
+    result, and up to `budget` pairs of each kind (see `judge`) they are unsure of.
+
+    The real pass clusters with the model's answers, and a "same lesson" there changes what
+    later notes meet: pairs nobody was asked about, left to the rules (a family split in
+    two and both halves promoted). So a second dry run takes every pair of the first as one
+    lesson, and the pairs it raises are asked too, within the budget.
+    """
+    first = curate(state, identity_dir, mission, settings, dry_run=True, now=now,
+                   judge=Judgments(budget=budget))
+    if not first.questions:
+        return first
+    asked = {pair for pair, _, _ in first.questions}
+    joined = curate(state, identity_dir, mission, settings, dry_run=True, now=now,
+                    judge=Judgments(dict.fromkeys(asked, True), budget=budget))
+    room = [budget - sum(about_identity(pair[0]) == kind for pair in asked)
+            for kind in (False, True)]
+    for question in joined.questions:
+        kind = about_identity(question[0][0])
+        if question[0] not in asked and room[kind] > 0:
+            first.questions.append(question)
+            room[kind] -= 1
+    return first
 
 
 @contextmanager

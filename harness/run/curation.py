@@ -10,6 +10,7 @@ while the model worked. The run record says which stood and why.
 
 The dry run also collects the pairs of notes the rules are unsure are one lesson (up to
 `curator.questions`, and as many due lessons beside identity lines; `harness.curator.judge`),
+with those the real pass will meet once the model has said "same" (`curate.preview_for_model`),
 and the prompt shows them. The model's `same` answers them; the real pass clusters with
 those answers and records them for every later pass. When they change the rules' result,
 the prose the model rewrote from the old one does not stand: the rules' texts are written,
@@ -21,7 +22,7 @@ from __future__ import annotations
 from harness.config import MissionConfig, load_mission_config, mission_name
 from harness.curator.check import ModelResult, ProposedPromotion
 from harness.curator.commit import CuratorPaths
-from harness.curator.curate import CuratorReport, CuratorSettings, curate
+from harness.curator.curate import CuratorReport, CuratorSettings, curate, preview_for_model
 from harness.curator.judge import Judgments, about_identity
 from harness.curator.promotion import Promotion
 from harness.errors import DONE
@@ -80,8 +81,8 @@ class ModelCuration:
         if CuratorPaths(paths.state, paths.identity).journal.exists():
             # an interrupted run is finished first, by the rules alone: a dry run cannot plan
             self._curate()
-        preview = curate(paths.state, paths.identity, self.mission, self.settings, dry_run=True,
-                         judge=Judgments(budget=self.config.curator.questions))
+        preview = preview_for_model(paths.state, paths.identity, self.mission,
+                                    self.settings, self.config.curator.questions)
         self.questions = preview.questions
         prepared = prepare(paths, "curator", None, load_plan(paths.state), self.config,
                            extra={"curation": rules_shown(preview)})
