@@ -26,6 +26,7 @@ from pathlib import Path
 from harness.curator.curate import CuratorReport, CuratorSettings, curate, preview_for_model
 from harness.curator.identity import identity_lessons
 from harness.curator.judge import Judgments, Question
+from harness.curator.promotion import Promotion
 from harness.curator.text import normalize
 from harness.state.memory import parse_entry
 
@@ -115,9 +116,28 @@ def evaluate(folder: Path, work: Path, settings: CuratorSettings | None = None,
     each note's family by its text, makes each pass's judge (`bench/judge_bound.py`). It
     answers each question at once, unless `questions` is given: then each pass runs as
     model mode does (`harness.run.curation`), a preview asking up to that many, the
-    judge answering them all, then the real pass with the answers. A lesson back from
-    identity/archive/ (its line moved out for room, then the lesson recurred) is not
-    counted; one promoted again while identity holds it is wrong."""
+    judge answering them all, then the real pass with the answers."""
+    settings = settings or CuratorSettings()
+
+    def run_pass(state: Path, identity: Path, mission: str,
+                 family_of: dict[str, str]) -> list[Promotion]:
+        pass_judge = judge(family_of) if judge else None
+        if pass_judge is not None and questions is not None:
+            pass_judge = answered(preview_for_model(state, identity, mission, settings,
+                                                    questions, now=NOW), pass_judge)
+        return curate(state, identity, mission, settings, now=NOW, judge=pass_judge).promoted
+
+    return evaluate_passes(folder, work, run_pass)
+
+
+def evaluate_passes(folder: Path, work: Path,
+                    run_pass: Callable[[Path, Path, str, dict[str, str]], list[Promotion]]
+                    ) -> Quality:
+    """Feed the corpus in `reading_order`, each chunk appended to its mission's raw.md in
+    `work` and then `run_pass(state, identity, mission, family_of)` (what it promotes),
+    and score the promotions. A lesson back from identity/archive/ (its line moved out for
+    room, then the lesson recurred) is not counted; one promoted again while identity holds
+    it is wrong."""
     rows, expected = read_corpus(folder)
     family_of, family_runs = {}, collections.defaultdict(set)
     for _, family, line in rows:
@@ -133,14 +153,7 @@ def evaluate(folder: Path, work: Path, settings: CuratorSettings | None = None,
         with open(state / "raw.md", "a") as f:
             f.write("".join(line + "\n" for _, _, line in chunk))
         held = families_in_identity(identity, family_of)
-        pass_judge = judge(family_of) if judge else None
-        if pass_judge is not None and questions is not None:
-            pass_judge = answered(preview_for_model(
-                state, identity, mission, settings or CuratorSettings(), questions, now=NOW),
-                pass_judge)
-        promoted += [(p, held) for p in curate(
-            state, identity, mission, settings or CuratorSettings(), now=NOW,
-            judge=pass_judge).promoted]
+        promoted += [(p, held) for p in run_pass(state, identity, mission, family_of)]
     right, counted, wrong, returned = 0, {}, [], 0
     for p, held in promoted:
         family = family_of.get(p.text)

@@ -18,7 +18,7 @@ import itertools
 import json
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -93,6 +93,8 @@ class FakeAPI:
         self.context_limit: int | None = None  # refuse requests over this many tokens
         self.count_input = False  # report each request's counted tokens as its input
         self.signed: dict[str, dict[str, Any]] = {}  # thinking blocks sent, by signature
+        # makes a reply's content from the request when none is queued (bench/judge_model.py)
+        self.respond: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
         self.closing = threading.Event()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.server.daemon_threads = True
@@ -160,6 +162,8 @@ class _Handler(BaseHTTPRequestHandler):
                               {})
         if changed := api.changed_thinking(body):
             return self._json(400, _error_body("invalid_request_error", changed), {})
+        if not api.replies and api.respond is not None:
+            api.reply(*api.respond(body))
         if not api.replies:
             return self._json(500, _error_body("api_error", "fake API: no reply queued"),
                               {"x-should-retry": "false"})

@@ -87,3 +87,52 @@ def test_a_perfect_judge_answering_as_model_mode_runs_promotes_no_lesson_twice(
                        functools.partial(PerfectJudge, asked=asked), questions=20)
     assert quality.wrong == [] and quality.recall >= 0.9
     assert asked  # through the previews: the real passes ask nothing
+
+
+def load_judge_model():
+    spec = importlib.util.spec_from_file_location("judge_model", ROOT / "bench" / "judge_model.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_model_mode_end_to_end_joins_what_the_model_says_is_one_lesson(api, tmp_path: Path) -> None:
+    # bench/judge_model.py: curator runs in model mode, the fake API answering from labels
+    from conftest import UNSURE_FIRST, UNSURE_SECOND
+    from test_corpora import write_corpus
+
+    judge_model = load_judge_model()
+    other = "`alembic upgrade head` before `pytest -k db` or the schema is stale"
+    corpus = write_corpus(tmp_path / "corpus", [
+        (UNSURE_FIRST, "A", "F-001", 1), (UNSURE_SECOND, "A", "F-002", 2),
+        (other, "B", "F-003", 3), (other, "B", "F-004", 4)])
+    right = judge_model.LabelModel()
+    api.respond = right
+    quality = judge_model.through_model_mode(corpus, tmp_path / "right", "claude-haiku-4-5",
+                                             api.base_url, 20, right)
+    assert (quality.precision, quality.recall) == (1.0, 1.0)
+    assert right.calls >= 1 and right.asked >= 1
+    wrong = judge_model.LabelModel(error=1.0)  # every answer the other way
+    api.respond = wrong
+    quality = judge_model.through_model_mode(corpus, tmp_path / "wrong", "claude-haiku-4-5",
+                                             api.base_url, 20, wrong)
+    assert (quality.precision, quality.recall, quality.missed) == (1.0, 0.5, ["A"])
+
+
+def test_the_label_model_answers_the_pairs_the_prompt_numbers() -> None:
+    from fake_api import text
+
+    judge_model = load_judge_model()
+    label = judge_model.LabelModel()
+    label.family_of = {"use --lf": "lf", "pytest --lf again": "lf", "go vet": "vet"}
+    prompt = ("### Same lesson? (answer `same` ...)\n"
+              "1. A worker note: pytest --lf again\n   B, an earlier worker TRICK note: use --lf\n"
+              "2. A worker note: go vet\n   B, an earlier worker TRICK note: use --lf\n"
+              "3. A worker note: use --lf\n"
+              "   B, a line of identity/worker.md: - TRICK: pytest --lf again [promoted "
+              "2026-06-01; seen 2x 2026-06-01; missions: shop]\n")
+    first = label({"messages": [{"role": "user", "content": [text(prompt)]}]})
+    assert first[0]["name"] == "curation" and first[0]["input"]["same"] == [1, 3]
+    done = label({"messages": [{"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "x", "content": "ok"}]}]})
+    assert done[0]["name"] == "finish" and (label.calls, label.asked) == (1, 3)
