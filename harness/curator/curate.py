@@ -116,8 +116,9 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
         return report
 
 
-def preview_for_model(state: Path, identity_dir: Path, mission: str, settings: CuratorSettings,
-            budget: int, *, now: str | None = None) -> CuratorReport:
+def preview_for_model(state: Path, identity_dir: Path, mission: str,
+                      settings: CuratorSettings, budget: int, *,
+                      now: str | None = None) -> CuratorReport:
     """The dry run a model-mode pass shows its model (`harness.run.curation`): the rules'
     result, and up to `budget` pairs of each kind (see `judge`) they are unsure of.
 
