@@ -10,9 +10,10 @@ nothing was tuned or fitted on them. Held out, by the round that first measured 
 mobile_native, python_services and systems_cpp (round 2; since used in experiments that
 changed nothing, so count them as development for any later tuning); dotnet_enterprise,
 rails_ops, research_hpc and web3_tooling (round 3); elixir_phoenix and php_laravel
-(round 4); llm_apps and julia_r_stats (round 5). Used by tests/test_corpora.py, bench/suite.py, bench/matcher_train.py,
-bench/judge_bound.py and bench/judge_model.py (`evaluate_passes`); `PerfectJudge`, a judge
-that answers from the labels, by bench/judge_bound.py and bench/lessons.py too.
+(round 4); llm_apps and julia_r_stats (round 5). Used by tests/test_corpora.py,
+bench/suite.py, bench/matcher_train.py, bench/judge_bound.py and bench/judge_model.py
+(`evaluate_passes`); `PerfectJudge`, a judge that answers from the labels, by
+bench/judge_bound.py and bench/lessons.py too.
 """
 
 from __future__ import annotations
