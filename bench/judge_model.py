@@ -20,7 +20,6 @@ what a real model's judgement reaches. Corpora are fed and scored as
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import re
@@ -86,13 +85,12 @@ def _has_tool_result(message: dict[str, Any]) -> bool:
 
 
 def _text(body: dict[str, Any]) -> str:
-    """Every text the request shows the model."""
-    parts = [body.get("system") or ""]
-    for message in body["messages"]:
-        content = message["content"]
-        parts += [content] if isinstance(content, str) else [
-            b.get("text", "") for b in content if isinstance(b, dict)]
-    return "\n".join(p if isinstance(p, str) else json.dumps(p) for p in parts)
+    """Every text the request shows the model: its system prompt and messages, each a
+    string or a list of content blocks."""
+    contents = [body.get("system") or "", *(m["content"] for m in body["messages"])]
+    return "\n".join(text for content in contents for text in (
+        [content] if isinstance(content, str) else
+        [b.get("text", "") for b in content if isinstance(b, dict)]))
 
 
 def mission_state(state: Path, mission: str, model: str, base_url: str | None,
