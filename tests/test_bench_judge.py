@@ -89,6 +89,21 @@ def test_a_perfect_judge_answering_as_model_mode_runs_promotes_no_lesson_twice(
     assert asked  # through the previews: the real passes ask nothing
 
 
+def test_a_perfect_judge_in_model_mode_with_identity_bounded_promotes_nothing_wrong(
+        tmp_path: Path) -> None:
+    # data_ml with the default identity bound: lessons move to identity/archive/ for room,
+    # and three came back as other clusters, promoted anew with part of their evidence
+    # (precision 0.912) until a due lesson was looked for in the archive too
+    import functools
+
+    from corpus_quality import CORPORA, PerfectJudge, evaluate
+
+    quality = evaluate(CORPORA / "data_ml", tmp_path / "work", judge=functools.partial(
+        PerfectJudge, asked=[]), questions=20)
+    assert list((tmp_path / "work" / "identity" / "archive").glob("*.md"))
+    assert quality.wrong == [] and quality.recall >= 0.9
+
+
 def load_judge_model():
     spec = importlib.util.spec_from_file_location("judge_model", ROOT / "bench" / "judge_model.py")
     module = importlib.util.module_from_spec(spec)

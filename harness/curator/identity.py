@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from harness.curator.judge import Judgments
@@ -26,18 +26,26 @@ ARCHIVE = "archive"
 _PROVENANCE = re.compile(r" \[promoted \d{4}-\d\d-\d\d;[^\[\]]*\]$")
 _KIND_PREFIX = re.compile(r"^(?:TRICK|GOTCHA|DECISION|FAIL|FORGOT): ")
 _PROMOTED = re.compile(
-    r"^- [A-Z]+: .* \[promoted \d{4}-\d\d-\d\d; seen (?P<count>\d+)x (?:\d{4}-\d\d-\d\d\.\.)?"
-    r"(?P<last>\d{4}-\d\d-\d\d); missions: (?P<missions>[^;\]]*); "
-    r"features: (?P<features>[^;\]]*)(?:; runs: [^\]]*)?\]$")
+    r"^- (?P<kind>[A-Z]+): (?P<text>.*) \[promoted \d{4}-\d\d-\d\d; seen (?P<count>\d+)x "
+    r"(?:(?P<first>\d{4}-\d\d-\d\d)\.\.)?(?P<last>\d{4}-\d\d-\d\d); "
+    r"missions: (?P<missions>[^;\]]*); features: (?P<features>[^;\]]*)"
+    r"(?:; runs: (?P<runs>[^\]]*))?\]$")
 
 
 Strength = tuple[int, int, int, str]  # missions, features, notes, last seen
 
 
+def provenance(line: str) -> re.Match[str] | None:
+    """A promoted line's parts: kind, text, count, first (None when seen on one day), last,
+    missions, features and runs (None when not listed), each list as the line shows it;
+    None for a line a person wrote."""
+    return _PROMOTED.match(line.rstrip("\n"))
+
+
 def strength(line: str) -> Strength | None:
     """How much evidence a promoted line carries (missions, features, notes, last seen), or
     None for a line a person wrote. A list cut short (`, ...`) counts one more."""
-    m = _PROMOTED.match(line.rstrip("\n"))
+    m = provenance(line)
     if m is None:
         return None
 
@@ -143,16 +151,27 @@ def identity_lessons(text: str) -> Iterable[str]:
         yield _KIND_PREFIX.sub("", line)
 
 
+def archive_bucket(role: str) -> str:
+    """The index's bucket for the lines of `role`'s archive: a judge's questions about them
+    are about identity (`judge.about_identity`), and the name is the file's."""
+    return f"{ARCHIVE}/{role}"
+
+
 class IdentityIndex:
-    """What each role's identity file already says, to refuse a lesson in other words."""
+    """What each role's identity file already says, to refuse a lesson in other words; and
+    (given `archive`, (role, lesson) -> archived lines that may say it) which archived line
+    says a lesson."""
 
     def __init__(self, similarity: float, *, second_opinion: bool = True,
-                 judge: Judgments | None = None) -> None:
+                 judge: Judgments | None = None,
+                 archive: Callable[[str, str], list[str]] | None = None) -> None:
         # a judge is asked from any probability (`judge`)
         self._index = LessonIndex(similarity, second_opinion=second_opinion, judge=judge,
                                   judge_floor=0.0)
         self.judged = judge is not None  # asks it when looking a lesson up
         self._lines: list[str] = []  # indexed lesson -> the line that says it
+        self._archive = archive
+        self._archived: set[str] = set()  # archived lines indexed
 
     def add_text(self, role: str, text: str) -> None:
         """Index every line of `role`'s identity file."""
@@ -179,4 +198,27 @@ class IdentityIndex:
         if not self._index.has(role):
             return None  # an empty identity file: spare normalising every due lesson
         hit = self._index.find(role, normalize(lesson), self.judged)
+        return None if hit is None else self._lines[hit]
+
+    def archived_line_of(self, role: str, lesson: str) -> str | None:
+        """The line of `role`'s archive that says this lesson, in any words, or None. Of the
+        archive, only the lines `archive` finds for the lesson are looked at
+        (`archived.ArchiveSearch`).
+
+        Only with a judge: a due lesson is a cluster the rules did not join to the one
+        promoted before, and they would not join it to that one's line either (on the
+        development corpora, the rules-only figures are the same with the archive or
+        without).
+        """
+        if not self.judged or self._archive is None:
+            return None
+        bucket = archive_bucket(role)
+        for line in self._archive(role, lesson):
+            if line not in self._archived:
+                self._archived.add(line)
+                for text in identity_lessons(line):
+                    self.add(bucket, text, line)
+        if not self._index.has(bucket):
+            return None
+        hit = self._index.find(bucket, normalize(lesson), self.judged)
         return None if hit is None else self._lines[hit]

@@ -35,7 +35,7 @@ from typing import Protocol
 
 from harness.curator.candidate import Candidate
 from harness.curator.clusters import BatchSource, Clusters
-from harness.curator.identity import IdentityIndex
+from harness.curator.identity import IdentityIndex, provenance
 
 LISTED = 3  # provenance values listed per field; the count stays exact
 
@@ -226,11 +226,45 @@ def plan_promotions(due: Iterable[Evidence], identity: IdentityIndex,
                     promoted_on: str) -> list[Promotion]:
     """The due lessons that identity does not hold yet. Due lessons are distinct clusters,
     so the rules check them against identity only; a judge (`judge`) may find two say one
-    lesson, so with one each is checked against those promoted before it too."""
+    lesson, so with one each is checked against those promoted before it too. A lesson
+    that a line of identity/archive/ says comes back in that line's words, the evidence
+    merged (`returning`)."""
     out = []
     for ev in due:
         if not identity.knows(ev.role, ev.text):
-            out.append(promotion := Promotion(ev.role, ev.kind, ev.text, ev, promoted_on))
+            archived = identity.archived_line_of(ev.role, ev.text)
+            promotion = (Promotion(ev.role, ev.kind, ev.text, ev, promoted_on)
+                         if archived is None else returning(ev, archived, promoted_on))
+            out.append(promotion)
             if identity.judged:
                 identity.add(ev.role, ev.text, promotion.line)
     return out
+
+
+def returning(ev: Evidence, line: str, promoted_on: str) -> Promotion:
+    """The promotion of a due lesson that the archived `line` says: in the line's words,
+    with the line's evidence and `ev`'s together. When `ev` counts the line's notes already
+    (its lesson is the one promoted then, recurring) the line's evidence is not added."""
+    old = provenance(line)
+    if old is None:  # a hand-written line never moves, but a person may put one there
+        return Promotion(ev.role, ev.kind, ev.text, ev, promoted_on)
+    lists = {name: _listed(old[name] or "") for name in ("missions", "features", "runs")}
+    first, last = old["first"] or old["last"], old["last"]
+    if (ev.first <= first and ev.count >= int(old["count"])
+            and all(set(lists[name][0]) <= set(getattr(ev, name)) for name in lists)):
+        return Promotion(ev.role, ev.kind, old["text"], ev, promoted_on)
+    merged = Evidence(ev.role, ev.kind, old["text"], ev.count + int(old["count"]),
+                      min(first, ev.first), max(last, ev.last))
+    for bit, name in enumerate(("missions", "features", "runs")):
+        values, cut = lists[name]
+        values = list(dict.fromkeys([*values, *getattr(ev, name)]))
+        setattr(merged, name, tuple(values[:LISTED]))
+        if cut or ev.more & 1 << bit or len(values) > LISTED:
+            merged.more |= 1 << bit
+    return Promotion(ev.role, ev.kind, old["text"], merged, promoted_on)
+
+
+def _listed(field: str) -> tuple[list[str], bool]:
+    """A provenance list's values, and whether it was cut short (`, ...`)."""
+    values = field.split(", ") if field else []
+    return [v for v in values if v != "..."], "..." in values

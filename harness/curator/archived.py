@@ -1,0 +1,139 @@
+"""Which archived identity lines may say a lesson, without reading the whole archive.
+
+`identity/archive/<role>.md` only grows: each time identity passes its bound, the weakest
+lines are appended to it (`identity.bound_role_file`). With a judge, a due lesson that
+identity does not hold is looked for there (`identity.IdentityIndex.archived_line_of`), and
+after a long history the archive holds tens of thousands of lines: reading and normalising
+them all took a cron pass over 10 new entries from 0.09 s to 5.4 s (`bench/cron.py
+--answers`, 1M entries of history).
+
+So a full-text index beside the archives, `<identity>/.archive.db` (SQLite FTS5), holds
+each archived line's lesson, and a lookup reads only the CANDIDATES lines sharing the most
+of a lesson's rarer words (bm25). The files stay the truth: the index records how many
+bytes of each it has read and reads on from there, and starts over when a file is shorter
+than that (a person cut it) or the index cannot be read. A dry run writes nothing: the
+part not indexed yet is read from the file. Without FTS5 in the SQLite at hand, every
+line of the archive is a candidate.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+
+from harness.curator.identity import identity_lessons
+from harness.curator.text import STOPWORDS
+
+DB = ".archive.db"
+CANDIDATES = 8  # archived lines scored per due lesson, sharing the most of its rarer words
+RAREST = 4  # of a lesson's words, those searched for
+_WORD = re.compile(r"[a-z0-9]+")
+SCHEMA = """
+CREATE VIRTUAL TABLE IF NOT EXISTS lines USING fts5(
+    role UNINDEXED, line UNINDEXED, lesson, tokenize = 'unicode61');
+CREATE VIRTUAL TABLE IF NOT EXISTS vocab USING fts5vocab(lines, row);
+CREATE TABLE IF NOT EXISTS read (role TEXT PRIMARY KEY, bytes INTEGER NOT NULL);
+"""
+
+
+class ArchiveSearch:
+    """Candidate archived lines for a lesson, per role (see the module docstring)."""
+
+    def __init__(self, identity: Path, *, write: bool = True) -> None:
+        self.identity, self.write = identity, write
+        self._conn: sqlite3.Connection | None = None
+        self._tails: dict[str, list[str]] = {}  # role -> archived lines not in the index
+
+    def lines(self, role: str, lesson: str) -> list[str]:
+        """The archived lines of `role` that may say `lesson`."""
+        if role not in self._tails:
+            self._tails[role] = self._caught_up(role)
+        words = sorted({w for w in _WORD.findall(lesson.lower()) if w not in STOPWORDS})
+        found = []
+        if words and self._conn is not None:
+            # scoring every line with a common word is most of a lookup's cost: only the
+            # rarest words are searched for (their counts are all roles' lines)
+            counted = self._conn.execute(
+                f"SELECT doc, term FROM vocab WHERE term IN ({', '.join('?' * len(words))})",
+                words).fetchall()
+            rarest = [term for _, term in sorted(counted)[:RAREST]]
+            if rarest:
+                query = " OR ".join(f'"{w}"' for w in rarest)
+                found = [line for (line,) in self._conn.execute(
+                    "SELECT line FROM lines WHERE lines MATCH ? AND role = ? ORDER BY rank "
+                    "LIMIT ?", (f"lesson : ({query})", role, CANDIDATES))]
+        return found + self._tails[role]
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _caught_up(self, role: str) -> list[str]:
+        """Bring the index up to the end of `role`'s archive; the lines it does not hold
+        (a dry run's tail, or every line when there is no index)."""
+        path = self.identity / "archive" / f"{role}.md"
+        if not path.exists():
+            return []
+        conn = self._connect()
+        if conn is None:
+            return _lines_from(path, 0)[1]
+        try:
+            conn.execute("BEGIN IMMEDIATE" if self.write else "BEGIN")
+            try:
+                row = conn.execute("SELECT bytes FROM read WHERE role = ?", (role,)).fetchone()
+                start = row[0] if row else 0
+                if start > path.stat().st_size:  # the file was cut: read it all again
+                    start = 0
+                    conn.execute("DELETE FROM lines WHERE role = ?", (role,))
+                end, new = _lines_from(path, start)
+                if not self.write:
+                    return new
+                conn.executemany("INSERT INTO lines (role, line, lesson) VALUES (?, ?, ?)",
+                                 [(role, line, " ".join(identity_lessons(line)))
+                                  for line in new])
+                conn.execute("INSERT OR REPLACE INTO read VALUES (?, ?)", (role, end))
+            finally:
+                conn.execute("COMMIT")
+        except sqlite3.OperationalError:  # locked past the timeout: this pass reads the file
+            self.close()
+            return _lines_from(path, 0)[1]
+        return []
+
+    def _connect(self) -> sqlite3.Connection | None:
+        """The index (made first if need be); None without one to read or FTS5 to make it."""
+        if self._conn is not None:
+            return self._conn
+        path = self.identity / DB
+        for attempt in range(2):
+            try:
+                if self.write:
+                    conn = sqlite3.connect(path, isolation_level=None, timeout=30)
+                    conn.execute("PRAGMA journal_mode=WAL")
+                    conn.executescript(SCHEMA)
+                else:
+                    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
+                                           isolation_level=None, timeout=30)
+                conn.execute("SELECT count(*) FROM read").fetchone()
+            except sqlite3.OperationalError:  # no FTS5, locked, or (read only) no index yet
+                return None
+            except sqlite3.DatabaseError:  # not a database: made again from the archives
+                if not self.write or attempt:
+                    return None
+                for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+                    stale.unlink(missing_ok=True)
+                continue
+            self._conn = conn
+            break
+        return self._conn
+
+
+def _lines_from(path: Path, start: int) -> tuple[int, list[str]]:
+    """The offset after the last complete line from byte `start`, and those lines."""
+    with open(path, "rb") as f:
+        f.seek(start)
+        data = f.read()
+    end = data.rfind(b"\n") + 1
+    text = data[:end].decode("utf-8", "replace")
+    return start + end, [line.strip() for line in text.splitlines() if line.strip()]
