@@ -22,8 +22,9 @@ pass runs as `curator.mode: model` does (`harness.run.curation`): a preview coll
 QUESTIONS pairs (`curate.preview_for_model`), the judge answers them all, and the real pass
 clusters with those answers; the pairs it meets that nobody asked are left to the rules.
 That is what a model that never errs reaches; "1 in 10 wrong" flips a tenth of its answers.
-Identity is unbounded there, so a lesson that the bound moves to identity/archive/ and that
-comes back is not counted as a second promotion. With --held-out it runs on the held-out
+Identity has its default bound (`prompt.identity_chars`), as users run it: lessons move to
+identity/archive/ for room, and one that comes back from there is not counted as a second
+promotion (`corpus_quality.evaluate_passes`). With --held-out it runs on the held-out
 corpora too: judge.FLOOR was fixed before they were run through it, and nothing was
 changed after.
 """
@@ -80,7 +81,7 @@ def through_curator(folders: list[Path]) -> None:
     """Each corpus through the curator: without a judge, with a perfect one answering at
     once, and with one answering as model mode runs (QUESTIONS per pass; also 1 in 10
     answers wrong)."""
-    settings = CuratorSettings(identity_chars=sys.maxsize)
+    settings = CuratorSettings()
     print(f"\n{'through the curator':20} {'P / R as shipped':>17} {'perfect, at once':>17} "
           f"{'perfect, model mode':>20} {'1 in 10 wrong':>15} {'questions per lesson note':>26}")
     for folder in folders:

@@ -14,7 +14,7 @@ summary and memory are placeholders, so the rules' texts are written). That chec
 whole chain and should give `bench/judge_bound.py`'s "perfect, model mode" figures. With
 `--model`, the real API answers (ANTHROPIC_API_KEY; each pass is one curator call):
 what a real model's judgement reaches. Corpora are fed and scored as
-`tests/corpus_quality.py` does, identity unbounded.
+`tests/corpus_quality.py` does, identity within its default bound.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def mission_state(state: Path, mission: str, model: str, base_url: str | None,
                        if line.startswith(("prices:", "  claude-")))
     (state / "config.yaml").write_text(
         f"mission: {mission}\nbudget_usd: 1000\ncurator: {{mode: model, questions: {questions}}}"
-        f"\nprompt: {{identity_chars: 1000000000}}\n{prices}\n")
+        f"\n{prices}\n")
     options = f"options: {{base_url: '{base_url}'}}\n" if base_url else ""
     (state / "roles").mkdir()
     (state / "roles" / "curator.yaml").write_text(

@@ -80,7 +80,8 @@ def test_a_lesson_the_judge_finds_in_the_archive_comes_back_with_the_evidence_me
     archive(tmp_path, OLD, OTHER)
     text = "ripgrep needs --hidden or it never looks in dotfiles"
     old_lesson = "`rg --hidden` finds the dotfiles the search skipped"
-    judge = Judgments({("archive/worker", normalize(text).key, normalize(old_lesson).key): True})
+    judge = Judgments({("archive/worker/TRICK", normalize(text).key, normalize(old_lesson).key):
+                       True})
     search = ArchiveSearch(tmp_path)
     identity = IdentityIndex(75.0, judge=judge, archive=search.lines)
     [promotion] = plan_promotions([due(text, ("r7", "r8"))], identity, "2026-04-10")
@@ -112,9 +113,21 @@ def test_a_lesson_back_in_the_same_cluster_does_not_count_its_notes_twice(
 def test_a_model_is_shown_an_archived_line_by_the_file_it_is_in() -> None:
     from harness.run.curation import questions_shown
 
-    shown = questions_shown([(("archive/worker", "k", "o"), "ripgrep needs --hidden", OLD),
+    shown = questions_shown([(("archive/worker/TRICK", "k", "o"), "ripgrep needs --hidden", OLD),
                              (("worker", "k", "o"), "ripgrep needs --hidden", OTHER)])
     assert shown[1:5] == ["1. A worker note: ripgrep needs --hidden",
                           f"   B, a line of identity/archive/worker.md: {OLD}",
                           "2. A worker note: ripgrep needs --hidden",
                           f"   B, a line of identity/worker.md: {OTHER}"]
+
+
+def test_an_archived_line_of_another_kind_does_not_come_back_for_a_lesson(
+        tmp_path: Path) -> None:
+    archive(tmp_path, OLD.replace("- TRICK: ", "- FAIL: "))
+    text = "`rg --hidden` finds the dotfiles the search skipped"
+    key = normalize(text).key
+    judge = Judgments({(bucket, key, key): True
+                       for bucket in ("archive/worker/TRICK", "archive/worker/FAIL")})
+    identity = IdentityIndex(75.0, judge=judge, archive=ArchiveSearch(tmp_path).lines)
+    [promotion] = plan_promotions([due(text, ("r7", "r8"))], identity, "2026-04-10")
+    assert promotion.evidence.count == 2 and "FAIL" not in promotion.line

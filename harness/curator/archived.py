@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections import Counter
 from pathlib import Path
 
 from harness.curator.identity import identity_lessons
@@ -27,12 +28,14 @@ from harness.curator.text import STOPWORDS
 
 DB = ".archive.db"
 CANDIDATES = 8  # archived lines scored per due lesson, sharing the most of its rarer words
-RAREST = 4  # of a lesson's words, those searched for
+RAREST = 4  # of a lesson's words, the rarest searched for,
+SCORED = 512  # while the lines holding them are at most this many (bm25 scores each)
 _WORD = re.compile(r"[a-z0-9]+")
 SCHEMA = """
 CREATE VIRTUAL TABLE IF NOT EXISTS lines USING fts5(
     role UNINDEXED, line UNINDEXED, lesson, tokenize = 'unicode61');
-CREATE VIRTUAL TABLE IF NOT EXISTS vocab USING fts5vocab(lines, row);
+CREATE TABLE IF NOT EXISTS words (
+    role TEXT, word TEXT, lines INTEGER NOT NULL, PRIMARY KEY (role, word)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS read (role TEXT PRIMARY KEY, bytes INTEGER NOT NULL);
 """
 
@@ -49,15 +52,20 @@ class ArchiveSearch:
         """The archived lines of `role` that may say `lesson`."""
         if role not in self._tails:
             self._tails[role] = self._caught_up(role)
-        words = sorted({w for w in _WORD.findall(lesson.lower()) if w not in STOPWORDS})
+        words = sorted(_words(lesson))
         found = []
         if words and self._conn is not None:
             # scoring every line with a common word is most of a lookup's cost: only the
-            # rarest words are searched for (their counts are all roles' lines)
+            # rarest words are searched for (FTS5's own counts read every line they are in)
             counted = self._conn.execute(
-                f"SELECT doc, term FROM vocab WHERE term IN ({', '.join('?' * len(words))})",
-                words).fetchall()
-            rarest = [term for _, term in sorted(counted)[:RAREST]]
+                "SELECT lines, word FROM words WHERE role = ? AND word IN "
+                f"({', '.join('?' * len(words))})", (role, *words)).fetchall()
+            rarest, rows = [], 0
+            for lines, word in sorted(counted)[:RAREST]:
+                rows += lines
+                if rarest and rows > SCORED:
+                    break
+                rarest.append(word)
             if rarest:
                 query = " OR ".join(f'"{w}"' for w in rarest)
                 found = [line for (line,) in self._conn.execute(
@@ -87,12 +95,11 @@ class ArchiveSearch:
                 if start > path.stat().st_size:  # the file was cut: read it all again
                     start = 0
                     conn.execute("DELETE FROM lines WHERE role = ?", (role,))
+                    conn.execute("DELETE FROM words WHERE role = ?", (role,))
                 end, new = _lines_from(path, start)
                 if not self.write:
                     return new
-                conn.executemany("INSERT INTO lines (role, line, lesson) VALUES (?, ?, ?)",
-                                 [(role, line, " ".join(identity_lessons(line)))
-                                  for line in new])
+                _insert(conn, role, new)
                 conn.execute("INSERT OR REPLACE INTO read VALUES (?, ?)", (role, end))
             finally:
                 conn.execute("COMMIT")
@@ -127,6 +134,24 @@ class ArchiveSearch:
             self._conn = conn
             break
         return self._conn
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in STOPWORDS}
+
+
+def _insert(conn: sqlite3.Connection, role: str, lines: list[str]) -> None:
+    """Index `lines` of `role`'s archive, and count their words."""
+    counts: Counter[str] = Counter()
+    rows = []
+    for line in lines:
+        lesson = " ".join(identity_lessons(line))
+        rows.append((role, line, lesson))
+        counts.update(_words(lesson))
+    conn.executemany("INSERT INTO lines (role, line, lesson) VALUES (?, ?, ?)", rows)
+    conn.executemany("INSERT INTO words VALUES (?, ?, ?) ON CONFLICT (role, word) "
+                     "DO UPDATE SET lines = lines + excluded.lines",
+                     [(role, word, n) for word, n in counts.items()])
 
 
 def _lines_from(path: Path, start: int) -> tuple[int, list[str]]:

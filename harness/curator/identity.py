@@ -151,10 +151,22 @@ def identity_lessons(text: str) -> Iterable[str]:
         yield _KIND_PREFIX.sub("", line)
 
 
-def archive_bucket(role: str) -> str:
-    """The index's bucket for the lines of `role`'s archive: a judge's questions about them
-    are about identity (`judge.about_identity`), and the name is the file's."""
-    return f"{ARCHIVE}/{role}"
+def archive_bucket(role: str, kind: str) -> str:
+    """The index's bucket for the `kind` lines of `role`'s archive: a judge's questions about
+    them are about identity (`judge.about_identity`)."""
+    return f"{ARCHIVE}/{role}/{kind}"
+
+
+def identity_file(bucket: str) -> str:
+    """The file an identity question's line is in: `identity/<role>.md`, or the archive's."""
+    parts = bucket.split("/")
+    return f"identity/{ARCHIVE}/{parts[1]}.md" if len(parts) > 1 else f"identity/{bucket}.md"
+
+
+def role_of(bucket: str) -> str:
+    """The role of an identity question's bucket (see `identity_file`)."""
+    parts = bucket.split("/")
+    return parts[1] if len(parts) > 1 else bucket
 
 
 class IdentityIndex:
@@ -200,10 +212,10 @@ class IdentityIndex:
         hit = self._index.find(role, normalize(lesson), self.judged)
         return None if hit is None else self._lines[hit]
 
-    def archived_line_of(self, role: str, lesson: str) -> str | None:
-        """The line of `role`'s archive that says this lesson, in any words, or None. Of the
-        archive, only the lines `archive` finds for the lesson are looked at
-        (`archived.ArchiveSearch`).
+    def archived_line_of(self, role: str, kind: str, lesson: str) -> str | None:
+        """The `kind` line of `role`'s archive that says this lesson, in any words, or None.
+        Of the archive, only the lines `archive` finds for the lesson are looked at
+        (`archived.ArchiveSearch`); of another kind, none: a lesson comes back as it was.
 
         Only with a judge: a due lesson is a cluster the rules did not join to the one
         promoted before, and they would not join it to that one's line either (on the
@@ -212,9 +224,9 @@ class IdentityIndex:
         """
         if not self.judged or self._archive is None:
             return None
-        bucket = archive_bucket(role)
+        bucket = archive_bucket(role, kind)
         for line in self._archive(role, lesson):
-            if line not in self._archived:
+            if line not in self._archived and line.startswith(f"- {kind}: "):
                 self._archived.add(line)
                 for text in identity_lessons(line):
                     self.add(bucket, text, line)

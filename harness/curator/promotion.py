@@ -232,7 +232,7 @@ def plan_promotions(due: Iterable[Evidence], identity: IdentityIndex,
     out = []
     for ev in due:
         if not identity.knows(ev.role, ev.text):
-            archived = identity.archived_line_of(ev.role, ev.text)
+            archived = identity.archived_line_of(ev.role, ev.kind, ev.text)
             promotion = (Promotion(ev.role, ev.kind, ev.text, ev, promoted_on)
                          if archived is None else returning(ev, archived, promoted_on))
             out.append(promotion)

@@ -23,7 +23,7 @@ from harness.config import MissionConfig, load_mission_config, mission_name
 from harness.curator.check import ModelResult, ProposedPromotion
 from harness.curator.commit import CuratorPaths
 from harness.curator.curate import CuratorReport, CuratorSettings, curate, preview_for_model
-from harness.curator.identity import ARCHIVE
+from harness.curator.identity import identity_file, role_of
 from harness.curator.judge import Judgments, about_identity
 from harness.curator.promotion import Promotion
 from harness.errors import DONE
@@ -142,10 +142,10 @@ def questions_shown(questions: list[tuple[tuple, str, str]]) -> list[str]:
     lines = ["### Same lesson? (answer `same` with the numbers of the pairs that say one "
              "lesson in other words; every other pair is recorded as two lessons)"]
     for n, ((bucket, _, _), text, other) in enumerate(questions, 1):
-        identity = about_identity(bucket)  # a role, or the bucket of its archive's lines
-        where = (f"a line of identity/{bucket}.md" if identity
+        identity = about_identity(bucket)  # a role, or a bucket of its archive's lines
+        where = (f"a line of {identity_file(bucket)}" if identity
                  else f"an earlier {bucket[0]} {bucket[1]} note")
-        role = bucket.removeprefix(f"{ARCHIVE}/") if identity else bucket[0]
+        role = role_of(bucket) if identity else bucket[0]
         lines += [f"{n}. A {role} note: {text}",
                   f"   B, {where}: {other}"]
     return [*lines, ""]
