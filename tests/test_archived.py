@@ -131,3 +131,16 @@ def test_an_archived_line_of_another_kind_does_not_come_back_for_a_lesson(
     identity = IdentityIndex(75.0, judge=judge, archive=ArchiveSearch(tmp_path).lines)
     [promotion] = plan_promotions([due(text, ("r7", "r8"))], identity, "2026-04-10")
     assert promotion.evidence.count == 2 and "FAIL" not in promotion.line
+
+
+def test_an_index_that_fails_a_query_leaves_the_lookup_to_the_file(tmp_path: Path) -> None:
+    import sqlite3
+
+    archive(tmp_path, OLD, OTHER)
+    ArchiveSearch(tmp_path).close()
+    ArchiveSearch(tmp_path).lines("worker", "dotfiles")
+    with sqlite3.connect(tmp_path / DB) as conn:
+        conn.execute("DROP TABLE words")
+    search = ArchiveSearch(tmp_path, write=False)  # a dry run: the index stays as it is
+    assert sorted(search.lines("worker", "dotfiles")) == sorted([OLD, OTHER])
+    assert (tmp_path / DB).exists()

@@ -53,34 +53,54 @@ class ArchiveSearch:
         if role not in self._tails:
             self._tails[role] = self._caught_up(role)
         words = sorted(_words(lesson))
-        found = []
-        if words and self._conn is not None:
-            # scoring every line with a common word is most of a lookup's cost: only the
-            # rarest words are searched for (FTS5's own counts read every line they are in)
-            counted = self._conn.execute(
-                "SELECT lines, word FROM words WHERE role = ? AND word IN "
-                f"({', '.join('?' * len(words))})", (role, *words)).fetchall()
-            rarest, rows = [], 0
-            for lines, word in sorted(counted)[:RAREST]:
-                rows += lines
-                if rarest and rows > SCORED:
-                    break
-                rarest.append(word)
-            if rarest:
-                query = " OR ".join(f'"{w}"' for w in rarest)
-                found = [line for (line,) in self._conn.execute(
-                    "SELECT line FROM lines WHERE lines MATCH ? AND role = ? ORDER BY rank "
-                    "LIMIT ?", (f"lesson : ({query})", role, CANDIDATES))]
-        return found + self._tails[role]
+        if not words or self._conn is None:
+            return self._tails[role]
+        try:
+            return self._search(role, words) + self._tails[role]
+        except sqlite3.OperationalError:  # locked past the timeout: this pass reads the file
+            self.close()
+        except sqlite3.DatabaseError:  # a damaged index: the next pass makes it again
+            self._drop()
+        self._tails[role] = _lines_from(self.identity / "archive" / f"{role}.md", 0)[1]
+        return self._tails[role]
+
+    def _search(self, role: str, words: list[str]) -> list[str]:
+        """The CANDIDATES indexed lines that share the most of the rarest of `words`."""
+        assert self._conn is not None
+        # scoring every line with a common word is most of a lookup's cost: only the
+        # rarest words are searched for (FTS5's own counts read every line they are in)
+        counted = self._conn.execute(
+            "SELECT lines, word FROM words WHERE role = ? AND word IN "
+            f"({', '.join('?' * len(words))})", (role, *words)).fetchall()
+        rarest, rows = [], 0
+        for lines, word in sorted(counted)[:RAREST]:
+            rows += lines
+            if rarest and rows > SCORED:
+                break
+            rarest.append(word)
+        if not rarest:
+            return []
+        query = " OR ".join(f'"{w}"' for w in rarest)
+        return [line for (line,) in self._conn.execute(
+            "SELECT line FROM lines WHERE lines MATCH ? AND role = ? ORDER BY rank LIMIT ?",
+            (f"lesson : ({query})", role, CANDIDATES))]
 
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
 
+    def _drop(self) -> None:
+        """Close the index and, unless a dry run, delete it: it is made again from the files."""
+        self.close()
+        if self.write:
+            path = self.identity / DB
+            for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+                stale.unlink(missing_ok=True)
+
     def _caught_up(self, role: str) -> list[str]:
         """Bring the index up to the end of `role`'s archive; the lines it does not hold
-        (a dry run's tail, or every line when there is no index)."""
+        (a dry run's tail, or every line when there is no index to read)."""
         path = self.identity / "archive" / f"{role}.md"
         if not path.exists():
             return []
@@ -90,22 +110,34 @@ class ArchiveSearch:
         try:
             conn.execute("BEGIN IMMEDIATE" if self.write else "BEGIN")
             try:
-                row = conn.execute("SELECT bytes FROM read WHERE role = ?", (role,)).fetchone()
-                start = row[0] if row else 0
-                if start > path.stat().st_size:  # the file was cut: read it all again
-                    start = 0
-                    conn.execute("DELETE FROM lines WHERE role = ?", (role,))
-                    conn.execute("DELETE FROM words WHERE role = ?", (role,))
-                end, new = _lines_from(path, start)
-                if not self.write:
-                    return new
-                _insert(conn, role, new)
-                conn.execute("INSERT OR REPLACE INTO read VALUES (?, ?)", (role, end))
-            finally:
-                conn.execute("COMMIT")
+                new = self._read_on(conn, role, path)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
         except sqlite3.OperationalError:  # locked past the timeout: this pass reads the file
             self.close()
             return _lines_from(path, 0)[1]
+        except sqlite3.DatabaseError:
+            self._drop()
+            return _lines_from(path, 0)[1]
+        return new
+
+    def _read_on(self, conn: sqlite3.Connection, role: str, path: Path) -> list[str]:
+        """Within a transaction: index `role`'s archive from where the index stopped, or
+        (a dry run) return those lines."""
+        row = conn.execute("SELECT bytes FROM read WHERE role = ?", (role,)).fetchone()
+        start = row[0] if row else 0
+        if start > path.stat().st_size:  # the file was cut: read it all again
+            start = 0
+            if self.write:
+                conn.execute("DELETE FROM lines WHERE role = ?", (role,))
+                conn.execute("DELETE FROM words WHERE role = ?", (role,))
+        end, new = _lines_from(path, start)
+        if not self.write:
+            return new
+        _insert(conn, role, new)
+        conn.execute("INSERT OR REPLACE INTO read VALUES (?, ?)", (role, end))
         return []
 
     def _connect(self) -> sqlite3.Connection | None:
@@ -114,6 +146,7 @@ class ArchiveSearch:
             return self._conn
         path = self.identity / DB
         for attempt in range(2):
+            conn = None
             try:
                 if self.write:
                     conn = sqlite3.connect(path, isolation_level=None, timeout=30)
@@ -122,14 +155,14 @@ class ArchiveSearch:
                 else:
                     conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
                                            isolation_level=None, timeout=30)
-                conn.execute("SELECT count(*) FROM read").fetchone()
-            except sqlite3.OperationalError:  # no FTS5, locked, or (read only) no index yet
-                return None
-            except sqlite3.DatabaseError:  # not a database: made again from the archives
-                if not self.write or attempt:
+                conn.execute("SELECT 1 FROM read LIMIT 1").fetchall()
+            except sqlite3.DatabaseError as e:
+                if conn is not None:
+                    conn.close()
+                # no FTS5, locked, or (read only) no index yet; else not a database
+                if isinstance(e, sqlite3.OperationalError) or not self.write or attempt:
                     return None
-                for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
-                    stale.unlink(missing_ok=True)
+                self._drop()
                 continue
             self._conn = conn
             break
