@@ -144,3 +144,20 @@ def test_an_index_that_fails_a_query_leaves_the_lookup_to_the_file(tmp_path: Pat
     search = ArchiveSearch(tmp_path, write=False)  # a dry run: the index stays as it is
     assert sorted(search.lines("worker", "dotfiles")) == sorted([OLD, OTHER])
     assert (tmp_path / DB).exists()
+
+
+def test_two_due_lessons_that_an_archived_line_says_bring_it_back_once(tmp_path: Path) -> None:
+    archive(tmp_path, OLD)
+    old_lesson = normalize("`rg --hidden` finds the dotfiles the search skipped").key
+    texts = ["ripgrep needs --hidden or it never looks in dotfiles",
+             "dotfiles stay invisible to rg without the hidden flag"]
+    judge = Judgments({("archive/worker/TRICK", normalize(t).key, old_lesson): True
+                       for t in texts})
+    identity = IdentityIndex(75.0, judge=judge, archive=ArchiveSearch(tmp_path).lines)
+    other = "`alembic upgrade head` first or the db tests see an old schema"
+    lock = "`pnpm install --frozen-lockfile` keeps CI on the committed lockfile"
+    promotions = plan_promotions([due(texts[0], ("r7", "r8")), due(other, ("r1", "r2")),
+                                  due(texts[1], ("r5", "r6")), due(lock, ("r3",))],
+                                 identity, "2026-04-10")
+    assert [(p.evidence.count, p.text[:8]) for p in promotions] == [
+        (4, "`rg --hi"), (2, "`alembic"), (1, "`pnpm in")]

@@ -229,12 +229,17 @@ def plan_promotions(due: Iterable[Evidence], identity: IdentityIndex,
     lesson, so with one each is checked against those promoted before it too. A lesson
     that a line of identity/archive/ says comes back in that line's words, the evidence
     merged (`returning`)."""
-    out = []
+    out, returned = [], set()
     for ev in due:
         if not identity.knows(ev.role, ev.text):
             archived = identity.archived_line_of(ev.role, ev.kind, ev.text)
-            promotion = (Promotion(ev.role, ev.kind, ev.text, ev, promoted_on)
-                         if archived is None else returning(ev, archived, promoted_on))
+            if archived is None:
+                promotion = Promotion(ev.role, ev.kind, ev.text, ev, promoted_on)
+            elif archived in returned:
+                continue  # another due lesson of this pass brought it back already
+            else:
+                promotion = returning(ev, archived, promoted_on)
+                returned.add(archived)
             out.append(promotion)
             if identity.judged:
                 identity.add(ev.role, ev.text, promotion.line)
