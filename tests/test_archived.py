@@ -144,6 +144,11 @@ def test_an_index_that_fails_a_query_leaves_the_lookup_to_the_file(tmp_path: Pat
     search = ArchiveSearch(tmp_path, write=False)  # a dry run: the index stays as it is
     assert sorted(search.lines("worker", "dotfiles")) == sorted([OLD, OTHER])
     assert (tmp_path / DB).exists()
+    search = ArchiveSearch(tmp_path)
+    search.lines("worker", "alembic")  # opens the index; validator has no archive at all
+    with sqlite3.connect(tmp_path / DB) as conn:
+        conn.execute("DROP TABLE words")
+    assert search.lines("validator", "dotfiles") == []
 
 
 def test_two_due_lessons_that_an_archived_line_says_bring_it_back_once(tmp_path: Path) -> None:

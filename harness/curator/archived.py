@@ -188,10 +188,14 @@ def _insert(conn: sqlite3.Connection, role: str, lines: list[str]) -> None:
 
 
 def _lines_from(path: Path, start: int) -> tuple[int, list[str]]:
-    """The offset after the last complete line from byte `start`, and those lines."""
-    with open(path, "rb") as f:
-        f.seek(start)
-        data = f.read()
+    """The offset after the last complete line from byte `start`, and those lines (none
+    when there is no file)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            data = f.read()
+    except FileNotFoundError:
+        return start, []
     end = data.rfind(b"\n") + 1
     text = data[:end].decode("utf-8", "replace")
     return start + end, [line.strip() for line in text.splitlines() if line.strip()]
