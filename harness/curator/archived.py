@@ -23,7 +23,7 @@ import sqlite3
 from collections import Counter
 from pathlib import Path
 
-from harness.curator.identity import identity_lessons
+from harness.curator.identity import archive_path, identity_lessons
 from harness.curator.text import STOPWORDS
 
 DB = ".archive.db"
@@ -61,7 +61,7 @@ class ArchiveSearch:
             self.close()
         except sqlite3.DatabaseError:  # a damaged index: the next pass makes it again
             self._drop()
-        self._tails[role] = _lines_from(self.identity / "archive" / f"{role}.md", 0)[1]
+        self._tails[role] = _lines_from(archive_path(self.identity, role), 0)[1]
         return self._tails[role]
 
     def _search(self, role: str, words: list[str]) -> list[str]:
@@ -101,7 +101,7 @@ class ArchiveSearch:
     def _caught_up(self, role: str) -> list[str]:
         """Bring the index up to the end of `role`'s archive; the lines it does not hold
         (a dry run's tail, or every line when there is no index to read)."""
-        path = self.identity / "archive" / f"{role}.md"
+        path = archive_path(self.identity, role)
         if not path.exists():
             return []
         conn = self._connect()

@@ -50,10 +50,16 @@ def strength(line: str) -> Strength | None:
         return None
 
     def listed(field: str) -> int:
-        values = m[field].split(", ")
-        return len([v for v in values if v and v != "..."]) + ("..." in values)
+        values, cut = listed_values(m[field])
+        return len(values) + cut
 
     return listed("missions"), listed("features"), int(m["count"]), m["last"]
+
+
+def listed_values(field: str | None) -> tuple[list[str], bool]:
+    """A provenance list's values (`provenance`), and whether it was cut short (`, ...`)."""
+    values = (field or "").split(", ")
+    return [v for v in values if v and v != "..."], "..." in values
 
 
 def kept_lines(rows: list[tuple[int, Strength | None]], bound: int) -> set[int]:

@@ -35,7 +35,7 @@ from typing import Protocol
 
 from harness.curator.candidate import Candidate
 from harness.curator.clusters import BatchSource, Clusters
-from harness.curator.identity import IdentityIndex, provenance
+from harness.curator.identity import IdentityIndex, listed_values, provenance
 
 LISTED = 3  # provenance values listed per field; the count stays exact
 
@@ -253,23 +253,16 @@ def returning(ev: Evidence, line: str, promoted_on: str) -> Promotion:
     old = provenance(line)
     if old is None:  # a hand-written line never moves, but a person may put one there
         return Promotion(ev.role, ev.kind, ev.text, ev, promoted_on)
-    lists = {name: _listed(old[name] or "") for name in ("missions", "features", "runs")}
+    lists = {name: listed_values(old[name]) for name in ("missions", "features", "runs")}
     first, last = old["first"] or old["last"], old["last"]
     if (ev.first <= first and ev.count >= int(old["count"])
             and all(set(lists[name][0]) <= set(getattr(ev, name)) for name in lists)):
         return Promotion(ev.role, ev.kind, old["text"], ev, promoted_on)
     merged = Evidence(ev.role, ev.kind, old["text"], ev.count + int(old["count"]),
                       min(first, ev.first), max(last, ev.last))
-    for bit, name in enumerate(("missions", "features", "runs")):
-        values, cut = lists[name]
-        values = list(dict.fromkeys([*values, *getattr(ev, name)]))
-        setattr(merged, name, tuple(values[:LISTED]))
-        if cut or ev.more & 1 << bit or len(values) > LISTED:
+    for bit, (name, (values, cut)) in enumerate(lists.items()):  # `Evidence.more`'s bits
+        joined = list(dict.fromkeys([*values, *getattr(ev, name)]))
+        setattr(merged, name, tuple(joined[:LISTED]))
+        if cut or ev.more & 1 << bit or len(joined) > LISTED:
             merged.more |= 1 << bit
     return Promotion(ev.role, ev.kind, old["text"], merged, promoted_on)
-
-
-def _listed(field: str) -> tuple[list[str], bool]:
-    """A provenance list's values, and whether it was cut short (`, ...`)."""
-    values = field.split(", ") if field else []
-    return [v for v in values if v != "..."], "..." in values
