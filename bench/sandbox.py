@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -65,7 +66,7 @@ def measure(calls: int, kinds: list[str], folder: Path) -> dict[str, list[float]
     """Seconds per call and per first call, by kind, interleaved."""
     boxes = {kind: toolbox(folder / kind, kind) for kind in kinds}
     bare = toolbox(folder / "bare", "none")
-    bare.shell.confine = list  # the bash the harness ran before the keeper
+    bare.shell.start = subprocess.Popen  # the bash the harness ran before the keeper
     times: dict[str, list[float]] = {}
     try:
         for tools in boxes.values():

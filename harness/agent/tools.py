@@ -12,7 +12,7 @@ from typing import Any
 
 from harness.agent.editor import Editor
 from harness.agent.env import agent_env
-from harness.agent.sandbox import confine
+from harness.agent import sandbox
 from harness.agent.shell import Shell
 from harness.errors import UsageError
 from harness.state import actions, memory
@@ -126,7 +126,8 @@ class ToolBox:
         self.finish_status: str | None = None  # "done", "gave_up" or "blocked", when finish said
         self.shell = Shell(session.workdir, session.caps.bash_timeout, session.caps.output_chars,
                            lambda: agent_env(session),
-                           lambda argv: confine(argv, session.sandbox, session.workdir))
+                           lambda argv, **popen: sandbox.start(argv, session.sandbox,
+                                                               session.workdir, **popen))
         self.editor = Editor(session.workdir, session.caps.output_chars)
 
     def specs(self) -> list[dict[str, Any]]:
