@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.agent import sandbox
 from harness.agent.editor import Editor
 from harness.agent.env import agent_env
-from harness.agent import sandbox
 from harness.agent.shell import Shell
 from harness.errors import UsageError
 from harness.state import actions, memory
@@ -128,7 +128,8 @@ class ToolBox:
                            lambda: agent_env(session),
                            lambda argv, **popen: sandbox.start(argv, session.sandbox,
                                                                session.workdir, **popen))
-        self.editor = Editor(session.workdir, session.caps.output_chars)
+        self.editor = Editor(session.workdir, session.caps.output_chars,
+                             hidden=(session.state, session.sandbox.identity, session.home))
 
     def specs(self) -> list[dict[str, Any]]:
         """Anthropic tool definitions for the session's tools."""

@@ -25,9 +25,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from harness.agent import sandbox
 from harness.agent.env import agent_env
 from harness.agent.procs import die_with_parent
-from harness.agent import sandbox
 from harness.backends.cli_answer import (
     answer_flags,
     answer_schema,

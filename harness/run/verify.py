@@ -7,8 +7,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from harness.agent.procs import die_with_parent, stop_tree
 from harness.agent import sandbox as sandboxing
+from harness.agent.procs import die_with_parent, stop_tree
 from harness.config import MissionConfig
 from harness.paths import Paths
 from harness.run import git
