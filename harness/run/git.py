@@ -38,7 +38,7 @@ class ConfinedTree:
     """A tree a run's agent works in: its repository as recorded, and the run's sandbox."""
 
     tree: Path
-    repository: tuple[Path, tuple[int, int]] | None
+    repository: gitdir.Repository | None
     top: Path | None  # where git found `.git` from the tree before the agent acted
     policy: SandboxPolicy
 

@@ -14,12 +14,14 @@ from __future__ import annotations
 import json
 import os
 import stat
+import uuid
 from pathlib import Path
 
 from harness.errors import UsageError
 from harness.state.store import atomic_write
 
 RECORD = "repository.json"
+MARK = "autonomous-harness.id"  # in the git folder: a fresh `git init` in its place lacks it
 WRITTEN_DIRS = ("refs", "logs", "objects", "info", "worktrees", "modules")  # git writes there
 
 
@@ -31,32 +33,37 @@ def toplevel(tree: Path) -> Path | None:
     return None
 
 
-def recorded(state: Path) -> tuple[Path, tuple[int, int]] | None:
-    """The git folder the mission was set up on and its (device, inode), if recorded."""
+Repository = tuple[Path, tuple[int, int, str]]  # git folder; device, inode and its mark
+
+
+def recorded(state: Path) -> Repository | None:
+    """The git folder the mission was set up on and what identifies it, if recorded."""
     try:
         data = json.loads((state / RECORD).read_text(encoding="utf-8"))
-        return Path(data["git_dir"]), (int(data["device"]), int(data["inode"]))
+        return Path(data["git_dir"]), (int(data["device"]), int(data["inode"]), str(data["id"]))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
-def record(state: Path, repo: Path) -> tuple[Path, tuple[int, int]] | None:
+def record(state: Path, repo: Path) -> Repository | None:
     """Record `repo`'s git folder (a checkout the agent has not touched yet); what
     `recorded` gives, or None where `repo` is in no repository of its own."""
     top = toplevel(repo)
     if top is None or not (top / ".git").is_dir() or (top / ".git").is_symlink():
         return None  # a linked worktree or a submodule: git finds its repository elsewhere
     git_dir, st = (top / ".git").resolve(), os.stat(top / ".git")
+    mark = _mark(git_dir) or uuid.uuid4().hex
+    atomic_write(git_dir / MARK, mark + "\n")
     atomic_write(state / RECORD, json.dumps({"git_dir": str(git_dir), "device": st.st_dev,
-                                             "inode": st.st_ino}) + "\n")
-    return git_dir, (st.st_dev, st.st_ino)
+                                             "inode": st.st_ino, "id": mark}) + "\n")
+    return git_dir, (st.st_dev, st.st_ino, mark)
 
 
-def check(tree: Path, repository: tuple[Path, tuple[int, int]], top: Path | None) -> None:
+def check(tree: Path, repository: Repository, top: Path | None) -> None:
     """UsageError unless git, run in `tree`, would find its `.git` in `top` (where it found
     it before the agent acted) and use the recorded repository."""
     git_dir, identity = repository
-    if _identity(git_dir) != identity:
+    if _identity(git_dir) != identity[:2] or _mark(git_dir) != identity[2]:
         raise UsageError(f"the mission's repository {git_dir} was removed or replaced since "
                          f"it was recorded; restore it, or delete {RECORD} in the state "
                          "directory if the move was yours")
@@ -69,7 +76,7 @@ def check(tree: Path, repository: tuple[Path, tuple[int, int]], top: Path | None
     mode = os.lstat(dot_git).st_mode
     if stat.S_ISDIR(mode):
         used = dot_git
-        if _identity(dot_git) != identity or os.path.lexists(dot_git / "commondir"):
+        if _identity(dot_git) != identity[:2] or os.path.lexists(dot_git / "commondir"):
             raise _replaced(dot_git, git_dir)
     elif stat.S_ISREG(mode):
         used = _linked(dot_git, git_dir)
@@ -88,6 +95,13 @@ def _linked(dot_git: Path, git_dir: Path) -> Path:
     if target.resolve().parent != git_dir / "worktrees":
         raise _replaced(dot_git, git_dir)
     return target
+
+
+def _mark(git_dir: Path) -> str | None:
+    try:
+        return (git_dir / MARK).read_text(encoding="utf-8").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _identity(path: Path) -> tuple[int, int] | None:
