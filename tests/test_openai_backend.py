@@ -391,3 +391,31 @@ def test_run_sh_worker_with_a_refused_key_exits_2(oai, project: Path):
                     cwd=project, env=env)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "OPENAI_API_KEY" in result.stderr
+
+
+# --- run.sh doctor: the key asked about at no cost -------------------------------------
+
+
+def doctor_lines(invoke, oai, key: str) -> list[str]:
+    env = {"OPENAI_BASE_URL": oai.base_url, "OPENAI_API_KEY": key}
+    lines = invoke("doctor", "--backend", "openai", "--no-cron", env=env).output.splitlines()
+    at = next(i for i, line in enumerate(lines) if "  backend worker: " in line)
+    return lines[at:at + 2]  # the check and its fix
+
+
+def test_doctor_asks_the_server_whether_it_takes_the_key(invoke, oai):
+    oai.models.append("claude-sonnet-4-5")  # the example roles' model
+    lines = doctor_lines(invoke, oai, "test-key")
+    assert lines[0].startswith("ok    backend worker: openai: http://127.0.0.1:")
+    assert "takes OPENAI_API_KEY" in lines[0]
+    assert oai.requests == []  # it listed the models: no completion was asked for
+
+
+def test_doctor_fails_a_refused_key_and_warns_of_an_unlisted_model(invoke, oai):
+    lines = doctor_lines(invoke, oai, "wrong-key")
+    assert lines[0].startswith("FAIL  backend worker: openai:")
+    assert "refused the key (401)" in lines[0] and "OPENAI_API_KEY" in lines[0]
+    lines = doctor_lines(invoke, oai, "test-key")
+    assert lines[0].startswith("warn  backend worker:")
+    assert "model claude-sonnet-4-5, which is not among the 1 models it lists" in lines[0]
+    assert "set the role's `model`" in lines[1]

@@ -12,6 +12,7 @@ translates at the edge and harness/backends/openai_errors.py says what a failure
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -21,7 +22,7 @@ from harness.agent.tools import ToolBox
 from harness.backends.chat_format import chat_messages, fold_stream, function_tools, reply_of
 from harness.backends.openai_errors import api_failure, is_context_too_long, key_fix
 from harness.backends.toolloop import OutOfTime, PromptTooLong, Reply, ToolLoop
-from harness.errors import UsageError
+from harness.errors import HarnessError, UsageError
 from harness.types import Outcome, Session
 
 OPENAI_HOST = "api.openai.com"
@@ -50,16 +51,39 @@ class Client(openai.OpenAI):
         super()._prepare_request(request)
 
 
-def make_client(session: Session, before_attempt: Any = lambda: None,
+def make_client(options: dict[str, Any], state: Path, before_attempt: Any = lambda: None,
                 retries: int = 2) -> Client:
-    """A client for the session's server; a UsageError when OpenAI's API has no key."""
-    base_url = session.options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or None
+    """A client for the role's server; a UsageError when OpenAI's API has no key."""
+    base_url = options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or None
     key = os.environ.get("OPENAI_API_KEY")
     if not key and is_openai(base_url):
-        raise UsageError(f"no OpenAI API key: {key_fix(session.state)}; or set "
-                         "OPENAI_BASE_URL to a server that needs none")
+        raise UsageError(f"no OpenAI API key: {key_fix(state)}; or set OPENAI_BASE_URL to a "
+                         "server that needs none")
     return Client(before_attempt, api_key=key or NO_KEY, base_url=base_url,
-                  max_retries=retries, timeout=float(session.options.get("timeout", 600)))
+                  max_retries=retries, timeout=float(options.get("timeout", 600)))
+
+
+def check_access(options: dict[str, Any], state: Path, model: str,
+                 sources: dict[str, str] | None = None) -> tuple[bool, str, str, bool]:
+    """Whether the server takes the key, asked at no cost (its list of models): `ok`, what
+    was found, the fix, and `warn` (the model is not among those listed), as `run.sh
+    doctor` shows a check."""
+    try:
+        client = make_client({**options, "timeout": 15}, state, retries=0)
+        try:
+            listed = {m.id for m in client.models.list()}
+        except openai.APIError as e:
+            raise api_failure(e, model=model, url=client.base_url, retries=0, state=state) from e
+    except HarnessError as e:
+        return False, f"openai: {e}", ("the message names it; the server is OPENAI_BASE_URL "
+                                       "or the role's options.base_url"), False
+    key = "OPENAI_API_KEY" if os.environ.get("OPENAI_API_KEY") else "no key"
+    said = (f"openai: {client.base_url} takes {key}"
+            f"{f' (from {sources[key]})' if key in (sources or {}) else ''}, model {model}")
+    if model in listed or not listed:
+        return True, said, "", False
+    return True, f"{said}, which is not among the {len(listed)} models it lists", (
+        "set the role's `model` to one the server lists"), True
 
 
 def is_openai(base_url: str | None) -> bool:
@@ -72,7 +96,8 @@ class ChatLoop(ToolLoop):
 
     def __init__(self, session: Session, tools: ToolBox):
         super().__init__(session, tools)
-        self.client = make_client(session, self.stop_when_out_of_time, self.retries)
+        self.client = make_client(session.options, session.state, self.stop_when_out_of_time,
+                                  self.retries)
         # OpenAI's newer models take only max_completion_tokens; most other servers know
         # only max_tokens. `options.max_tokens_field` says otherwise.
         self.max_tokens_field = session.options.get("max_tokens_field") or (
