@@ -204,10 +204,11 @@ def test_an_unpriced_model_has_an_unknown_cost(oai, tmp_path):
     assert events[-1]["so_far"]["cost_usd"] is None
 
 
-def test_a_model_priced_at_zero_is_free(oai, tmp_path):
+@pytest.mark.parametrize("free", [{"local-llm": {"input_tokens": 0, "output_tokens": 0}},
+                                  {"default": {"input_tokens": 0, "output_tokens": 0}}])
+def test_a_model_priced_at_zero_is_free(oai, tmp_path, free):
     oai.models.append("local-llm")
     oai.reply("done", prompt=1000, completion=100)
-    free = {"local-llm": {"input_tokens": 0, "output_tokens": 0}}
     outcome, _, events = run(oai, tmp_path, model="local-llm", prices=free)
     assert outcome.cost_usd == 0.0
     assert events[-1]["so_far"]["cost_usd"] == 0.0
