@@ -103,3 +103,15 @@ def test_streamed_chunks_fold_into_one_completion():
         {"type": "tool_use", "id": "a", "name": "bash", "input": {"command": "ls"}},
         {"type": "tool_use", "id": "b", "name": "note", "input": {"kind": "-", "text": "t"}}]
     assert (reply.stop_reason, reply.usage) == ("tool_use", Usage(50, 9, 0, 0))
+
+
+def test_what_some_servers_send_instead():
+    parts = reply_of({"choices": [{"finish_reason": "stop", "message": {
+        "content": [{"type": "text", "text": "one "}, {"type": "text", "text": "two"}]}}]})
+    assert parts.text == "one two"
+    unnumbered = [{"choices": [{"delta": {"tool_calls": [piece]}}]} for piece in (
+        {"id": "a", "function": {"name": "bash", "arguments": '{"command": '}},
+        {"function": {"arguments": '"ls"}'}},
+        {"id": "b", "function": {"name": "finish", "arguments": "{}"}})]
+    calls = reply_of(fold_stream(unnumbered)).calls
+    assert [(c["id"], c["input"]) for c in calls] == [("a", {"command": "ls"}), ("b", {})]

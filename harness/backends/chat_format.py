@@ -111,7 +111,7 @@ def reply_of(completion: dict[str, Any]) -> Reply:
     choices = completion.get("choices") or [{}]
     message, finish = choices[0].get("message") or {}, choices[0].get("finish_reason")
     content: list[dict[str, Any]] = []
-    if text := message.get("content") or message.get("refusal"):
+    if text := text_of(message.get("content")) or message.get("refusal"):
         content.append({"type": "text", "text": text})
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
@@ -122,6 +122,13 @@ def reply_of(completion: dict[str, Any]) -> Reply:
     if stop == "end_turn" and any(b["type"] == "tool_use" for b in content):
         stop = "tool_use"  # some servers say "stop" after tool calls
     return Reply(content, stop, usage_of(completion.get("usage")), {"finish_reason": finish})
+
+
+def text_of(content: Any) -> str:
+    """A message's text: a string, or (from some servers) a list of text parts."""
+    if isinstance(content, list):
+        return "".join(str(part.get("text") or "") for part in content if isinstance(part, dict))
+    return content or ""
 
 
 def arguments_of(arguments: Any) -> Any:
@@ -167,7 +174,10 @@ def fold_stream(chunks: Iterable[dict[str, Any]]) -> dict[str, Any]:
 def add_call_piece(calls: dict[int, dict[str, Any]], piece: dict[str, Any]) -> None:
     """Add one streamed piece of a tool call: its id and name come once, its arguments in
     pieces."""
-    call = calls.setdefault(piece.get("index", len(calls)), {
+    index = piece.get("index")
+    if index is None:  # a server that numbers no call: an id starts one, the rest go on it
+        index = len(calls) if piece.get("id") or not calls else max(calls)
+    call = calls.setdefault(index, {
         "id": "", "type": "function", "function": {"name": "", "arguments": ""}})
     function = piece.get("function") or {}
     call["id"] = piece.get("id") or call["id"]
