@@ -12,6 +12,7 @@ translates at the edge and harness/backends/openai_errors.py says what a failure
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -41,7 +42,7 @@ class OpenAIBackend:
 class Client(openai.OpenAI):
     """The SDK's client, which makes no new attempt (a retry) once the run's time is out."""
 
-    def __init__(self, before_attempt: Any, **options: Any):
+    def __init__(self, before_attempt: Callable[[], None] = lambda: None, **options: Any):
         super().__init__(**options)
         self.before_attempt = before_attempt
 
@@ -51,15 +52,15 @@ class Client(openai.OpenAI):
         super()._prepare_request(request)
 
 
-def make_client(options: dict[str, Any], state: Path, before_attempt: Any = lambda: None,
-                retries: int = 2) -> Client:
+def make_client(options: dict[str, Any], state: Path,
+                before_attempt: Callable[[], None] = lambda: None, retries: int = 2) -> Client:
     """A client for the role's server; a UsageError when OpenAI's API has no key."""
     base_url = options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or None
     key = os.environ.get("OPENAI_API_KEY")
     if not key and is_openai(base_url):
         raise UsageError(f"no OpenAI API key: {key_fix(state)}; or set OPENAI_BASE_URL to a "
                          "server that needs none")
-    return Client(before_attempt, api_key=key or NO_KEY, base_url=base_url,
+    return Client(before_attempt=before_attempt, api_key=key or NO_KEY, base_url=base_url,
                   max_retries=retries, timeout=float(options.get("timeout", 600)))
 
 
