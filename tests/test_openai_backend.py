@@ -292,6 +292,15 @@ def test_an_unknown_model_or_endpoint_is_a_usage_error(oai, tmp_path, path, says
         run(oai, tmp_path, model="gpt-missing", options={"base_url": base})
 
 
+def test_a_bad_request_naming_the_model_is_a_usage_error(oai, tmp_path):
+    oai.error(400, None, "gpt-tset is not a valid model ID")
+    with pytest.raises(UsageError, match=r"has no model 'gpt-test' \(400\)"):
+        run(oai, tmp_path)
+    oai.error(400, None, "messages: too many items")
+    with pytest.raises(BackendError, match=r"rejected the request \(400\)"):
+        run(oai, tmp_path)
+
+
 def test_rate_limit_then_success(oai, tmp_path):
     oai.error(429, "rate_limit_exceeded", "slow down", FAST_RETRY, kind="requests")
     oai.reply("done")
@@ -386,12 +395,35 @@ def test_run_sh_worker_with_backend_openai(oai, project: Path, tmp_path: Path):
     assert oai.requests[0]["messages"][0]["content"] == (runs[-1] / "prompt.md").read_text()
 
 
-def test_run_sh_worker_with_a_refused_key_exits_2(oai, project: Path):
-    env = {"OPENAI_BASE_URL": oai.base_url, "OPENAI_API_KEY": "wrong-key"}
-    result = run_sh("worker", "next", "--backend", "openai", "--model", "gpt-test",
+NO_RETRY = {"x-should-retry": "false"}
+
+
+@pytest.mark.parametrize(("key", "model", "error", "code", "says"), [
+    ("wrong-key", "gpt-test", None, 2, "refused the key (401)"),
+    ("test-key", "gpt-missing", None, 2, "has no model 'gpt-missing' (404)"),
+    ("test-key", "gpt-test", (429, "rate_limit_exceeded", {"retry-after": "120", **NO_RETRY}),
+     6, "usage limit resets at "),
+    ("test-key", "gpt-test", (500, None, NO_RETRY), 6, "is failing (500)"),
+    ("test-key", "gpt-test", (400, "context_length_exceeded", {}), 1, "context full"),
+])
+def test_run_sh_worker_failures_keep_the_exit_code_contract(oai, project: Path, key, model,
+                                                             error, code, says):
+    if error:
+        status, kind, headers = error
+        oai.error(status, kind, "maximum context length is 10 tokens", headers, times=3)
+    env = {"OPENAI_BASE_URL": oai.base_url, "OPENAI_API_KEY": key}
+    result = run_sh("worker", "F-004", "--backend", "openai", "--model", model,
                     cwd=project, env=env)
-    assert result.returncode == 2, result.stdout + result.stderr
-    assert "OPENAI_API_KEY" in result.stderr
+    assert result.returncode == code, result.stdout + result.stderr
+    assert says in result.stdout + result.stderr
+    manifest = json.loads(max((project / ".harness" / "runs").glob("*/manifest.json"),
+                              key=lambda p: p.stat().st_mtime).read_text())
+    assert manifest["exit_code"] == code
+    if code == 6 and status == 429:
+        assert manifest["reset_at"] > datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if code == 2:
+        assert "OPENAI_API_KEY" in result.stderr or "--model" in result.stderr
+    assert manifest["result"] == {1: "capped", 2: "error", 6: "backend-error"}[code]
 
 
 # --- run.sh doctor: the key asked about at no cost -------------------------------------

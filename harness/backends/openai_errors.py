@@ -24,6 +24,8 @@ from harness.state.envfile import user_env_file
 
 TOO_LONG = re.compile(r"context.length|context.size|context.window|maximum context|"
                       r"too many tokens|prompt is too long|reduce the length", re.IGNORECASE)
+UNKNOWN_MODEL = re.compile(r"model\b.*\b(not found|does not exist|unknown|invalid|not supported)"
+                           r"|(unknown|invalid|no such|not a valid) model", re.IGNORECASE)
 DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
 RETRY_FAILURES = (  # the first match says what failed
@@ -68,10 +70,12 @@ def api_failure(e: openai.APIError, *, model: str, url: Any, retries: int,
     if isinstance(e, openai.AuthenticationError | openai.PermissionDeniedError):
         return UsageError(f"{api} refused the key ({e.status_code}) {said}: {key_fix(state)}; "
                           "the key must be one this server takes")
+    if getattr(e, "code", None) == "model_not_found" or (
+            isinstance(e, openai.NotFoundError | openai.BadRequestError)
+            and UNKNOWN_MODEL.search(str(e.message))):
+        return UsageError(f"{api} has no model {model!r} ({e.status_code}) {said}: set the "
+                          "role's `model` (or pass --model) to a model it serves")
     if isinstance(e, openai.NotFoundError):
-        if getattr(e, "code", None) == "model_not_found" or "model" in str(e.message).lower():
-            return UsageError(f"{api} has no model {model!r} (404) {said}: set the role's "
-                              "`model` (or pass --model) to a model it serves")
         return UsageError(f"{api} has no Chat Completions endpoint (404) {said}: check "
                           "OPENAI_BASE_URL or the role's options.base_url (most servers "
                           "want it to end in /v1)")
