@@ -43,7 +43,7 @@ class Reply:
     """One scripted answer: a message, or an error status; after `delay` seconds."""
 
     message: dict[str, Any] = field(default_factory=dict)
-    finish_reason: str = "stop"
+    finish_reason: str | None = "stop"  # None: a stream cut before the end
     usage: dict[str, Any] = field(default_factory=usage)
     status: int = 200
     error: dict[str, Any] | None = None

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import git_init, run_sh
 from fake_api import make_session
-from fake_openai import FakeOpenAI, call
+from fake_openai import FakeOpenAI, Reply, call
 
 from harness.backends.context import STUB
 from harness.backends.openai import OpenAIBackend
@@ -336,6 +336,12 @@ def test_a_timeout_with_time_left_is_a_backend_error(oai, tmp_path):
     oai.reply("too late", delay=30)
     with pytest.raises(BackendError, match="did not answer in time after 0 retries"):
         run(oai, tmp_path, caps=Caps(wall_seconds=60), options={"timeout": 0.5, "max_retries": 0})
+
+
+def test_a_stream_that_ends_before_the_reply_is_a_backend_error(oai, tmp_path):
+    oai.replies.append(Reply({"role": "assistant", "content": "half a"}, finish_reason=None))
+    with pytest.raises(BackendError, match="ended before it was finished"):
+        run(oai, tmp_path, options={"stream": True})
 
 
 def test_an_unreachable_server_is_a_backend_error(oai, tmp_path):

@@ -21,7 +21,12 @@ import openai
 
 from harness.agent.tools import ToolBox
 from harness.backends.chat_format import chat_messages, fold_stream, function_tools, reply_of
-from harness.backends.openai_errors import api_failure, is_context_too_long, key_fix
+from harness.backends.openai_errors import (
+    api_failure,
+    cut_stream,
+    is_context_too_long,
+    key_fix,
+)
 from harness.backends.toolloop import OutOfTime, PromptTooLong, Reply, ToolLoop
 from harness.errors import HarnessError, UsageError
 from harness.types import Outcome, Session
@@ -120,7 +125,10 @@ class ChatLoop(ToolLoop):
             if options.get("stream"):
                 with self.client.chat.completions.create(
                         **params, stream=True, stream_options={"include_usage": True}) as chunks:
-                    return reply_of(fold_stream(chunk.model_dump() for chunk in chunks))
+                    completion = fold_stream(chunk.model_dump() for chunk in chunks)
+                if completion["choices"][0]["finish_reason"] is None:
+                    raise cut_stream(self.client.base_url)
+                return reply_of(completion)
             return reply_of(self.client.chat.completions.create(**params).model_dump())
         except OutOfTime:
             return None

@@ -86,6 +86,13 @@ def api_failure(e: openai.APIError, *, model: str, url: Any, retries: int,
                      reset_time(response.headers) if response is not None else None)
 
 
+def cut_stream(url: Any) -> APIFailed:
+    """A streamed reply that ended before the server said why it stopped: cut off."""
+    return APIFailed(f"the reply streamed from the API at {url} ended before it was finished "
+                     "(no finish_reason); if this server never gives one, run without "
+                     "`stream`")
+
+
 def reset_time(headers: Any, now: datetime | None = None) -> str | None:
     """When a limit lifts (ISO-8601 UTC): from `retry-after-ms` or `retry-after`, else the
     latest `x-ratelimit-reset-*` (a duration such as `6m0s`, or a Unix time)."""
