@@ -385,8 +385,11 @@ def test_run_sh_worker_with_backend_openai(oai, project: Path, tmp_path: Path):
     oai.reply("Writing it.", call(EDITOR, {"command": "create", "path": "out.txt",
                                            "file_text": "made by the openai backend\n"}),
               prompt=1000, completion=50)
+    oai.reply(None, call("bash", {"command": "echo key=$OPENAI_API_KEY"}), prompt=1100,
+              completion=10)
     oai.reply(None, call("finish", {"summary": "out.txt written"}), prompt=1200, completion=20)
-    env = {"OPENAI_BASE_URL": oai.base_url, "OPENAI_API_KEY": "test-key"}
+    oai.key = "sk-proj-0123456789abcdefghij0123456789"
+    env = {"OPENAI_BASE_URL": oai.base_url, "OPENAI_API_KEY": oai.key}
     result = run_sh("worker", "next", "--backend", "openai", "--model", "gpt-test",
                     cwd=project, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -394,10 +397,11 @@ def test_run_sh_worker_with_backend_openai(oai, project: Path, tmp_path: Path):
     runs = sorted((state / "runs").iterdir())
     manifest = json.loads((runs[-1] / "manifest.json").read_text())
     assert (manifest["backend"], manifest["model"], manifest["turns"]) == (
-        "openai", "gpt-test", 2)
-    assert manifest["cost_usd"] == pytest.approx((2200 * 1.0 + 70 * 4.0) / 1e6)
+        "openai", "gpt-test", 3)
+    assert manifest["cost_usd"] == pytest.approx((3300 * 1.0 + 80 * 4.0) / 1e6)
     transcript = (runs[-1] / "transcript.jsonl").read_text()
-    assert "test-key" not in transcript  # the key never reaches a record
+    assert '"result": "key=\\n[exit code 0]"' in transcript  # the agent's shell has no key
+    assert not [p for p in runs[-1].rglob("*") if p.is_file() and oai.key in p.read_text()]
     assert oai.requests[0]["messages"][0]["content"] == (runs[-1] / "prompt.md").read_text()
 
 
