@@ -100,9 +100,9 @@ def is_repo(workdir: Path) -> bool:
 def identity_args(workdir: Path) -> tuple[str, ...]:
     """A committer identity where the tree's git sees none (in the sandbox, which hides
     $HOME, it sees no global config): the person's own from outside, else the harness's."""
-    has_name = run_git(workdir, "config", "user.name", check=False).returncode == 0
-    has_email = run_git(workdir, "config", "user.email", check=False).returncode == 0
-    if has_name and has_email:
+    seen = run_git(workdir, "config", "--get-regexp", r"^user\.(name|email)$", check=False)
+    if {line.split(" ", 1)[0] for line in seen.stdout.splitlines()} >= {"user.name",
+                                                                        "user.email"}:
         return ()
     return _global_identity() or DEFAULT_IDENTITY
 
@@ -133,9 +133,9 @@ def clear_stale_locks(workdir: Path) -> None:
     find while holding it is a dead git's, or a person's git at work right now: one
     that does not change for STALE_AFTER seconds is taken to be dead.
     """
-    git_dir = Path(run_git(workdir, "rev-parse", "--absolute-git-dir").stdout.strip())
-    common = Path(run_git(workdir, "rev-parse", "--path-format=absolute", "--git-common-dir",
-                       check=False).stdout.strip() or git_dir)
+    dirs = run_git(workdir, "rev-parse", "--path-format=absolute", "--absolute-git-dir",
+                   "--git-common-dir").stdout.split("\n")
+    git_dir, common = Path(dirs[0]), Path(dirs[1] or dirs[0])
     candidates = [git_dir / "index.lock", git_dir / "HEAD.lock", common / "packed-refs.lock",
                   *_ref_locks(common / "refs")]
     seen = {lock: _stamp(lock) for lock in candidates}

@@ -52,8 +52,7 @@ def record(state: Path, repo: Path) -> Repository | None:
     if top is None or not (top / ".git").is_dir() or (top / ".git").is_symlink():
         return None  # a linked worktree or a submodule: git finds its repository elsewhere
     git_dir, st = (top / ".git").resolve(), os.stat(top / ".git")
-    mark = _mark(git_dir) or uuid.uuid4().hex
-    atomic_write(git_dir / MARK, mark + "\n")
+    mark = _mark(git_dir) or _make_mark(git_dir)
     atomic_write(state / RECORD, json.dumps({"git_dir": str(git_dir), "device": st.st_dev,
                                              "inode": st.st_ino, "id": mark}) + "\n")
     return git_dir, (st.st_dev, st.st_ino, mark)
@@ -95,6 +94,19 @@ def _linked(dot_git: Path, git_dir: Path) -> Path:
     if target.resolve().parent != git_dir / "worktrees":
         raise _replaced(dot_git, git_dir)
     return target
+
+
+def _make_mark(git_dir: Path) -> str:
+    """A new mark, or the one another run made first: runs starting together agree."""
+    tmp = git_dir / f".{MARK}.{uuid.uuid4().hex}"
+    tmp.write_text(uuid.uuid4().hex + "\n", encoding="utf-8")
+    try:
+        os.link(tmp, git_dir / MARK)  # all at once and only where none is yet
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink()
+    return _mark(git_dir) or ""
 
 
 def _mark(git_dir: Path) -> str | None:
