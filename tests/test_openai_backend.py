@@ -14,10 +14,11 @@ from conftest import git_init, run_sh
 from fake_api import make_session
 from fake_openai import FakeOpenAI, Reply, call
 
+from harness.agent.tools import ToolBox
 from harness.backends.context import STUB
-from harness.backends.openai import OpenAIBackend
+from harness.backends.openai import ChatLoop, OpenAIBackend, is_openai
 from harness.backends.openai_errors import reset_time
-from harness.backends.toolloop import CUT_CALL
+from harness.backends.toolloop import CUT_CALL, CUT_TEXT
 from harness.errors import BACKEND, USAGE, BackendError, HarnessError, UsageError
 from harness.state import actions
 from harness.types import CAPPED, FINISHED, GAVE_UP, Caps, Usage
@@ -154,6 +155,28 @@ def test_a_tool_call_cut_at_the_token_limit_is_continued(oai, tmp_path, stream):
     assert (answer[0]["tool_call_id"], answer[0]["content"].startswith("ERROR")) == ("ok", False)
     assert answer[1] == {"role": "tool", "tool_call_id": "cut", "content": "ERROR: " + CUT_CALL}
     assert [e["cut_tool"] for e in events if e["event"] == "continued"] == [EDITOR]
+
+
+def test_replies_cut_at_the_token_limit_four_times_in_a_row_end_the_run(oai, tmp_path):
+    for _ in range(4):
+        oai.reply("and so", finish_reason="length")
+    outcome, _, events = run(oai, tmp_path, caps=Caps(max_tokens=64))
+    assert (outcome.status, outcome.turns) == (CAPPED, 4)
+    assert outcome.detail == "4 replies in a row cut off at max_tokens (64)"
+    assert oai.requests[1]["messages"][-1] == {"role": "user", "content": CUT_TEXT}
+
+
+def test_which_field_carries_the_token_cap(oai, tmp_path, monkeypatch):
+    assert is_openai(None) and is_openai("https://api.openai.com/v1")
+    assert not is_openai("http://127.0.0.1:11434/v1")
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://api.openai.com/v1")
+    with ToolBox(make_session(tmp_path, tools=[])) as tools:
+        session = make_session(tmp_path, tools=[], caps=Caps(max_tokens=99))
+        assert ChatLoop(session, tools).max_tokens_field == "max_completion_tokens"
+    oai.reply("ok")
+    run(oai, tmp_path, caps=Caps(max_tokens=99),
+        options={"max_tokens_field": "max_completion_tokens"})
+    assert oai.requests[0]["max_completion_tokens"] == 99 and "max_tokens" not in oai.requests[0]
 
 
 def test_turns_cap(oai, tmp_path):
