@@ -22,6 +22,7 @@ from harness.config import (
 )
 from harness.errors import BlockedError, BudgetError, NothingToDo, UsageError
 from harness.paths import Paths
+from harness.run import gitdir
 from harness.run.prompt import (
     RecordingLoader,
     Rendered,
@@ -101,8 +102,14 @@ def role_config_for(paths: Paths, role: str, backend: str | None,
 
 
 def sandbox_policy(config: RoleConfig, paths: Paths) -> SandboxPolicy:
-    """Where the role's commands may reach, and what the sandbox hides from them."""
-    return SandboxPolicy(kind=config.sandbox or "none", paths=dict(config.sandbox_paths),
+    """Where the role's commands may reach, and what the sandbox hides from them. In a
+    feature's worktree, git reads the repository's git folder: shown read-only (where the
+    mission recorded it, not where the agent's `.git` file says)."""
+    shown = dict(config.sandbox_paths)
+    repository = gitdir.recorded(paths.state)
+    if repository and paths.workdir.is_relative_to(paths.state / "worktrees"):
+        shown.setdefault(str(repository[0]), "ro")
+    return SandboxPolicy(kind=config.sandbox or "none", paths=shown,
                          network=bool(config.sandbox_network), state=paths.state,
                          identity=paths.identity, harness_home=paths.home)
 
