@@ -92,6 +92,7 @@ class FakeAPI:
         self.headers: list[dict[str, str]] = []
         self.context_limit: int | None = None  # refuse requests over this many tokens
         self.count_input = False  # report each request's counted tokens as its input
+        self.model: str | None = None  # the model replies say served them; None: the one asked
         self.signed: dict[str, dict[str, Any]] = {}  # thinking blocks sent, by signature
         # makes a reply's content from the request when none is queued (bench/judge_model.py)
         self.respond: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
@@ -175,7 +176,8 @@ class _Handler(BaseHTTPRequestHandler):
         counted = {"input_tokens": tokens} if api.count_input else {}
         message = {
             "id": f"msg_{next(_ids):04d}", "type": "message", "role": "assistant",
-            "model": body["model"], "content": reply.content, "stop_reason": reply.stop_reason,
+            "model": api.model or body["model"], "content": reply.content,
+            "stop_reason": reply.stop_reason,
             "stop_sequence": None, "usage": {**reply.usage, **counted},
         }
         api.signed.update({b["signature"]: b for b in reply.content if b["type"] == "thinking"})

@@ -103,6 +103,13 @@ def test_end_turn_without_tools_finishes_with_its_text(api, tmp_path):
     assert len(events) == 1
 
 
+def test_the_model_the_api_says_answered_is_the_one_reported(api, tmp_path):
+    api.model = "claude-test-20991231"  # an alias resolved by the API
+    api.reply(text("Nothing to change."), stop_reason="end_turn")
+    outcome, session, _ = run(api, tmp_path)
+    assert (session.model, outcome.model) == ("claude-test", "claude-test-20991231")
+
+
 def test_finish_with_gave_up_and_a_refusal_give_up(api, tmp_path):
     api.reply(tool_use("finish", {"summary": "cannot build it", "status": "gave_up"}))
     outcome, _, _ = run(api, tmp_path)

@@ -99,6 +99,7 @@ def test_codex_choosing_its_own_model_has_an_unknown_cost_never_zero(codex, proj
     assert (manifest["cost_usd"], manifest["cost_unknown"]) == (None, True)
     assert "cost=unknown" in (project / ".harness" / "progress.log").read_text()
     assert fake.requests[0]["body"]["model"] == "gpt-5-codex"  # CODEX_HOME's, not Claude's
+    assert manifest["model"] == "gpt-5-codex"  # recorded as Codex reports it, not the role's
 
 
 def test_codex_server_errors_are_exit_6_and_never_block_the_feature(codex, project):
@@ -174,6 +175,7 @@ def test_claude_runs_a_command_and_notes(claude, api, project):
     assert (project / "out.txt").read_text() == "hi\n"
     assert "real CLI wrote out.txt" in (project / ".harness" / "raw.md").read_text()
     assert last_manifest(project / ".harness")["turns"] == 2
+    assert last_manifest(project / ".harness")["model"] == "claude-sonnet-4-5"
 
 
 @pytest.mark.parametrize(("status", "kind", "message", "code", "says"), [

@@ -55,6 +55,7 @@ class ToolLoop:
         self.session, self.tools = session, tools
         self.usage, self.turns, self.started = Usage(), 0, time.monotonic()
         self.cut_offs = 0  # replies in a row stopped at max_tokens
+        self.served: str | None = None  # the model the API says answered
         self.retries = int(session.options.get("max_retries", 2))
         try:
             self.client = anthropic.Anthropic(
@@ -97,6 +98,7 @@ class ToolLoop:
     def take(self, message: Any, convo: Conversation) -> list[dict[str, Any]]:
         """Count and record a model turn; its content blocks as they came."""
         self.turns += 1
+        self.served = getattr(message, "model", None) or self.served
         self.usage.add(turn_usage := usage_of(message.usage))
         convo.sent(turn_usage)
         content = [block.to_dict() for block in message.content]
@@ -230,7 +232,7 @@ class ToolLoop:
 
     def outcome(self, status: str, summary: str, detail: str) -> Outcome:
         return Outcome(status=status, summary=summary, usage=self.usage, cost_usd=self.cost,
-                       turns=self.turns, detail=detail)
+                       turns=self.turns, detail=detail, model=self.served)
 
 
 def usage_of(usage: Any) -> Usage:

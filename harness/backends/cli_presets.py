@@ -65,6 +65,22 @@ def cli_model(options: dict[str, Any], model: str) -> str:
     return preset.default_model
 
 
+def requested_model(backend: str, options: dict[str, Any], model: str) -> str | None:
+    """The model a role's run asks for, as recorded when it starts: the role's for the API;
+    for a preset the one its argv names; None when no model is asked for by name (a script,
+    a role's own `command`, a CLI left to choose)."""
+    if backend == "scripted":
+        return None
+    if backend == "command":
+        if options.get("command"):
+            return None
+        try:
+            return cli_model(options, model) or None
+        except UsageError:
+            return None  # the run itself reports the unknown preset
+    return model
+
+
 def docs_read_by(backend: str, options: dict[str, Any]) -> tuple[str, ...]:
     """The project docs a role's agent CLI reads by itself (none for other backends)."""
     if backend != "command" or options.get("command"):

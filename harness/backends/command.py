@@ -42,6 +42,7 @@ from harness.backends.cli_results import (
     ClaudeEvents,
     CodexEvents,
     claude_outcome,
+    codex_model,
     find_claude_result,
     raise_for_failure,
 )
@@ -122,13 +123,13 @@ def _run_cli(argv: list[str], preset: Preset, prompt: str,
     code, stdout, stderr = proc.returncode, out.stdout(), out.stderr()
     session.record({"type": "command_exit", "returncode": code, "stderr_tail": stderr})
     if timed_out:
-        return _wall_capped(fold, session), None
+        return _served(_wall_capped(fold, session), fold, session), None
     result = None if codex else find_claude_result(stdout)
     if codex and (outcome := codex.outcome(session.model, session.prices)) is not None:
-        return outcome, codex.summary
+        return _served(outcome, fold, session), codex.summary
     if result:
         outcome = claude_outcome(result, session.model, session.prices)
-        return outcome, result.get("structured_output")
+        return _served(outcome, fold, session), result.get("structured_output")
     if preset.parser == "generic":
         detail = f"exit code {code}" if code else ""
         return Outcome(GAVE_UP if code else FINISHED, summary=stdout[-2000:], detail=detail), None
@@ -137,6 +138,20 @@ def _run_cli(argv: list[str], preset: Preset, prompt: str,
         f"{argv[0]} printed no {preset.parser} JSON result (exit code {code});"
         f" output starts: {stdout[:500]!r}; stderr ends: {stderr[-500:]!r}"
     )
+
+
+def _served(outcome: Outcome, fold: ClaudeEvents | CodexEvents, session: Session) -> Outcome:
+    """The outcome with the model that served the run, as the CLI reports it: Claude Code's
+    events and result name it; Codex names it in its own session record. Where the CLI does
+    not say, the model its argv named (the preset's), else None: never the role's model
+    when the CLI was not given it."""
+    if isinstance(fold, CodexEvents):
+        home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+        said = codex_model(fold.thread, home)
+    else:
+        said = fold.model or outcome.model
+    asked = None if session.options.get("command") else session.model  # a role's own command
+    return replace(outcome, model=said or asked or None)                  # is given no model
 
 
 def _start(argv: list[str], session: Session, preset: Preset) -> subprocess.Popen:

@@ -47,6 +47,8 @@ def outcome_fields(outcome: Outcome | None, error: BaseException | None,
     if outcome:
         fields.update(usage=vars(outcome.usage), turns=outcome.turns, outcome=outcome.status,
                       detail=outcome.detail, summary=outcome.summary)
+        if outcome.model:  # the model that served the run, over the one it asked for
+            fields["model"] = outcome.model
     if error is not None:
         fields["error"] = f"{type(error).__name__}: {error}"
         reset_at = getattr(error, "reset_at", None) or (outcome.reset_at if outcome else None)
