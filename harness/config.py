@@ -67,6 +67,9 @@ class MissionConfig(Strict):
     # per feature, merged into base_branch on a pass (DESIGN.md, Workspaces)
     workspace: Literal["shared", "worktrees"] = "shared"
     base_branch: str | None = None  # None: the branch checked out in the working directory
+    # Whether worker runs commit their changes (harness/run/commits.py); false: no commits,
+    # and no git needed (a detached HEAD, no repository or no git is then no error)
+    commit: bool = True
 
 
 class RoleConfig(Strict):

@@ -220,7 +220,7 @@ def test_costs_a_script_gives_add_up_to_the_mission_spend(project: Path,
 
 def test_same_failure_reason_n_times_blocks_the_feature(project: Path, tmp_path: Path) -> None:
     state = project / ".harness"
-    (state / "config.yaml").write_text("max_attempts: 10\nstuck_after: 3\n")
+    (state / "config.yaml").write_text("max_attempts: 10\nstuck_after: 3\ncommit: false\n")
     codes = []
     for n in range(3):
         set_verify(state, "F-004", None)

@@ -47,7 +47,7 @@ from harness.backends.cli_results import (
     raise_for_failure,
 )
 from harness.backends.pricing import known_cost
-from harness.errors import BackendError, UsageError
+from harness.errors import BackendError, HarnessError, UsageError
 from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session
 
 CLI_FIX = "install it or put it on PATH, or set the role's `command` option to its full path"
@@ -124,6 +124,22 @@ def _run_cli(argv: list[str], preset: Preset, prompt: str,
     session.record({"type": "command_exit", "returncode": code, "stderr_tail": stderr})
     if timed_out:
         return _served(_wall_capped(fold, session), fold, session), None
+    try:
+        return _read_outcome(argv, preset, session, fold, (code, stdout, stderr))
+    except HarnessError as e:
+        # what the CLI did before it failed: its turns say whether its agent acted
+        partial = replace(_wall_capped(fold, session), status=GAVE_UP, detail=str(e)[:500])
+        e.outcome = _served(partial, fold, session)  # type: ignore[attr-defined]
+        raise
+
+
+def _read_outcome(argv: list[str], preset: Preset, session: Session,
+                  fold: ClaudeEvents | CodexEvents,
+                  ended: tuple[int | None, str, str]) -> tuple[Outcome, object]:
+    """The outcome of a CLI that exited: from its events or its JSON result; an error for
+    what its failure means."""
+    code, stdout, stderr = ended
+    codex = fold if isinstance(fold, CodexEvents) else None
     result = None if codex else find_claude_result(stdout)
     if codex and (outcome := codex.outcome(session.model, session.prices)) is not None:
         return _served(outcome, fold, session), codex.summary

@@ -11,8 +11,9 @@ from typing import Any
 from harness.config import MissionConfig, load_mission_config
 from harness.errors import BudgetError
 from harness.paths import Paths, check_state
+from harness.run import commits
 from harness.run.claim import Claim, claim
-from harness.run.prepare import prepare, role_config_for, sandbox_policy
+from harness.run.prepare import FEATURE_ROLES, prepare, role_config_for, sandbox_policy
 from harness.run.worktree import commit_leftovers, merge_base_in
 from harness.state import ledger
 from harness.state import plan as plan_mod
@@ -27,6 +28,8 @@ def run_role(paths: Paths, role: str, target: str | None, *, dry_run: bool = Fal
     check_state(paths.state)
     mission = load_mission_config(paths.state)
     plan = plan_mod.load_plan(paths.state)
+    if role in FEATURE_ROLES and not dry_run:
+        commits.require_git(paths, mission)  # exit 2 before a worktree or a lock is made
     with claim(paths, mission, role, target, plan, dry_run=dry_run) as claimed:
         feature, work_paths = claimed.feature, claimed.paths
         if dry_run:
@@ -47,11 +50,16 @@ def run_role(paths: Paths, role: str, target: str | None, *, dry_run: bool = Fal
         config = role_config_for(paths, role, backend, backend_options, sandbox)[0]
         policy = sandbox_policy(config, work_paths)
         require_sandbox(policy)  # exit 2 before anything runs: never unsandboxed instead
+        fid = feature.id if feature else None
+        leftovers = commits.check_tree(work_paths, mission, role, fid) if fid else []
         extra = before_call(work_paths, role, claimed, mission, config.options, policy)
         prepared = prepare(work_paths, role, feature, plan, mission, extra=extra,
                            backend=backend, backend_options=backend_options, sandbox=sandbox,
                            workspace=claimed.workspace)
         claimed.label(prepared.record.run_id)
+        commits.opened(work_paths, mission, prepared.record.run_id)
+        if leftovers:
+            prepared.record.manifest["leftovers_committed"] = leftovers
         if extra and extra.get("verify"):
             prepared.record.manifest["verify"] = {k: extra["verify"][k]
                                                   for k in ("command", "exit_code", "timed_out")}
