@@ -368,7 +368,7 @@ def test_a_failing_recorder_surfaces_after_the_cli_is_stopped(tmp_path):
 
 
 def test_missing_executable_names_the_command(tmp_path):
-    with pytest.raises(BackendError, match="'no-such-agent-cli-xyz'.*PATH"):
+    with pytest.raises(UsageError, match="'no-such-agent-cli-xyz'.*PATH"):
         run(tmp_path, command="no-such-agent-cli-xyz --go")
 
 

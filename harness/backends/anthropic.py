@@ -5,7 +5,8 @@ budget (harness/backends/context.py), call the model, record the turn, run its t
 through the ToolBox and send the results back. The loop ends when the model stops asking for
 tools, calls `finish`, or a cap is reached. A reply cut at `max_tokens` is continued, a few
 times in a row at most. The SDK retries (`max_retries`); what still fails after its retries
-is a BackendError (exit 6), with the reset time when told; a prompt the API finds too long
+is a BackendError (exit 6), with the reset time when told, or for a refused key or model a
+UsageError (exit 2) naming the fix (api_errors.py); a prompt the API finds too long
 even after clearing harder ends the run as capped (the attempt counts).
 """
 
@@ -18,12 +19,20 @@ from typing import Any
 import anthropic
 
 from harness.agent.tools import ToolBox
-from harness.backends.api_errors import PromptTooLong, backend_error, is_prompt_too_long
+from harness.backends.api_errors import (
+    PromptTooLong,
+    Where,
+    backend_error,
+    is_prompt_too_long,
+    key_fix,
+    role_file,
+)
 from harness.backends.context import EPHEMERAL, Conversation
 from harness.backends.pricing import cost_of, priced
-from harness.errors import BackendError, HarnessError
+from harness.errors import HarnessError, UsageError
 from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session, Usage
 
+KEY_VAR = "ANTHROPIC_API_KEY"
 CONTINUATIONS = 3  # replies in a row cut at max_tokens that are continued
 CUT_CALL = ("This call was cut off at the max_tokens limit before its input was complete, "
             "so it was not run. Send it again; if its input is large, split the work "
@@ -65,10 +74,15 @@ class ToolLoop:
                 middleware=[self.stop_when_out_of_time],
             )
         except anthropic.AnthropicError as e:  # e.g. a broken credentials profile
-            raise BackendError(f"cannot load Anthropic credentials: {e}") from e
+            raise UsageError(f"cannot load Anthropic credentials: {e}; "
+                             f"{key_fix(KEY_VAR, session.state)}") from e
         if not (self.client.api_key or self.client.auth_token or self.client.credentials):
-            raise BackendError("no Anthropic API key: set ANTHROPIC_API_KEY (or run with "
-                               "--backend command --preset claude to use a logged-in CLI)")
+            raise UsageError(f"no Anthropic API key: {KEY_VAR} is not set; "
+                             f"{key_fix(KEY_VAR, session.state)} (or run with --backend "
+                             "command --preset claude to use a logged-in CLI)")
+        var = KEY_VAR if self.client.api_key else "ANTHROPIC_AUTH_TOKEN"
+        self.where = Where(var, session.model, session.state,
+                           role_file(session.state, session.role))
 
     def run(self, prompt: str) -> Outcome:
         specs = self.tools.specs()
@@ -184,7 +198,7 @@ class ToolLoop:
                 return None
             if is_prompt_too_long(e):
                 raise PromptTooLong(getattr(e, "message", str(e))) from e
-            raise backend_error(e, self.retries, self.client.base_url) from e
+            raise backend_error(e, self.retries, self.client.base_url, self.where) from e
 
     def execute(self, calls: list[Any]) -> list[dict[str, Any]]:
         """Run the tool calls in order; their results."""

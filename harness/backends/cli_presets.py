@@ -24,6 +24,8 @@ class Preset:
     models: tuple[str, ...] = ()  # name prefixes of the models its provider serves
     default_model: str = ""  # for a role whose model is another provider's; "": CLI chooses
     reads_docs: tuple[str, ...] = ()  # project docs the CLI puts in its own context
+    login: str = "its login command"  # how a person logs the CLI in
+    status: tuple[str, ...] = ()  # the argv (after the CLI's name) that says if it is logged in
 
 
 PRESETS = {
@@ -33,6 +35,8 @@ PRESETS = {
         ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"),
         models=("claude", "sonnet", "opus", "haiku"),
         reads_docs=("CLAUDE.md",),
+        login="`claude login`; for cron `claude setup-token` gives CLAUDE_CODE_OAUTH_TOKEN",
+        status=("auth", "status"),
     ),
     "codex": Preset(
         # --skip-git-repo-check: the harness, not Codex, decides where the agent works; without
@@ -42,6 +46,8 @@ PRESETS = {
         ("OPENAI_API_KEY", "CODEX_API_KEY"),
         models=("gpt", "o1", "o3", "o4", "codex"),
         reads_docs=("AGENTS.md",),
+        login="`codex login`",
+        status=("login", "status"),
     ),
     "generic": Preset((), "generic"),
 }

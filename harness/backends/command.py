@@ -36,6 +36,7 @@ from harness.backends.cli_answer import (
     record_answer,
     wants_answer,
 )
+from harness.backends.cli_errors import CliRefused, Setup, fix_for
 from harness.backends.cli_presets import Preset, build_argv, cli_model
 from harness.backends.cli_process import Output, wait_and_stop
 from harness.backends.cli_results import (
@@ -126,11 +127,21 @@ def _run_cli(argv: list[str], preset: Preset, prompt: str,
         return _served(_wall_capped(fold, session), fold, session), None
     try:
         return _read_outcome(argv, preset, session, fold, (code, stdout, stderr))
-    except HarnessError as e:
+    except HarnessError as failure:
+        error = failure
+        if isinstance(failure, CliRefused):  # the fix, naming the variable and the file
+            error = CliRefused(failure.said, failure.kind, failure.variable,
+                               fix_for(failure, cli_setup(preset, session)))
         # what the CLI did before it failed: its turns say whether its agent acted
-        partial = replace(_wall_capped(fold, session), status=GAVE_UP, detail=str(e)[:500])
-        e.outcome = _served(partial, fold, session)  # type: ignore[attr-defined]
-        raise
+        partial = replace(_wall_capped(fold, session), status=GAVE_UP, detail=str(error)[:500])
+        error.outcome = _served(partial, fold, session)  # type: ignore[attr-defined]
+        raise error from failure if error is not failure else None
+
+
+def cli_setup(preset: Preset, session: Session) -> Setup:
+    """What a fix for a CLI's refusal names, from the preset, the role and the environment."""
+    return Setup(preset.login, preset.key_vars, tuple(session.options.get("pass_env", [])),
+                 os.environ, session.state, session.role)
 
 
 def _read_outcome(argv: list[str], preset: Preset, session: Session,
@@ -187,7 +198,7 @@ def _start(argv: list[str], session: Session, preset: Preset) -> subprocess.Pope
             preexec_fn=die_with_parent,
         )
     except (FileNotFoundError, PermissionError) as e:
-        raise BackendError(f"cannot run agent CLI {argv[0]!r}: {e.strerror}; {CLI_FIX}") from e
+        raise UsageError(f"cannot run agent CLI {argv[0]!r}: {e.strerror}; {CLI_FIX}") from e
 
 
 def _executable(name: str, workdir: Path, env: dict[str, str]) -> str:
@@ -199,7 +210,8 @@ def _executable(name: str, workdir: Path, env: dict[str, str]) -> str:
             return path
     elif path := shutil.which(name, path=env.get("PATH")):
         return path
-    raise BackendError(f"cannot run agent CLI {name!r}: not found or not executable; {CLI_FIX}")
+    raise UsageError(f"cannot run agent CLI {name!r}: not found or not executable on PATH="
+                     f"{env.get('PATH', '')}; {CLI_FIX}")
 
 
 def _progress(fold: ClaudeEvents | CodexEvents, session: Session) -> Callable:
