@@ -137,7 +137,9 @@ def test_codex_a_key_not_passed_names_the_variable_to_pass(codex, project):
                 {"preset": "codex", "sandbox": "danger-full-access"})
     result = run_sh("worker", "F-004", cwd=project, env=env)
     assert result.returncode == 2
-    assert "pass_env: [OPENAI_API_KEY]" in result.stdout + result.stderr
+    said = " ".join((result.stdout + result.stderr).split())
+    assert ("OPENAI_API_KEY is set, but no secret reaches the CLI unless asked: add `options: "
+            f"{{pass_env: [OPENAI_API_KEY]}}` to {project / '.harness/roles/worker.yaml'}") in said
 
 
 def test_codex_a_usage_limit_is_exit_6_with_its_reset_time(codex, project):
@@ -195,6 +197,18 @@ def test_claude_service_errors_map_to_the_contract(claude, api, project, status,
         assert result.returncode == code, result.stdout + result.stderr
         assert says in result.stdout + result.stderr
     assert feature_status(project / ".harness") == "pending"
+
+
+def test_claude_not_given_the_exported_key_is_exit_2_naming_the_variable_and_the_file(
+        claude, api, project):
+    worker_role(project / ".harness", "claude-sonnet-4-5", {"preset": "claude"})
+    result = run_sh("worker", "F-004", cwd=project, env=claude)
+    assert result.returncode == 2, result.stdout + result.stderr
+    said = " ".join((result.stdout + result.stderr).split())
+    assert "Not logged in" in said
+    assert ("ANTHROPIC_API_KEY is set but not passed to the CLI: add `options: {pass_env: "
+            f"[ANTHROPIC_API_KEY]}}` to {project / '.harness/roles/worker.yaml'}") in said
+    assert api.requests == [] and feature_status(project / ".harness") == "pending"
 
 
 # --- a read-only validator: the verdict and notes as the CLI's structured answer --------
