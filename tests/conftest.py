@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / ".harness.example"
 RUN_SH = ROOT / "run.sh"
 NO_COMMITS = "commit: false\n"
+CLOSED_URL = "http://127.0.0.1:9"  # a local port nothing listens on
 HARNESS_VARS = ("HARNESS_STATE", "HARNESS_ROLE", "FEATURE_ID", "HARNESS_RUN_ID",
                 "HARNESS_IDENTITY_DIR", "HARNESS_HOME")
 
@@ -29,6 +30,8 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory,
     """No harness variables leak in from the caller; identity lives in a temp folder."""
     for name in HARNESS_VARS:
         monkeypatch.delenv(name, raising=False)
+    # `doctor` proves a key with a free API call: never to a real address from a test
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", os.environ.get("ANTHROPIC_BASE_URL", CLOSED_URL))
     identity = tmp_path_factory.mktemp("identity")
     monkeypatch.setenv("HARNESS_IDENTITY_DIR", str(identity))
     return identity

@@ -211,6 +211,31 @@ def test_claude_not_given_the_exported_key_is_exit_2_naming_the_variable_and_the
     assert api.requests == [] and feature_status(project / ".harness") == "pending"
 
 
+def test_doctor_asks_the_real_claude_code_its_login_and_proves_the_key_it_is_given(
+        claude, api, project):
+    state = project / ".harness"
+    worker_role(state, "claude-sonnet-4-5", {"preset": "claude"})  # the key is not passed
+    result = run_sh("doctor", "--no-cron", cwd=project, env=claude)
+    said = " ".join(result.stdout.split())
+    assert result.returncode == 2 and "FAIL auth worker: claude: not logged in" in said
+    role_file = state / "roles" / "worker.yaml"
+    assert f"add `options: {{pass_env: [ANTHROPIC_API_KEY]}}` to {role_file}" in said
+    worker_role(state, "claude-sonnet-4-5",
+                {"preset": "claude", "pass_env": ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"]})
+    api.keys = {"test-key"}
+    result = run_sh("doctor", "--no-cron", cwd=project, env=claude)
+    assert "ok    auth worker: claude: the API takes the key in ANTHROPIC_API_KEY" in result.stdout
+    assert api.counted and not [r for r in api.requests if r not in api.counted]  # free only
+
+
+def test_doctor_asks_the_real_codex_its_login(codex, project):
+    _, env = codex
+    result = run_sh("doctor", "--no-cron", cwd=project, env=env)
+    said = " ".join(result.stdout.split())
+    assert "warn auth worker: codex: not logged in" in said
+    assert "OPENAI_API_KEY is passed to it" in said
+
+
 # --- a read-only validator: the verdict and notes as the CLI's structured answer --------
 
 

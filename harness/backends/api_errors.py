@@ -78,6 +78,10 @@ class APIRefused(UsageError):
     """The Messages API refused the key, the model or the request: the person's to fix
     (exit 2), never an outage for a loop to wait out."""
 
+    def __init__(self, said: str, fix: str):
+        super().__init__(f"{said}: {fix}")
+        self.said, self.fix = said, fix
+
 
 class PromptTooLong(Exception):
     """The API refused the request's size: the conversation, not the service, is at fault."""
@@ -100,7 +104,7 @@ def backend_error(e: anthropic.APIError, retries: int, url: Any,
                        var=where.var, model=where.model)
     said = f"{what} ({getattr(e, 'api_message', None) or e.message})"
     if kind is not None:
-        return APIRefused(f"{said}: {FIXES[kind](where, url)}")
+        return APIRefused(said, FIXES[kind](where, url))
     response = getattr(e, "response", None)
     return APIFailed(said, reset_time(response.headers) if response is not None else None)
 

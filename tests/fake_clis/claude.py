@@ -71,7 +71,14 @@ def stream_two_turns():
     assistant("msg_02", {"type": "text", "text": "Now the edit."}, output=70)
 
 
-if mode == "success":
+if mode == "auth":  # `claude auth status`, as Claude Code 2.1 prints it
+    key = next((v for v in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN") if os.environ.get(v)),
+               None)
+    status = {"loggedIn": bool(key), "authMethod": "api_key" if key else "none",
+              "apiProvider": "firstParty", **({"apiKeySource": key} if key else {})}
+    print(json.dumps(status, indent=2))
+    sys.exit(0 if key else 1)
+elif mode == "success":
     result()
 elif mode == "stream":
     stream_two_turns()
