@@ -182,3 +182,15 @@ def test_commit_false_with_worktrees_is_refused(repo: Path, state: Path,
     (state / "config.yaml").write_text("workspace: worktrees\ncommit: false\n")
     result = worker(repo, tmp_path)
     assert result.returncode == 2 and "key 'commit'" in result.stderr
+
+
+def test_in_a_worktree_a_run_whose_agent_never_acted_commits_nothing(
+        repo: Path, state: Path) -> None:
+    (state / "config.yaml").write_text("workspace: worktrees\n")
+    base = git(repo, "rev-parse", "HEAD")
+    command = f"python3 {FAKES / 'claude.py'} not_logged_in .cli-state.json"
+    result = run_sh("worker", "F-004", "--backend", "command", "--preset", "claude",
+                    "--command", command, cwd=repo)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "never acted" in result.stdout + result.stderr
+    assert git(repo, "rev-parse", "harness/F-004") == base  # its branch got no commit
