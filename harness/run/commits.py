@@ -180,9 +180,7 @@ def commit_paths(top: Path, paths: list[str], message: str) -> str | None:
     spec = (f"--pathspec-from-file={listing.name}", "--pathspec-file-nul")
     try:
         run_git(top, "--literal-pathspecs", "add", "--all", *spec)
-        staged = run_git(top, "--literal-pathspecs", "diff", "--cached", "--quiet", "HEAD",
-                         "--", *paths, check=False).returncode
-        if staged == 0:
+        if not _staged(top).intersection(paths):
             return None
         run_git(top, *identity_args(top), "--literal-pathspecs", "commit", "-q", "--no-verify",
                 "-m", message, "--only", *spec)
@@ -206,6 +204,12 @@ def tree_changes(top: Path, state: Path) -> dict[str, list[Any]]:
         if len(entry) > 3 and not (skip and (path + "/").startswith(skip)):
             changes[path] = _stamp(top / path, entry[:2])
     return changes
+
+
+def _staged(top: Path) -> set[str]:
+    """The paths whose change is in the index (the argv stays short however many there are)."""
+    out = run_git(top, "status", "--porcelain=v1", "-z", "--no-renames").stdout
+    return {entry[3:] for entry in out.split("\0") if len(entry) > 3 and entry[0] not in " ?"}
 
 
 def load_record(state: Path) -> TreeRecord:
