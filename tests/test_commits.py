@@ -194,3 +194,23 @@ def test_in_a_worktree_a_run_whose_agent_never_acted_commits_nothing(
     assert result.returncode == 2, result.stdout + result.stderr
     assert "never acted" in result.stdout + result.stderr
     assert git(repo, "rev-parse", "harness/F-004") == base  # its branch got no commit
+
+
+def test_a_project_in_a_subfolder_of_the_repository_with_its_state_not_ignored(
+        tmp_path: Path, project: Path, state: Path) -> None:
+    top = tmp_path / "repo"
+    top.mkdir()
+    app = top / "app"
+    project.rename(app)  # the example mission, now in repo/app; .harness is not ignored
+    config = app / ".harness" / "config.yaml"
+    config.write_text(config.read_text().replace(NO_COMMITS, ""))
+    (top / "README.md").write_text("top\n")
+    git(top, "init", "-q")
+    git(top, "add", "README.md")
+    git(top, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    result = worker(app, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert committed_files(top) == {"app/hello.txt"}  # never the state directory
+    (top / "README.md").write_text("the person's edit, outside the project folder\n")
+    result = worker(app, tmp_path, WRITE_HELLO.replace("hello.txt", "two.txt"))
+    assert result.returncode == 3 and "README.md" in result.stderr
