@@ -214,3 +214,15 @@ def test_a_project_in_a_subfolder_of_the_repository_with_its_state_not_ignored(
     (top / "README.md").write_text("the person's edit, outside the project folder\n")
     result = worker(app, tmp_path, WRITE_HELLO.replace("hello.txt", "two.txt"))
     assert result.returncode == 3 and "README.md" in result.stderr
+
+
+def test_a_run_that_fails_before_its_call_leaves_no_run_in_flight(
+        repo: Path, state: Path, tmp_path: Path) -> None:
+    (state / "templates").mkdir()
+    (state / "templates" / "worker.md.j2").write_text("{{ no_such_variable }}\n")
+    result = worker(repo, tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    (state / "templates" / "worker.md.j2").unlink()
+    (repo / "notes.txt").write_text("the person's, written after that run\n")
+    result = worker(repo, tmp_path)  # not taken for a killed run's work and committed
+    assert result.returncode == 3 and "notes.txt" in result.stderr

@@ -149,6 +149,14 @@ def close_tree(paths: Paths, mission: MissionConfig, run: dict[str, Any], acted:
     return sha
 
 
+def abandon(paths: Paths, mission: MissionConfig, role: str, feature_id: str) -> None:
+    """A run that failed before its model was called: nothing is committed; what changed
+    (a `verify`'s output) is kept as the harness's, and no run is left in flight."""
+    if mission.commit and mission.workspace == "shared":
+        close_tree(paths, mission, {"role": role, "feature": feature_id, "run": None},
+                   False, "")
+
+
 def commit_run(paths: Paths, mission: MissionConfig, run: dict[str, Any], in_worktree: bool,
                acted: bool, message: str) -> tuple[dict[str, Any], str]:
     """Close a worker's or validator's run in its tree: a worker's work committed (`message`)
