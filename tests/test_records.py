@@ -48,3 +48,14 @@ def test_a_script_that_gives_a_cost_is_charged_it(project: Path, state: Path,
     assert result.returncode == 0, result.stdout + result.stderr
     assert last_manifest(state)["cost_usd"] == 0.75
     assert ledger.spent(state) == 0.75
+
+
+def test_a_run_no_model_served_records_none_not_the_one_the_cli_set_out_with(
+        project: Path, state: Path) -> None:
+    fake = Path(__file__).parent / "fake_clis" / "claude.py"
+    result = run_sh("worker", "F-004", "--backend", "command", "--preset", "claude",
+                    "--command", f"python3 {fake} not_logged_in", cwd=project)
+    assert result.returncode == 2, result.stdout + result.stderr
+    manifest = last_manifest(state)
+    # its start-up event named claude-opus-4-1, which served nothing; its argv named none
+    assert manifest["model"] is None and manifest["turns"] == 0

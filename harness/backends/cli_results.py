@@ -85,19 +85,17 @@ class ClaudeEvents:
 
     def __init__(self) -> None:
         self.by_message: dict[str, Usage] = {}
-        self.model: str | None = None  # what served the turns, else what the CLI set out with
+        self.model: str | None = None  # what served the first turn, as the message says
 
     def feed(self, event: dict[str, Any]) -> bool:
         """Take one event; True when it added a turn."""
         message = event.get("message")
-        if event.get("type") == "system" and event.get("subtype") == "init":
-            self.model = self.model or _text(event.get("model"))
         if event.get("type") != "assistant" or not isinstance(message, dict):
             return False
         if message.get("model") == SYNTHETIC:
             return False  # Claude Code's own words (an API error, a login prompt): no model call
         if not self.by_message:
-            self.model = _text(message.get("model")) or self.model
+            self.model = _text(message.get("model"))
         key = str(message.get("id") or len(self.by_message))
         raw = message.get("usage")
         new = key not in self.by_message

@@ -177,6 +177,8 @@ def _served(outcome: Outcome, fold: ClaudeEvents | CodexEvents, session: Session
         said = codex_model(fold.thread, home)
     else:
         said = fold.model or outcome.model
+    if not said and not outcome.turns:
+        return replace(outcome, model=None)  # no model call: nothing served it
     asked = None if session.options.get("command") else session.model  # a role's own command
     return replace(outcome, model=said or asked or None)                  # is given no model
 
