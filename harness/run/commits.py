@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,23 +95,23 @@ def check_tree(paths: Paths, mission: MissionConfig, role: str,
     committed first. The shas of those commits; the run is then recorded as in flight."""
     if not mission.commit or mission.workspace != "shared":
         return []
-    top = _top(paths.workdir)
-    _refuse_operation(top)
+    tree = paths.workdir  # git runs there: on the agent's tree, as git.py confines it
+    _refuse_operation(tree)
     with hold_lock(lock_path(paths.state, "git")):
-        clear_stale_locks(top)
-        record, changes = load_record(paths.state), tree_changes(top, paths.state)
+        clear_stale_locks(tree)
+        record, changes = load_record(paths.state), tree_changes(tree, paths.state)
         if record.open is not None:  # its run died without closing: what is here is its
             record.left.update({p: {"stamp": s, **record.open} for p, s in changes.items()
                                 if not record.owns(p, s)})
             record.open = None
         record.left = {p: v for p, v in record.left.items() if p in changes}
         theirs = sorted(p for p, s in changes.items() if not record.owns(p, s))
-        shas = [] if theirs else _commit_leftovers(top, paths.state, record)
+        shas = [] if theirs else _commit_leftovers(tree, record)
         if not theirs:
             record.open = {"role": role, "feature": feature_id, "run": None}
         save_record(paths.state, record)
     if theirs:
-        raise BusyError(_refusal(top, theirs, paths.state))
+        raise BusyError(_refusal(_top(tree), theirs, paths.state))
     return shas
 
 
@@ -128,16 +128,16 @@ def close_tree(paths: Paths, mission: MissionConfig, run: dict[str, Any], acted:
                message: str) -> str | None:
     """After a run in the shared tree: a worker whose agent acted commits what changed during
     the run (`message`); what is left uncommitted is recorded as this run's. The new sha."""
-    top = _top(paths.workdir)
+    tree = paths.workdir
     with hold_lock(lock_path(paths.state, "git")):
-        clear_stale_locks(top)
-        record, changes = load_record(paths.state), tree_changes(top, paths.state)
+        clear_stale_locks(tree)
+        record, changes = load_record(paths.state), tree_changes(tree, paths.state)
         mine = sorted(p for p, s in changes.items() if not record.owns(p, s))
         sha = None
         try:
             if acted and run["role"] == "worker" and mine:
-                sha = commit_paths(top, mine, message)
-                changes = tree_changes(top, paths.state)
+                sha = commit_paths(tree, mine, message)
+                changes = tree_changes(tree, paths.state)
         finally:
             # kept as this run's; what changed in a run whose agent never acted (a CLI's
             # start-up files) is never committed as a worker's work
@@ -180,28 +180,35 @@ def commit_run(paths: Paths, mission: MissionConfig, run: dict[str, Any], in_wor
     return {"commit": sha}, f"; committed {sha[:10]}" if sha else "; no changes to commit"
 
 
-def commit_paths(top: Path, paths: list[str], message: str) -> str | None:
-    """Commit exactly `paths` (relative to the top of the work tree), whatever else is staged;
-    the new sha, or None when they hold no change."""
-    with tempfile.NamedTemporaryFile("wb", prefix="harness-paths-", delete=False) as listing:
-        listing.write(b"".join(p.encode() + b"\0" for p in paths))
-    spec = (f"--pathspec-from-file={listing.name}", "--pathspec-file-nul")
+def commit_paths(tree: Path, paths: list[str], message: str) -> str | None:
+    """Commit exactly `paths` (relative to the top of the repository), whatever else is
+    staged; the new sha, or None when they hold no change. Git runs in `tree`; the list goes
+    through a file in the git folder, which a sandboxed git sees (its /tmp is its own), and
+    keeps the argv short however many paths there are."""
+    listing = Path(run_git(tree, "rev-parse", "--absolute-git-dir").stdout.strip()) / (
+        f"harness-paths-{secrets.token_hex(8)}")
+    # a new file of ours: never through a link the agent may have left in its .git
+    fd = os.open(listing, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(b"".join(f":(top,literal){p}".encode() + b"\0" for p in paths))
+    spec = (f"--pathspec-from-file={listing}", "--pathspec-file-nul")
     try:
-        run_git(top, "--literal-pathspecs", "add", "--all", *spec)
-        if not _staged(top).intersection(paths):
+        run_git(tree, "add", "--all", *spec)
+        if not _staged(tree).intersection(paths):
             return None
-        run_git(top, *identity_args(top), "--literal-pathspecs", "commit", "-q", "--no-verify",
-                "-m", message, "--only", *spec)
+        run_git(tree, *identity_args(tree), "commit", "-q", "--no-verify", "-m", message,
+                "--only", *spec)
     finally:
-        os.unlink(listing.name)
-    return run_git(top, "rev-parse", "HEAD").stdout.strip()
+        listing.unlink(missing_ok=True)
+    return run_git(tree, "rev-parse", "HEAD").stdout.strip()
 
 
-def tree_changes(top: Path, state: Path) -> dict[str, list[Any]]:
-    """Each changed path in the work tree (tracked or not; never ignored ones or the state
+def tree_changes(tree: Path, state: Path) -> dict[str, list[Any]]:
+    """Each changed path in the repository (tracked or not; never ignored ones or the state
     directory's), relative to its top, with its stamp."""
-    out = run_git(top, "status", "--porcelain=v1", "-z", "--untracked-files=all",
+    out = run_git(tree, "status", "--porcelain=v1", "-z", "--untracked-files=all",
                   "--no-renames").stdout
+    top = _top(tree)
     try:
         skip: str | None = state.resolve().relative_to(top.resolve()).as_posix() + "/"
     except ValueError:
@@ -214,9 +221,9 @@ def tree_changes(top: Path, state: Path) -> dict[str, list[Any]]:
     return changes
 
 
-def _staged(top: Path) -> set[str]:
-    """The paths whose change is in the index (the argv stays short however many there are)."""
-    out = run_git(top, "status", "--porcelain=v1", "-z", "--no-renames").stdout
+def _staged(tree: Path) -> set[str]:
+    """The paths whose change is in the index, relative to the top of the repository."""
+    out = run_git(tree, "status", "--porcelain=v1", "-z", "--no-renames").stdout
     return {entry[3:] for entry in out.split("\0") if len(entry) > 3 and entry[0] not in " ?"}
 
 
@@ -249,16 +256,16 @@ def _top(workdir: Path) -> Path:
     return Path(run_git(workdir, "rev-parse", "--show-toplevel").stdout.strip())
 
 
-def _refuse_operation(top: Path) -> None:
-    git_dir = Path(run_git(top, "rev-parse", "--absolute-git-dir").stdout.strip())
+def _refuse_operation(tree: Path) -> None:
+    git_dir = Path(run_git(tree, "rev-parse", "--absolute-git-dir").stdout.strip())
     for name, what in IN_PROGRESS.items():
         if (git_dir / name).exists():
-            raise BusyError(f"busy: {what} is in progress in {top}: a run's commit would "
+            raise BusyError(f"busy: {what} is in progress in {tree}: a run's commit would "
                             f"conclude it; finish it (git commit, git rebase --continue) or "
                             f"abort it, then run again")
 
 
-def _commit_leftovers(top: Path, state: Path, record: TreeRecord) -> list[str]:
+def _commit_leftovers(tree: Path, record: TreeRecord) -> list[str]:
     """Commit, in its feature's name, what each killed or failed worker run left."""
     groups: dict[tuple[str, str], list[str]] = {}
     for path, made in record.left.items():
@@ -266,7 +273,7 @@ def _commit_leftovers(top: Path, state: Path, record: TreeRecord) -> list[str]:
             groups.setdefault((made["feature"], made.get("run") or "?"), []).append(path)
     shas = []
     for (feature, run), paths in sorted(groups.items()):
-        sha = commit_paths(top, paths, f"{feature}: work run {run} left uncommitted")
+        sha = commit_paths(tree, paths, f"{feature}: work run {run} left uncommitted")
         shas += [sha] if sha else []
         for path in paths:
             del record.left[path]
