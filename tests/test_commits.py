@@ -226,3 +226,19 @@ def test_a_run_that_fails_before_its_call_leaves_no_run_in_flight(
     (repo / "notes.txt").write_text("the person's, written after that run\n")
     result = worker(repo, tmp_path)  # not taken for a killed run's work and committed
     assert result.returncode == 3 and "notes.txt" in result.stderr
+
+
+def test_doctor_says_whether_worker_runs_can_commit_here(project: Path, state: Path) -> None:
+    result = run_sh("doctor", "--no-cron", cwd=project)
+    assert "ok    commits: off (commit: false in config.yaml)" in result.stdout
+    config = state / "config.yaml"
+    config.write_text(config.read_text().replace(NO_COMMITS, ""))
+    result = run_sh("doctor", "--no-cron", cwd=project)
+    assert result.returncode == 2
+    assert "FAIL  commits: " in result.stdout and "is not in a git repository" in result.stdout
+    git_init(project)
+    git(project, "checkout", "-q", "--detach")
+    assert "FAIL  commits: " in run_sh("doctor", "--no-cron", cwd=project).stdout
+    git(project, "checkout", "-q", "-")
+    result = run_sh("doctor", "--no-cron", cwd=project)
+    assert "ok    commits: each worker run commits its own changes" in result.stdout

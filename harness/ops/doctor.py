@@ -30,6 +30,7 @@ from harness.config import mission_name as mission_name_of
 from harness.errors import UsageError
 from harness.ops.auth import Prover, auth_check
 from harness.ops.checks import FIX_PREFIX, PROBLEM, Check, attempt
+from harness.ops.commitcheck import commit_check
 from harness.ops.worktrees import worktree_rows
 from harness.paths import Paths
 from harness.run import prompt
@@ -94,7 +95,7 @@ def diagnose(paths: Paths, backend: str | None = None, *,
         if config.sandbox == "bwrap":
             checks.append(attempt(f"sandbox {role}", sandbox.FIX,
                                   lambda c=config: sandbox_check(c)))
-    checks.append(worktree_check(paths))
+    checks += [worktree_check(paths), commit_check(paths, mission)]
     if cron:
         checks += cron_checks(paths, doctor_argv(paths, backend, options), checks)
     return checks
