@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.backends.cli_answer import wants_answer
-from harness.backends.cli_presets import docs_read_by
+from harness.backends.cli_presets import docs_read_by, requested_model
 from harness.config import (
     MissionConfig,
     RoleConfig,
@@ -144,7 +144,8 @@ def prepare(paths: Paths, role: str, feature: Feature | None, plan: list[Feature
         "role": role,
         "feature": fid,
         "backend": role_config.backend,
-        "model": role_config.model,
+        # what the run asks for; the finished record says what served it, where told
+        "model": requested_model(role_config.backend, role_config.options, role_config.model),
         "options": role_config.options,
         "sandbox": role_config.sandbox,
         "dry_run": dry_run,
