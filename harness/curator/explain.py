@@ -40,7 +40,7 @@ def explain(state: Path, identity: Path, text: str, similarity: float,
     """The explanation for TEXT (the I/O edge: reads the record, identity and raw.md)."""
     if not text.strip():
         raise UsageError("--explain needs the words of a lesson")
-    if role is not None and not memory.NAME.match(role):
+    if role is not None and not memory.NAME.fullmatch(role):
         raise UsageError(f"bad role name {role!r}")
     if kind in NEVER:
         return never_promoted(kind)
@@ -57,7 +57,7 @@ def explain(state: Path, identity: Path, text: str, similarity: float,
             recorded.close()
     files = {ev.role: (read_text(identity / f"{ev.role}.md"),
                        read_text(archive_path(identity, ev.role)))
-             for ev in lessons if memory.NAME.match(ev.role)}
+             for ev in lessons if memory.NAME.fullmatch(ev.role)}
     blocks = [describe(ev, place(ev, *files.get(ev.role, ("", "")), similarity,
                                  second_opinion)) for ev in lessons]
     if not blocks:
