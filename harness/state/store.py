@@ -2,18 +2,18 @@
 
 Every write is either atomic (temp file, fsync, rename) or a single locked
 append, so a crash at any point leaves each file as it was or as it should be.
-Locks are `flock` locks on files under `<state>/locks/`: the kernel drops them
-when the holding process dies, so a dead holder's lock is taken over for free.
+Locks are in `locks`.
 """
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import os
 from pathlib import Path
 
-from harness.errors import BusyError
+# the locks live in `locks`; named here too, where every writer has always found them
+from harness.state.locks import hold_lock, lock_holder, lock_path
+
+__all__ = ["hold_lock", "lock_holder", "lock_path"]
 
 # `note` imports this module and must start fast: hashlib and json are imported where used.
 
@@ -69,62 +69,6 @@ def _write_all(fd: int, data: bytes) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
-
-
-def lock_path(state: Path, name: str) -> Path:
-    """Where the lock file called `name` lives."""
-    return state / "locks" / f"{name}.lock"
-
-
-class hold_lock:  # noqa: N801 - used like a function: `with hold_lock(path):`
-    """Hold an exclusive flock on `path`; without `wait`, raise BusyError at once if taken."""
-
-    def __init__(self, path: Path, *, wait: bool = True, what: str = "") -> None:
-        self.path, self.wait, self.what = path, wait, what
-        self.fd = -1
-
-    def __enter__(self) -> hold_lock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if self.wait else fcntl.LOCK_NB))
-        except OSError as e:
-            holder = os.pread(fd, 200, 0).decode(errors="replace").strip()
-            os.close(fd)
-            if e.errno not in (errno.EAGAIN, errno.EACCES):
-                raise
-            raise BusyError(
-                f"busy: {self.what or self.path.name} is locked"
-                + (f" by {holder}" if holder else "")
-            ) from None
-        # Who holds it, for the busy message; the lock itself is the flock.
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()}".encode(), 0)
-        self.fd = fd
-        return self
-
-    def label(self, text: str) -> None:
-        """Say who holds the lock (a run id), for the busy message of the next comer."""
-        os.ftruncate(self.fd, 0)
-        os.pwrite(self.fd, f"pid {os.getpid()}, {text}".encode(), 0)
-
-    def __exit__(self, *exc: object) -> None:
-        os.close(self.fd)
-
-
-def lock_holder(path: Path) -> str | None:
-    """Who holds the lock at `path` now (its label), or None when nobody does."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return os.pread(fd, 200, 0).decode(errors="replace").strip() or "a live process"
-    finally:
-        os.close(fd)  # closing releases the probe's own flock
-    return None
 
 
 def locked_append(path: Path, text: str, lock: Path) -> None:
