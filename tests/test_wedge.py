@@ -4,6 +4,7 @@ and read-only folders, hand edits of raw.md, and a `verify` that prints without 
 from __future__ import annotations
 
 import collections
+import json
 import shutil
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_sh
+from conftest import RUN_SH, run_sh
 
 BAD_DATES = ["2026-02-30T10:00:00Z", "2026-13-01T10:00:00Z", "0000-01-01T10:00:00Z"]
 
@@ -204,3 +205,41 @@ def test_a_hand_edit_of_raw_md_counts_no_note_twice(project: Path, state: Path,
            "TRICK", lesson, cwd=project)
     assert run_sh("curator", cwd=project).returncode == 0
     assert len(candidate_lines(isolated_env)) == len(counted) + 1  # a new note still counts
+
+
+# run.sh as the only child of a fresh interpreter: its peak memory is that child's
+PEAK = """
+import resource, subprocess, sys
+done = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+sys.stderr.write(done.stderr)
+print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def test_verify_output_is_streamed_into_a_tail_and_a_capped_log(project: Path, state: Path,
+                                                                tmp_path: Path) -> None:
+    plan = json.loads((state / "features.json").read_text())
+    for f in plan:
+        if f["id"] == "F-004":
+            # 200 MB of output, its last line a marker the prompt must show
+            f["verify"] = "yes 'line of verify output' | head -c 200000000; echo LAST-LINE"
+            f["status"] = "in_progress"
+    (state / "features.json").write_text(json.dumps(plan))
+    script = tmp_path / "v.yaml"
+    script.write_text("- tools: [{name: verdict, input: {verdict: pass, reason: ok}}, "
+                      "{name: finish, input: {summary: judged}}]\n")
+    peak = subprocess.run([sys.executable, "-c", PEAK, str(RUN_SH), "validator", "F-004",
+                           "--backend", "scripted", "--script", str(script)],
+                          cwd=project, capture_output=True, text=True, timeout=300)
+    code, kib = map(int, peak.stdout.split())
+    assert code == 0, peak.stderr
+    print(f"peak RSS of run.sh validator with 200 MB of verify output: {kib / 1024:.0f} MiB")
+    assert kib < 150 * 1024  # was about 3 x the output (held as bytes, then as text)
+    run = next((state / "runs").glob("*-validator-F-004"))
+    prompt = (run / "prompt.md").read_text()
+    assert "LAST-LINE" in prompt and "earlier text truncated" in prompt
+    log = run / "verify.log"
+    assert log.stat().st_size < 9 << 20 and "more bytes of output not kept" in log.read_text()
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["verify"]["log"] == "verify.log"
+    assert not list((state / "runs").glob(".verify-*"))

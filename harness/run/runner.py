@@ -41,6 +41,7 @@ def run_role(paths: Paths, role: str, target: str | None, *, dry_run: bool = Fal
         from harness.agent.sandbox import require as require_sandbox
         from harness.run.lifecycle import call_and_close
         from harness.run.outcome import judge_role_run
+        from harness.run.verify import keep_verify_log
 
         check_budget_left(paths, mission)
         load_env_files(paths.state)  # cron reads no profile: keys may live in env files
@@ -55,6 +56,8 @@ def run_role(paths: Paths, role: str, target: str | None, *, dry_run: bool = Fal
         if extra and extra.get("verify"):
             prepared.record.manifest["verify"] = {k: extra["verify"][k]
                                                   for k in ("command", "exit_code", "timed_out")}
+            prepared.record.manifest["verify"]["log"] = keep_verify_log(
+                work_paths.state, prepared.record.folder)
         return call_and_close(work_paths, prepared, judge_role_run)
 
 

@@ -108,6 +108,55 @@ def append_record(path: Path, text: str, lock: Path | None) -> None:
         locked_append(path, data, lock)
 
 
+class StreamRecord:
+    """A record written as it arrives (a command's output): secrets redacted a line at a
+    time (a line longer than LINE is redacted in pieces), at most `cap` bytes kept; past
+    them `close` notes how many were dropped. Never holds more than a line in memory."""
+
+    LINE = 65536
+
+    def __init__(self, path: Path, cap: int) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.file = open(path, "wb")  # noqa: SIM115 - closed by `close`
+        self.cap, self.kept, self.dropped = cap, 0, 0
+        self.pending = b""
+
+    def write(self, data: bytes) -> None:
+        """Add `data` (bytes as the command wrote them)."""
+        data = self.pending + data
+        cut = data.rfind(b"\n") + 1
+        if not cut and len(data) > self.LINE:
+            cut = len(data)
+        self.pending = data[cut:]
+        if cut:
+            self._keep(data[:cut])
+
+    def _keep(self, data: bytes) -> None:
+        from harness.state.redact import redact
+
+        room = self.cap - self.kept
+        if room <= 0:
+            self.dropped += len(data)
+            return
+        text = redact(data.decode(errors="replace")).encode()[:room]
+        self.file.write(text)
+        self.kept += len(text)
+        self.dropped += max(0, len(data) - room)
+
+    def close(self) -> None:
+        """Write what is pending and the note of what was dropped; fsync; close."""
+        try:
+            if self.pending:
+                self._keep(self.pending)
+            if self.dropped:
+                self.file.write(f"\n[... {self.dropped} more bytes of output not kept: "
+                                f"this file keeps the first {self.cap} ...]\n".encode())
+            self.file.flush()
+            os.fsync(self.file.fileno())
+        finally:
+            self.file.close()
+
+
 def read_tail(path: Path, max_lines: int, block: int = 65536) -> list[str]:
     """The last `max_lines` non-empty lines of `path`, reading from the end only."""
     if max_lines <= 0:
