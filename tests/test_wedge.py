@@ -243,3 +243,20 @@ def test_verify_output_is_streamed_into_a_tail_and_a_capped_log(project: Path, s
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["verify"]["log"] == "verify.log"
     assert not list((state / "runs").glob(".verify-*"))
+
+
+def test_control_bytes_written_into_raw_md_by_hand_never_reach_a_terminal_or_summary(
+        project: Path, state: Path) -> None:
+    raw = state / "raw.md"
+    hostile = ["[2026-04-20T10:00:00Z] worker F-001 TRICK: clear \x1b[2J the screen",
+               "stray \x1b]0;title\x07 output with NUL \x00 in it"]
+    lines = hostile + raw.read_text().splitlines() + lesson_lines(14)
+    raw.write_text("\n".join(lines) + "\n")
+    dry = run_sh("curator", "--dry-run", cwd=project)
+    assert dry.returncode == 0, dry.stderr
+    assert "\\x1b[2J" in dry.stdout and not any(c in dry.stdout + dry.stderr
+                                               for c in "\x1b\x07\x00")
+    assert run_sh("curator", cwd=project).returncode == 0
+    for name in ("summary.md", "MEMORY.md"):
+        assert "\x1b" not in (state / name).read_text()
+    assert raw_and_archive(state) == collections.Counter(lines)  # archived untouched
