@@ -8,6 +8,7 @@ of whoever gives up waiting (exit 3).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -87,9 +88,14 @@ class hold_lock:  # noqa: N801 - used like a function: `with hold_lock(path):`
                 fd = self._open()
         self.fd = fd
         self.holder = _holder_text()
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, self.holder.encode(), 0)
+        self._say(self.holder)
         return self
+
+    def _say(self, text: str) -> None:
+        # only words for the next comer's message: a full disk must not stop the lock
+        with contextlib.suppress(OSError):
+            os.ftruncate(self.fd, 0)
+            os.pwrite(self.fd, text.encode(), 0)
 
     def _open(self) -> int:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -107,8 +113,7 @@ class hold_lock:  # noqa: N801 - used like a function: `with hold_lock(path):`
 
     def label(self, text: str) -> None:
         """Say what the holder is doing (a run id), for the busy message of the next comer."""
-        os.ftruncate(self.fd, 0)
-        os.pwrite(self.fd, f"{self.holder}, {text}".encode(), 0)
+        self._say(f"{self.holder}, {text}")
 
     def __exit__(self, *exc: object) -> None:
         os.close(self.fd)

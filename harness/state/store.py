@@ -7,6 +7,8 @@ Locks are in `locks`.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 from pathlib import Path
 
@@ -36,25 +38,27 @@ def _fsync_dir(path: Path) -> None:
 
 
 def atomic_write(path: Path, data: str | bytes) -> None:
-    """Replace `path` with `data` so readers see the old or the new file, never half."""
+    """Replace `path` with `data` so readers see the old or the new file, never half.
+    An OSError (a full disk, a read-only folder) names `path` and leaves it as it was."""
     if isinstance(data, str):
         data = data.encode()
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    _fsync_dir(path.parent)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        _fsync_dir(path.parent)
+    except OSError as e:
+        raise named(e, path) from None
 
 
 def write_json(path: Path, obj: object) -> None:
@@ -73,16 +77,40 @@ def _write_all(fd: int, data: bytes) -> None:
 
 def locked_append(path: Path, text: str, lock: Path) -> None:
     """Append `text` in one write while holding `lock`, so concurrent lines never interleave."""
-    data = text.encode()
     with hold_lock(lock):
+        _append(path, text.encode())
+
+
+def _append(path: Path, data: bytes) -> None:
+    """Append `data` as whole lines: after a crash's half line, a newline first; a write that
+    fails (a full disk) is cut back off, so the file stays whole lines. Errors name `path`."""
+    try:
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise named(e, path) from None
+    try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data  # a half line left by a crash must not swallow this one
         try:
-            size = os.fstat(fd).st_size
-            if size and os.pread(fd, 1, size - 1) != b"\n":
-                data = b"\n" + data  # a half line left by a crash must not swallow this one
             _write_all(fd, data)
-        finally:
-            os.close(fd)
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+            raise named(e, path) from None
+    finally:
+        os.close(fd)
+
+
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM,
+                         errno.EFBIG})  # what a full disk or a read-only folder raises
+
+
+def named(error: OSError, path: Path) -> OSError:
+    """`error`, naming `path` if it names no file (os.write and the like name none)."""
+    if error.filename is not None:
+        return error
+    return type(error)(error.errno, error.strerror or str(error), str(path))
 
 
 def write_record(path: Path, text: str) -> None:
@@ -102,8 +130,7 @@ def append_record(path: Path, text: str, lock: Path | None) -> None:
 
     data = redact(text)
     if lock is None:
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(data)
+        _append(path, data.encode())
     else:
         locked_append(path, data, lock)
 
@@ -139,12 +166,18 @@ class StreamRecord:
             self.dropped += len(data)
             return
         text = redact(data.decode(errors="replace")).encode()[:room]
-        self.file.write(text)
+        try:
+            self.file.write(text)
+        except OSError:  # a full disk: the command's output is still drained, not kept
+            self.cap = self.kept
+            self.dropped += len(data)
+            return
         self.kept += len(text)
         self.dropped += max(0, len(data) - room)
 
     def close(self) -> None:
-        """Write what is pending and the note of what was dropped; fsync; close."""
+        """Write what is pending and the note of what was dropped; fsync; close. A full disk
+        leaves the file short, never the command's run failed."""
         try:
             if self.pending:
                 self._keep(self.pending)
@@ -153,8 +186,11 @@ class StreamRecord:
                                 f"this file keeps the first {self.cap} ...]\n".encode())
             self.file.flush()
             os.fsync(self.file.fileno())
+        except OSError:
+            pass
         finally:
-            self.file.close()
+            with contextlib.suppress(OSError):
+                self.file.close()
 
 
 def read_tail(path: Path, max_lines: int, block: int = 65536) -> list[str]:
