@@ -191,6 +191,7 @@ def test_a_hand_edit_of_raw_md_counts_no_note_twice(project: Path, state: Path,
     at = kept[0].index(": ") + 2
     kept[0] = kept[0][:at] + kept[0][at].swapcase() + kept[0][at + 1:]
     raw.write_text("\n".join(kept) + "\n")
+    assert run_sh("curator", "--explain", lesson, cwd=project).stdout == before
     assert run_sh("curator", cwd=project).returncode == 0
     assert candidate_lines(isolated_env) == counted
     kept = raw.read_text().splitlines()
