@@ -86,6 +86,23 @@ def test_a_held_raw_lock_makes_note_give_up_naming_the_holder(project: Path,
     assert run_sh("note", "TRICK", "goes in", cwd=project).returncode == 0
 
 
+def test_a_lock_held_by_a_stranger_names_it_from_the_kernel(project: Path,
+                                                              state: Path) -> None:
+    (state / "locks").mkdir(exist_ok=True)
+    stranger = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1], 'w'); "
+         "fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)",
+         str(state / "locks" / "raw.lock")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert stranger.stdout.readline() == "held\n"
+        result = run_sh("note", "TRICK", "waits", cwd=project, env={"HARNESS_LOCK_WAIT": "0.5"})
+    finally:
+        stranger.kill()
+        stranger.wait()
+    assert result.returncode == 3, result.stderr
+    assert f"by pid {stranger.pid} (" in result.stderr and "fcntl" in result.stderr
+
+
 def test_a_bad_lock_wait_is_a_usage_error(project: Path) -> None:
     result = run_sh("note", "TRICK", "x", cwd=project, env={"HARNESS_LOCK_WAIT": "soon"})
     assert result.returncode == 2 and "HARNESS_LOCK_WAIT" in result.stderr
