@@ -13,8 +13,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from harness.errors import UsageError
-from harness.names import ROLES
 from harness.types import Caps
+
+ROLES = ("planner", "worker", "validator", "curator")
 
 
 class Strict(BaseModel):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+# config.ROLES, repeated for `note`, which cannot wait for config's imports (a test keeps
+# the two the same)
 ROLES = ("planner", "worker", "validator", "curator")
 NOTE_ROLES = (*ROLES, "user")  # `user`: a person noting by hand
 
@@ -17,7 +19,8 @@ NOTE_ROLES = (*ROLES, "user")  # `user`: a person noting by hand
 # names files, and Arabic-Indic digits (which `\d` takes) could never be typed back.
 FEATURE_ID = re.compile(r"F-[0-9]{3,9}")
 ROLE_NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
-RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+RUN_ID_MAX = 128
+RUN_ID = re.compile(rf"[A-Za-z0-9_.-]{{1,{RUN_ID_MAX}}}")
 # C0 and C1 control characters and DEL, whitespace ones included (callers fold those first)
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 

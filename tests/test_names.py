@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import run_sh
 
+from harness import config, names
 from harness.state.memory import parse_entry
 
 BAD_IDS = ["F-001\n", "F-" + "1" * 5000, "F-\u0660\u0660\u0661", "F-0\x1b1", "F-1234567890"]
@@ -70,3 +71,13 @@ def test_note_text_keeps_unicode_and_escapes_control_bytes(project: Path, state:
     text = next((state / "memory").glob("*-user-esc.md")).read_text()
     assert text == "# t\\x1b[2J\nline    two\\x00\n"
 
+
+
+def test_the_roles_a_note_knows_are_the_configs() -> None:
+    assert names.ROLES == config.ROLES and set(names.NOTE_ROLES) == {*config.ROLES, "user"}
+
+
+@pytest.mark.parametrize("run_id", ["1-worker-F-001\n", "r" * 129, ".hidden", "a/b"])
+def test_show_refuses_a_bad_run_id_with_exit_2(project: Path, run_id: str) -> None:
+    result = run_sh("show", run_id, cwd=project)
+    assert result.returncode == 2 and "bad run id" in result.stderr, result.stderr
