@@ -278,3 +278,18 @@ def test_control_bytes_written_into_raw_md_by_hand_never_reach_a_terminal_or_sum
     for name in ("summary.md", "MEMORY.md"):
         assert "\x1b" not in (state / name).read_text()
     assert raw_and_archive(state) == collections.Counter(lines)  # archived untouched
+
+
+def test_a_stream_record_redacts_across_chunks_and_keeps_its_cap(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.state.store import StreamRecord
+
+    monkeypatch.setenv("SHOP_API_KEY", "canary-secret-4242")
+    record = StreamRecord(tmp_path / "verify.log", 1000)
+    for chunk in (b"ok 1\nkey is canary-se", b"cret-4242 here\n", b"x" * 5000, b"\nlast\n"):
+        record.write(chunk)
+    record.close()
+    text = (tmp_path / "verify.log").read_text()
+    assert "canary-secret-4242" not in text and "key is [REDACTED] here" in text
+    kept = text.split("\n[... ")[0]
+    assert len(kept.encode()) <= 1000 and "more bytes of output not kept" in text

@@ -31,11 +31,14 @@ def run_verify(command: str, workdir: Path, timeout: float, max_chars: int,
     is all that is held, and with `log` the first LOG_CAP bytes go to that file (a `verify`
     printing 1 GB was held whole: 2.9 GB peak)."""
     argv = confine(["/bin/sh", "-c", command], sandbox or SandboxPolicy(), workdir)
+    try:
+        record = StreamRecord(log, LOG_CAP) if log is not None else None
+    except OSError:  # a full disk or a read-only state: the prompt still gets the tail
+        record = None
     proc = subprocess.Popen(argv, cwd=workdir, env=scrubbed_environ(),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True, preexec_fn=die_with_parent)
     tail = OutputTail(max(4 * max_chars, CHUNK))
-    record = StreamRecord(log, LOG_CAP) if log is not None else None
     reader = threading.Thread(target=_drain, args=(proc.stdout, tail, record), daemon=True)
     reader.start()
     reader.join(timeout)  # the end of the output: every holder of the pipe is done
