@@ -25,13 +25,19 @@ def lock_path(state: Path, name: str) -> Path:
 
 
 LOCK_WAIT = 30.0  # seconds a lock is waited for, unless $HARNESS_LOCK_WAIT says otherwise
+# locks held across long work are waited for longer: a merge across the feature's `verify`
+# (600 s by default), git across a worktree's checkout, the identity folder's across
+# another mission's curator promoting and recording a big backlog
+LONG_HELD = {"merge.lock": 3600.0, "git.lock": 600.0, ".identity.lock": 600.0,
+             ".candidates.lock": 600.0}
 
 
-def lock_wait() -> float:
-    """How long a lock is waited for: $HARNESS_LOCK_WAIT seconds, else LOCK_WAIT."""
+def lock_wait(path: Path | None = None) -> float:
+    """How long the lock at `path` is waited for: $HARNESS_LOCK_WAIT seconds, else its
+    LONG_HELD time, else LOCK_WAIT."""
     value = os.environ.get("HARNESS_LOCK_WAIT", "").strip()
     if not value:
-        return LOCK_WAIT
+        return LONG_HELD.get(path.name, LOCK_WAIT) if path is not None else LOCK_WAIT
     try:
         seconds = float(value)
     except ValueError:
@@ -69,7 +75,7 @@ class hold_lock:  # noqa: N801 - used like a function: `with hold_lock(path):`
         self.holder = ""
 
     def __enter__(self) -> hold_lock:
-        give_up = time.monotonic() + lock_wait() if self.wait else 0.0
+        give_up = time.monotonic() + lock_wait(self.path) if self.wait else 0.0
         delay = 0.001
         fd = self._open()
         while True:
@@ -106,7 +112,7 @@ class hold_lock:  # noqa: N801 - used like a function: `with hold_lock(path):`
         os.close(fd)
         if error.errno not in (errno.EAGAIN, errno.EACCES):
             raise error
-        waited = f"; gave up after {lock_wait():g} s (set HARNESS_LOCK_WAIT to wait " \
+        waited = f"; gave up after {lock_wait(self.path):g} s (set HARNESS_LOCK_WAIT to wait " \
                  "longer)" if self.wait else ""
         raise BusyError(f"busy: {self.what or self.path.name} is locked"
                         + (f" by {holder}" if holder else "") + f" ({self.path}){waited}")
