@@ -8,6 +8,7 @@ mounting is not allowed), filled up by a file that is deleted to give the room b
 from __future__ import annotations
 
 import collections
+import errno
 import json
 import os
 import shutil
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLE, run_sh, unwritable
 
+from harness.curator.candidate import parse_candidate
 from harness.state.memory import parse_entry
 
 
@@ -110,6 +112,10 @@ def test_the_curator_on_a_full_disk_exits_2_and_goes_on_once_there_is_room(
         assert not (state / "curator" / "journal.json").exists()
         assert kept_and_archived(state) == collections.Counter(lines)
         assert_whole(state)
+        # no candidate line was left cut short: each one is a whole note's text
+        texts = {e.text for e in map(parse_entry, lines) if e is not None}
+        record = (identity / ".candidates.log").read_text().splitlines()
+        assert record and all(parse_candidate(line)[2].text in texts for line in record)
 
 
 def test_note_on_a_full_disk_exits_2_naming_the_file_and_writes_no_half_line(
@@ -179,3 +185,31 @@ def test_a_read_only_archive_is_exit_2_naming_it_and_the_next_run_goes_on(
     again = run_sh("curator", cwd=project)
     assert again.returncode == 0, again.stderr
     assert kept_and_archived(state) == collections.Counter(lines)
+
+
+@pytest.mark.parametrize("writer", ["raw.md", "candidate record"])
+def test_an_append_the_disk_cuts_short_is_taken_back_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writer: str) -> None:
+    from harness.curator import record
+    from harness.state import memory
+
+    path = tmp_path / ("raw.md" if writer == "raw.md" else record.RECORD)
+    path.write_text("a whole line\n")
+    real_write = os.write
+
+    def half_then_full(fd: int, data: bytes) -> int:
+        if len(data) > 8:  # writes the first half, then the disk is full
+            real_write(fd, bytes(data[: len(data) // 2]))
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", half_then_full)
+    with pytest.raises(OSError) as e:
+        if writer == "raw.md":
+            memory.append_entry(tmp_path, memory.make_entry("worker", "F-001", "TRICK",
+                                                            "a note the disk cuts in half"))
+        else:
+            record.append_text(path, [b"b:0\tts\tm\tworker\tTRICK\tF-001\t-\ta long text\n"])
+    monkeypatch.undo()
+    assert e.value.errno == errno.ENOSPC and e.value.filename == str(path)
+    assert path.read_text() == "a whole line\n"
