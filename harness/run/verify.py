@@ -9,8 +9,8 @@ import threading
 from pathlib import Path
 from typing import IO, Any
 
+from harness.agent import sandbox as sandboxing
 from harness.agent.procs import die_with_parent, stop_tree
-from harness.agent.sandbox import confine
 from harness.config import MissionConfig
 from harness.paths import Paths
 from harness.run import git
@@ -30,12 +30,12 @@ def run_verify(command: str, workdir: Path, timeout: float, max_chars: int,
     role says; exit code and output tail. The output is streamed: the tail the prompt shows
     is all that is held, and with `log` the first LOG_CAP bytes go to that file (a `verify`
     printing 1 GB was held whole: 2.9 GB peak)."""
-    argv = confine(["/bin/sh", "-c", command], sandbox or SandboxPolicy(), workdir)
     try:
         record = StreamRecord(log, LOG_CAP) if log is not None else None
     except OSError:  # a full disk or a read-only state: the prompt still gets the tail
         record = None
-    proc = subprocess.Popen(argv, cwd=workdir, env=scrubbed_environ(),
+    proc = sandboxing.start(["/bin/sh", "-c", command], sandbox or SandboxPolicy(), workdir,
+                            cwd=workdir, env=scrubbed_environ(),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True, preexec_fn=die_with_parent)
     tail = OutputTail(max(4 * max_chars, CHUNK))
