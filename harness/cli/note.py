@@ -11,6 +11,7 @@ import getopt
 import os
 import sys
 
+from harness import names
 from harness.errors import USAGE, HarnessError
 from harness.paths import check_state, resolve_paths
 from harness.state.memory import KINDS, append_entry, make_entry, write_long_note
@@ -44,11 +45,8 @@ def note_main(argv: list[str]) -> int:
     if "h" in opts or "help" in opts:
         print(HELP, end="")
         return 0
-    env = os.environ
-    role = opts.get("role") or env.get("HARNESS_ROLE") or "user"
-    feature = opts.get("feature") or env.get("FEATURE_ID") or "-"
-    run = opts.get("run") or env.get("HARNESS_RUN_ID") or None
     try:
+        role, feature, run = note_identity(opts, os.environ)
         state = check_state(resolve_paths(opts.get("state"), opts.get("workdir")).state)
         if "file" in opts:
             body = " ".join(words) if words else sys.stdin.read()
@@ -70,3 +68,30 @@ def note_main(argv: list[str]) -> int:
     except HarnessError as e:
         print(f"run.sh note: {e}", file=sys.stderr)
         return e.exit_code
+    except OSError as e:  # a full disk, a read-only folder: nothing was written
+        print(f"run.sh note: cannot write {e.filename or 'the note'}: {e.strerror or e}; "
+              "nothing was noted (free space or make the folder writable, then note again)",
+              file=sys.stderr)
+        return USAGE
+
+
+def note_identity(opts: dict[str, str], env: os._Environ | dict[str, str]
+                  ) -> tuple[str, str, str | None]:
+    """(role, feature, run) from the options, else the environment, each checked where it
+    came from (`names`): ValueError says which option or variable is wrong."""
+    values = []
+    for option, variable, default, check in (
+            ("role", "HARNESS_ROLE", "user", names.check_role),
+            ("feature", "FEATURE_ID", "-", lambda v: names.check_feature_id(v, dash=True)),
+            ("run", "HARNESS_RUN_ID", None, names.check_run_id)):
+        value, where = opts.get(option), f"--{option}"
+        if not value:
+            value, where = env.get(variable), f"${variable}"
+        if not value:
+            values.append(default)
+            continue
+        try:
+            values.append(check(value))
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+    return values[0], values[1], values[2]
