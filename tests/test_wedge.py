@@ -219,8 +219,7 @@ def test_a_hand_edit_of_raw_md_counts_no_note_twice(project: Path, state: Path,
     assert result.returncode == 0 and "not counted again" in result.stdout, result.stdout
     assert candidate_lines(isolated_env) == counted
     assert run_sh("curator", "--explain", lesson, cwd=project).stdout == before
-    run_sh("note", "--role", "worker", "--feature", "F-009", "--run", "r9-worker-F-009",
-           "TRICK", lesson, cwd=project)
+    run_sh("note", "--role", "worker", "--feature", "F-009", "TRICK", lesson, cwd=project)
     assert run_sh("curator", cwd=project).returncode == 0
     assert len(candidate_lines(isolated_env)) == len(counted) + 1  # a new note still counts
 

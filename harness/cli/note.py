@@ -10,6 +10,7 @@ from __future__ import annotations
 import getopt
 import os
 import sys
+from pathlib import Path
 
 from harness import names
 from harness.errors import USAGE, HarnessError
@@ -25,7 +26,9 @@ KIND is one of TRICK GOTCHA DECISION FAIL FORGOT -. Everything after KIND is the
 options (before KIND):
   --role ROLE      default $HARNESS_ROLE, else user
   --feature F-001  default $FEATURE_ID, else -
-  --run RUN_ID     default $HARNESS_RUN_ID
+  --run RUN_ID     default $HARNESS_RUN_ID: a live run of this mission, whose record then
+                   gives the role and feature (a note outside any run is a person's: it
+                   counts as one source, never as a worker's)
   --file SLUG      write a long-form note instead
   --state DIR      default $HARNESS_STATE, else ./.harness
   --workdir DIR    default the current directory
@@ -48,6 +51,8 @@ def note_main(argv: list[str]) -> int:
     try:
         role, feature, run = note_identity(opts, os.environ)
         state = check_state(resolve_paths(opts.get("state"), opts.get("workdir")).state)
+        if run is not None:
+            role, feature = recorded_run(state, run)
         if "file" in opts:
             body = " ".join(words) if words else sys.stdin.read()
             path = write_long_note(state, role, opts["file"], body)
@@ -73,6 +78,25 @@ def note_main(argv: list[str]) -> int:
               "nothing was noted (free space or make the folder writable, then note again)",
               file=sys.stderr)
         return USAGE
+
+
+def recorded_run(state: Path, run: str) -> tuple[str, str]:
+    """The role and feature the harness recorded for `run`, which must be live: a note that
+    names a run takes who wrote it from the run's record, never from flags, variables or its
+    text (a shell outside any run notes as a person: one source, however many features)."""
+    from harness.state.runs import load_manifest
+
+    try:
+        manifest = load_manifest(state, run)
+    except HarnessError as e:
+        raise ValueError(f"--run/$HARNESS_RUN_ID names no run of this mission ({e}); a note "
+                         "names only the live run that writes it: leave both out to note as "
+                         "a person") from None
+    if manifest.get("status") != "started":
+        raise ValueError(f"run {run} is {manifest.get('status')}, not running: a note names "
+                         "only the live run that writes it; leave --run and $HARNESS_RUN_ID "
+                         "out to note as a person")
+    return str(manifest.get("role")), str(manifest.get("feature") or "-")
 
 
 def note_identity(opts: dict[str, str], env: os._Environ | dict[str, str]

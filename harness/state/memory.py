@@ -97,10 +97,16 @@ def make_entry(role: str, feature: str | None, kind: str, text: str,
     names.check_feature_id(feature, dash=True)
     if run is not None:
         names.check_run_id(run)
-    text = names.escape_controls(fold(text))
+    text = unrun(names.escape_controls(fold(text)))
     if not text:
         raise ValueError("empty note text")
     return Entry(ts or utc_now(), role, feature, kind, text, run)
+
+
+def unrun(text: str) -> str:
+    """`text` with any ` (run ` in it written ` (run: `, so that no text can end in what the
+    parser takes for the run that wrote it: only the harness appends that."""
+    return text.replace(" (run ", " (run: ") if " (run " in text else text
 
 
 def real_day(ts: str) -> bool:
