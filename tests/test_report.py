@@ -148,7 +148,7 @@ def test_unreadable_manifest_gets_a_page_and_counts_as_failed(state: Path, tmp_p
     (folder / "manifest.json").write_text("{broken")
     written = write_report(state, tmp_path / "identity", tmp_path / "out")
     page = (tmp_path / "out" / "runs" / "1800000000-worker-F-001.html").read_text()
-    assert written.runs == 1 and "unreadable" in page and "line 1" in page
+    assert written.runs == 1 and "damaged" in page and "line 1" in page
 
 
 def test_chart_buckets_cost_and_runs_per_hour_then_per_day() -> None:

@@ -61,6 +61,7 @@ from harness.curator.judge import Judgments, about_identity
 from harness.curator.planning import Planner
 from harness.curator.settings import CuratorReport, CuratorSettings, Refine
 from harness.errors import UsageError
+from harness.paths import check_identity
 from harness.state import memory
 from harness.state.store import hold_lock, lock_path
 
@@ -80,7 +81,7 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
     question budgets; its questions are in the report (see `judge`). Answers recorded by
     earlier passes are read in any case.
     """
-    paths = CuratorPaths(Path(state), Path(identity_dir))
+    paths = CuratorPaths(Path(state), check_identity(Path(identity_dir)))
     today = (now or memory.utc_now())[:10]
     report = CuratorReport(dry_run=dry_run)
     lock = hold_lock(lock_path(paths.state, "curator"), wait=False, what="the curator")

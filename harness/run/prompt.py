@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,8 @@ from harness.config import PromptCaps
 from harness.errors import UsageError
 from harness.state.memory import long_note_titles, tail_entries
 from harness.state.plan import Feature
-from harness.state.store import get_object, read_head, read_tail
+from harness.state.reading import decode, parse_json, parse_json_line
+from harness.state.store import get_object, read_head, read_tail, sha256
 
 PROJECT_DOCS = ("AGENTS.md", "CLAUDE.md")
 
@@ -135,12 +137,7 @@ def ledger_view(lines: list[str], limit: int) -> list[dict[str, Any]]:
     """Ledger verdicts, oldest first; a line that is not JSON is shown as its text."""
     out = []
     for line in lines:
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            record = {"verdict": "?", "reason": line}
-        if not isinstance(record, dict):
-            record = {"verdict": "?", "reason": line}
+        record = parse_json_line(line) or {"verdict": "?", "reason": line}
         record["reason"] = cap_text(str(record.get("reason", "")), limit // max(len(lines), 1))
         out.append(record)
     return out
@@ -256,17 +253,32 @@ def template_dirs(state: Path, home: Path) -> list[Path]:
 
 def reconstruct(state: Path, manifest: dict[str, Any], templates: Path | None = None) -> str:
     """Re-render a recorded run from its stored objects (or `templates` first, then those)."""
+    run_id = manifest.get("run_id")
     try:
-        recorded = {n: get_object(state, h).decode() for n, h in manifest["templates"].items()}
-        context_json = get_object(state, manifest["context_sha256"]).decode()
+        recorded = {n: _stored(state, h) for n, h in manifest["templates"].items()}
+        context_json = _stored(state, manifest["context_sha256"])
     except FileNotFoundError as e:
-        raise UsageError(
-            f"run {manifest.get('run_id')}: stored object missing: {e.filename}"
-        ) from None
+        raise UsageError(f"run {run_id}: stored object missing: {e.filename}") from None
     except KeyError as e:
-        raise UsageError(f"run {manifest.get('run_id')}: manifest lacks key {e}") from None
+        raise UsageError(f"run {run_id}: manifest lacks key {e}") from None
+    context = parse_json(context_json, f"run {run_id}: stored context")
+    if not isinstance(context, dict):
+        raise UsageError(f"run {run_id}: stored context {manifest['context_sha256']} is not "
+                         "a JSON object; the object store is damaged")
     loader = RecordingLoader([templates] if templates else [], fallback=recorded)
     return render(manifest["template"], context_json, loader).text
+
+
+def _stored(state: Path, digest: str) -> str:
+    """A stored object's text, checked against its hash: a damaged one is a UsageError."""
+    if not re.fullmatch(r"[0-9a-f]{64}", digest):
+        raise UsageError(f"{digest!r} is not a sha256 of a stored object")
+    data = get_object(state, digest)
+    path = state / "objects" / digest[:2] / digest
+    if sha256(data) != digest:
+        raise UsageError(f"{path}: damaged (its content no longer has that hash); the run "
+                         "cannot be rebuilt")
+    return decode(data, path)
 
 
 def unified_diff(old: str, new: str, old_name: str, new_name: str) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 from harness.config import MissionConfig, load_mission_config
 from harness.errors import BudgetError
-from harness.paths import Paths, check_state
+from harness.paths import Paths, check_identity, check_state
 from harness.run.claim import Claim, claim
 from harness.run.prepare import prepare, role_config_for, sandbox_policy
 from harness.run.worktree import commit_leftovers, merge_base_in
@@ -25,6 +25,7 @@ def run_role(paths: Paths, role: str, target: str | None, *, dry_run: bool = Fal
              sandbox: str | None = None) -> RunResult:
     """One run of `role` on `target` (FEATURE_ID, `next`, or None), exit code per DESIGN.md."""
     check_state(paths.state)
+    check_identity(paths.identity)
     mission = load_mission_config(paths.state)
     plan = plan_mod.load_plan(paths.state)
     with claim(paths, mission, role, target, plan, dry_run=dry_run) as claimed:

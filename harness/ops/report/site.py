@@ -30,7 +30,7 @@ from harness.ops.report.parallel import render_runs
 from harness.ops.report.run_page import run_context
 from harness.state.memory import utc_now
 from harness.state.run_summary import RunSummary, format_duration, format_tokens, summarize
-from harness.state.runs import load_manifest, runs_dir
+from harness.state.runs import damaged_run, load_manifest, runs_dir
 from harness.state.store import atomic_write
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -175,7 +175,7 @@ class Site:
         try:
             manifest = load_manifest(self.state, run_id)
         except UsageError as e:
-            manifest = {"run_id": run_id, "status": "unreadable", "detail": str(e)}
+            manifest = damaged_run(run_id, e)
         summary = summarize(manifest)
         self.write(f"runs/{run_id}.html", "run.html.j2", "../",
                    **run_context(self.state, manifest, summary))
