@@ -38,6 +38,7 @@ REPORT_FORMAT = 1  # bump when the code changes what a page shows: every page is
 PAGE_SIZE = 200  # runs per index page
 LATEST = 25  # runs on the mission page
 CACHE = ".report-cache.json"
+MARKER = ".harness-report"  # in a folder a report was written to: later reports may rewrite it
 SOURCES = ("manifest.json", "prompt.md", "transcript.jsonl", "verdict.json")
 
 
@@ -199,10 +200,27 @@ def write_run_index(site: Site, rows: list[RunSummary]) -> int:
     return pages
 
 
+def check_folder(out: Path) -> None:
+    """UsageError unless `out` is new, empty, or holds an earlier report (its marker, or the
+    cache of a report written before there was one): a person's files are never replaced."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{out} is a file; give --out a folder")
+    if out.is_dir() and not (out / MARKER).is_file() and not (out / CACHE).is_file():
+        found = sorted(os.listdir(out))
+        if found:
+            listed = ", ".join(found[:3]) + (", ..." if len(found) > 3 else "")
+            raise UsageError(f"{out} holds files no report of ours wrote ({listed}); give "
+                             "--out an empty or new folder, or one an earlier report wrote")
+
+
 def write_report(state: Path, identity: Path, out: Path) -> Written:
-    """Write (or bring up to date) the mission's report in `out`."""
-    out.mkdir(parents=True, exist_ok=True)
+    """Write (or bring up to date) the mission's report in `out` (see `check_folder`)."""
+    check_folder(out)
     site = Site(state, identity, out)
+    out.mkdir(parents=True, exist_ok=True)
+    if not (out / MARKER).is_file():
+        atomic_write(out / MARKER, "A report of autonomous-harness (run.sh report); the next "
+                                   "report rewrites the files in this folder.\n")
     rows, entries = site.runs()
     pages = write_run_index(site, rows)
     board = mission.plan_board(state, rows)
