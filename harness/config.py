@@ -149,6 +149,8 @@ def _load_yaml(path: Path) -> Any:
         raise UsageError(f"{path}{where}: invalid YAML: {problem}") from None
     except RecursionError:
         raise UsageError(f"{path}: YAML nested too deeply to read") from None
+    except ValueError as e:  # a number past Python's 4,300 digits
+        raise UsageError(f"{path}: {e}") from None
 
 
 def _validate(model: type[Strict], data: Any, path: Path) -> Any:

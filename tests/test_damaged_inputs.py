@@ -140,10 +140,37 @@ def test_random_bytes_to_plan_or_import_are_a_usage_error(state: Path, tmp_path:
 
 def test_a_non_utf8_identity_file_names_the_file(state: Path, isolated_env: Path) -> None:
     (isolated_env / "worker.md").write_bytes(b"# worker\n- a lesson\n- \xff\xfe bad\n")
+    before = snapshot(state)
     for args in (["curator"], ["curator", "--dry-run"]):
         result = run_cli(state, *args)
         assert result.exit_code == 2
         assert "worker.md line 3: not UTF-8 text" in result.output
+    assert snapshot(state) == before  # refused before the pass staged anything
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in folder.rglob("*")
+            if p.is_file() and p.suffix != ".lock"}
+
+
+@pytest.mark.parametrize("name, content, args", [
+    ("features.json", b'{"a": ' + b"9" * 5000 + b"}", ["status"]),
+    ("config.yaml", b"a: " + b"9" * 5000 + b"\n", ["worker", "F-004", "--dry-run"]),
+])
+def test_a_number_of_5000_digits_is_a_usage_error(state: Path, name: str, content: bytes,
+                                                  args: list[str]) -> None:
+    (state / name).write_bytes(content)
+    result = run_cli(state, *args)
+    assert result.exit_code == 2 and name in result.output and "4300 digits" in result.output
+
+
+def test_a_deeply_nested_transcript_line_counts_as_not_parsed(invoke, state: Path,
+                                                              tmp_path: Path) -> None:
+    run_id = dry_run(invoke)
+    (state / "runs" / run_id / "transcript.jsonl").write_text("[" * 100_000 + "\n")
+    result = run_cli(state, "show", run_id)
+    assert result.exit_code == 0 and "(1 transcript lines did not parse)" in result.output
+    assert run_cli(state, "report", "--out", str(tmp_path / "report")).exit_code == 0
 
 
 def test_an_identity_path_that_is_a_file_is_a_usage_error(state: Path,

@@ -56,7 +56,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.curator.commit import CuratorPaths, apply_journal, read_json, write_journal
-from harness.curator.identity import bound_identity
+from harness.curator.identity import bound_identity, check_role_files
 from harness.curator.judge import Judgments, about_identity
 from harness.curator.planning import Planner
 from harness.curator.settings import CuratorReport, CuratorSettings, Refine
@@ -82,6 +82,7 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
     earlier passes are read in any case.
     """
     paths = CuratorPaths(Path(state), check_identity(Path(identity_dir)))
+    check_role_files(paths.identity)
     today = (now or memory.utc_now())[:10]
     report = CuratorReport(dry_run=dry_run)
     lock = hold_lock(lock_path(paths.state, "curator"), wait=False, what="the curator")

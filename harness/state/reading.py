@@ -58,6 +58,8 @@ def parse_json(text: str | bytes, source: str | Path) -> Any:
         raise UsageError(f"{source} line {e.lineno} column {e.colno}: {e.msg}") from None
     except UnicodeDecodeError:
         raise UsageError(f"{source}: not UTF-8 text; save it as UTF-8") from None
+    except ValueError as e:  # a number past Python's 4,300 digits
+        raise UsageError(f"{source}: {e}") from None
     except RecursionError:
         raise UsageError(f"{source}: JSON nested too deeply to read") from None
 
