@@ -81,6 +81,8 @@ class MissionConfig(Strict):
     base_branch: str | None = None  # None: the branch checked out in the working directory
 
 
+# the tools a role may name (harness/agent/tools.py's TOOL_SPECS; a test keeps them equal)
+TOOLS = ("bash", "str_replace_based_edit_tool", "note", "verdict", "plan", "curation", "finish")
 # `options` the harness reads as numbers: their ranges (seconds, or a count of retries)
 NUMERIC_OPTIONS = {"verify_timeout": (0.1, MAX_SECONDS), "timeout": (0.1, MAX_SECONDS),
                    "kill_grace": (0, 3600), "max_retries": (0, 100)}
@@ -101,6 +103,15 @@ class RoleConfig(Strict):
     sandbox: Literal["none", "bwrap"] = "none"
     sandbox_paths: dict[str, Literal["ro", "rw"]] = Field(default_factory=dict)
     sandbox_network: bool = False
+
+    @field_validator("tools")
+    @classmethod
+    def _known_tools(cls, tools: list[str]) -> list[str]:
+        unknown = [t for t in tools if t not in TOOLS]
+        if unknown:
+            raise ValueError(f"unknown tool(s) {', '.join(map(repr, unknown))}; known: "
+                             f"{', '.join(TOOLS)}")
+        return tools
 
     @field_validator("options")
     @classmethod

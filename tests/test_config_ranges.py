@@ -63,3 +63,18 @@ def test_a_verify_timeout_in_range_is_taken(state: Path) -> None:
     (state / "roles" / "validator.yaml").write_text(
         "template: validator.md.j2\noptions: {verify_timeout: 30, max_retries: 0}\n")
     assert invoke(state, "validator", "F-004", "--dry-run").exit_code == 0
+
+
+def test_an_unknown_tool_is_refused_before_any_run_is_recorded(state: Path) -> None:
+    (state / "roles").mkdir()
+    (state / "roles" / "worker.yaml").write_text("template: worker.md.j2\ntools: [cash, note]\n")
+    result = invoke(state, "worker", "F-004", "--dry-run")
+    assert result.exit_code == 2 and "roles/worker.yaml: key 'tools'" in result.output
+    assert "'cash'" in result.output and not (state / "runs").exists()
+
+
+def test_the_known_tools_are_the_tools_there_are() -> None:
+    from harness.agent.tools import TOOL_SPECS
+    from harness.config import TOOLS
+
+    assert set(TOOLS) == set(TOOL_SPECS)
