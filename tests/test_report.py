@@ -131,10 +131,11 @@ def test_a_run_of_unknown_cost_shows_unknown_not_zero(state: Path, tmp_path: Pat
     manifest = state / "runs" / run_id / "manifest.json"
     data = json.loads(manifest.read_text())
     manifest.write_text(json.dumps({**data, "cost_usd": None, "cost_unknown": True}))
-    write_report(state, state.parent / "identity", tmp_path)
-    run_page = (tmp_path / "runs" / f"{run_id}.html").read_text()
+    out = tmp_path / "report"  # tmp_path holds the project: no report may be written there
+    write_report(state, state.parent / "identity", out)
+    run_page = (out / "runs" / f"{run_id}.html").read_text()
     assert "<td colspan=\"3\">unknown</td>" in run_page
-    assert ">unknown</td>" in (tmp_path / "runs" / "page-1.html").read_text()
+    assert ">unknown</td>" in (out / "runs" / "page-1.html").read_text()
 
 
 def test_report_of_a_missing_state_is_a_usage_error(tmp_path: Path) -> None:
