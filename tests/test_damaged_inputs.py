@@ -216,3 +216,33 @@ def test_the_note_path_names_the_file_of_an_unexpected_os_error(state: Path) -> 
                     cwd=state.parent)
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr and str(state / "memory") in result.stderr
+
+
+@pytest.mark.parametrize("content", [b"\xff", b"[1]", b'{"usd": "lots"}', b'{"usd": 1e400}'])
+def test_a_damaged_spend_record_is_a_usage_error_before_a_run(project: Path, state: Path,
+                                                              tmp_path: Path,
+                                                              content: bytes) -> None:
+    git_init(project)
+    (state / "spend.json").write_bytes(content)
+    script = tmp_path / "worker.yaml"
+    script.write_text(yaml.safe_dump([{"tools": [{"name": "finish", "input": {"summary": "x"}}]}]))
+    result = run_cli(state, "worker", "F-004", "--backend", "scripted", "--script", str(script))
+    assert result.exit_code == 2 and "spend.json" in result.output
+    assert not (state / "runs").exists()
+
+
+@pytest.mark.parametrize("cache", [
+    {"runs": {"r": 5}, "pages": {}},
+    {"runs": {"r": {"stamp": [], "row": {"run_id": 5}}}, "pages": {}},
+    {"runs": [], "pages": None},
+])
+def test_a_damaged_report_cache_is_made_again(state: Path, tmp_path: Path,
+                                              cache: dict) -> None:
+    from harness.ops.report import site
+
+    out = tmp_path / "report"
+    assert run_cli(state, "report", "--out", str(out)).exit_code == 0
+    version = json.loads((out / site.CACHE).read_text())["version"]
+    (out / site.CACHE).write_text(json.dumps({"version": version, **cache}))
+    result = run_cli(state, "report", "--out", str(out))
+    assert result.exit_code == 0 and (out / "index.html").is_file()

@@ -82,6 +82,9 @@ FILES = {
     "identity/worker.md": (bytes_damage, ["curator-dry", "curator", "worker", "report"]),
     "identity/archive/worker.md": (bytes_damage, ["curator-dry", "curator"]),
     f"{STATE}/env": (bytes_damage, ["worker", "validator", "doctor"]),
+    f"{STATE}/spend.json": (json_damage, ["worker", "validator"]),
+    f"{STATE}/runs/{RUN}/verdict.json": (json_damage, ["show", "report"]),
+    "report/.report-cache.json": (json_damage, ["report"]),
     "input/plan.json": (json_damage, ["plan"]),
     "input/prd.json": (json_damage, ["import"]),
 }
@@ -114,6 +117,9 @@ def build_mission(base: Path) -> str:
     verdict = {"time": "2026-11-20T10:00:00Z", "run_id": "1-validator-F-004",
                "verdict": "fail", "reason": "no tests", "verify_exit": None}
     (state / "ledger" / "F-004.jsonl").write_text(json.dumps(verdict) + "\n")
+    (state / "spend.json").write_text('{"usd": 0.5}\n')
+    (state / "runs" / run_id / "verdict.json").write_text('{"verdict": "fail", "reason": "x"}')
+    assert invoke(state, identity, ["report", "--out", str(base / "report")]).exit_code == 0
     (base / "input").mkdir()
     (base / "input" / "plan.json").write_bytes((state / "features.json").read_bytes())
     prd = invoke(state, identity, ["export", "--format", "prd"])

@@ -39,6 +39,13 @@ PAGE_SIZE = 200  # runs per index page
 LATEST = 25  # runs on the mission page
 CACHE = ".report-cache.json"
 MARKER = ".harness-report"  # in a folder a report was written to: later reports may rewrite it
+_NUMBER, _COUNT = (int, float), (int,)
+ROW_TYPES = {**{k: (str,) for k in ("run_id", "role", "feature", "status", "started_at",
+                                    "result", "detail")},
+             **{k: _COUNT for k in ("turns", "input_tokens", "output_tokens",
+                                    "cache_read_tokens", "cache_write_tokens")},
+             "seconds": (*_NUMBER, type(None)), "cost_usd": _NUMBER,
+             "exit_code": (int, type(None)), "cost_unknown": (bool,)}  # a RunSummary's fields
 SOURCES = ("manifest.json", "prompt.md", "transcript.jsonl", "verdict.json")
 
 
@@ -75,6 +82,14 @@ def version() -> str:
     for path in sorted(TEMPLATES.iterdir()):
         h.update(path.name.encode() + path.read_bytes())
     return h.hexdigest()
+
+
+def _cached_run(entry: Any) -> bool:
+    """Whether a cache entry is one this code wrote: a stamp, and a row of a RunSummary."""
+    if not (isinstance(entry, dict) and isinstance(entry.get("stamp"), list)
+            and isinstance(entry.get("row"), dict) and entry["row"].keys() == ROW_TYPES.keys()):
+        return False
+    return all(isinstance(entry["row"][k], t) for k, t in ROW_TYPES.items())
 
 
 def stamp(folder: str) -> list[list[int]] | None:
@@ -115,7 +130,13 @@ class Site:
             cache = orjson.loads((self.out / CACHE).read_bytes())
         except (FileNotFoundError, orjson.JSONDecodeError):
             return {}
-        return cache if isinstance(cache, dict) and cache.get("version") == self.version else {}
+        if not isinstance(cache, dict) or cache.get("version") != self.version:
+            return {}
+        runs, pages = cache.get("runs"), cache.get("pages")
+        if not isinstance(runs, dict) or not isinstance(pages, dict) or not all(
+                _cached_run(entry) for entry in runs.values()):
+            return {}  # damaged: every page is made again
+        return cache
 
     def write_cache(self, entries: dict[str, Any]) -> None:
         # orjson: the cache of 10,000 runs is read and written on every report
