@@ -43,7 +43,10 @@ def test_a_damaged_manifest_is_marked_damaged_by_the_views(invoke, state: Path, 
     (state / "runs" / run_id / "manifest.json").write_bytes(content)
     listed = run_cli(state, "runs")
     assert listed.exit_code == 0 and run_id in listed.output and "damaged" in listed.output
-    assert run_cli(state, "status").exit_code == 0
+    shown = run_cli(state, "status")
+    assert shown.exit_code == 0 and f"damaged: {run_id}: " in shown.output
+    assert "manifest.json" in json.loads(run_cli(state, "status", "--json").output)[
+        "damaged"][run_id]
     report = run_cli(state, "report", "--out", str(tmp_path / "report"))
     assert report.exit_code == 0
     page = (tmp_path / "report" / "runs" / f"{run_id}.html").read_text()
