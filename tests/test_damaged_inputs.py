@@ -249,3 +249,11 @@ def test_a_damaged_report_cache_is_made_again(state: Path, tmp_path: Path,
     (out / site.CACHE).write_text(json.dumps({"version": version, **cache}))
     result = run_cli(state, "report", "--out", str(out))
     assert result.exit_code == 0 and (out / "index.html").is_file()
+
+
+def test_show_prompt_of_a_damaged_prompt_names_the_file(invoke, state: Path) -> None:
+    run_id = dry_run(invoke)
+    (state / "runs" / run_id / "prompt.md").write_bytes(b"# You are a worker\n\xff\n")
+    result = run_cli(state, "show", run_id, "--prompt")
+    assert result.exit_code == 2 and "prompt.md line 2: not UTF-8 text" in result.output
+    assert run_cli(state, "show", run_id).exit_code == 0
