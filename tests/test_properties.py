@@ -43,7 +43,9 @@ TURNS = {"worker": [{"tools": [{"name": "note", "input": {"kind": "TRICK", "text
                                    "input": {"verdict": "fail", "reason": "no tests"}},
                                   {"name": "finish", "input": {"summary": "judged"}}]}]}
 
-# command -> (argv, exit codes it may end with on damaged input, whether it only looks)
+# command -> (argv, exit codes it may end with on damaged input (DESIGN.md: 4 when a damaged
+# spend.json says the budget is spent, 7 when a damaged ledger repeats a failure), whether it
+# only looks)
 COMMANDS = {
     "status": (["status"], {0, 2}, True),
     "runs": (["runs"], {0, 2}, True),
@@ -56,9 +58,9 @@ COMMANDS = {
                 "{base}/worker.yaml"], {0, 2}, True),
     "curator": (["curator"], {0, 2}, False),
     "worker": (["worker", "F-004", "--backend", "scripted", "--script", "{base}/worker.yaml"],
-               {0, 1, 2, 7}, False),
+               {0, 1, 2, 4, 7}, False),
     "validator": (["validator", "F-004", "--backend", "scripted", "--script",
-                   "{base}/validator.yaml"], {0, 1, 2, 7}, False),
+                   "{base}/validator.yaml"], {0, 1, 2, 4, 7}, False),
     "note": (["note", "TRICK", "a note after the damage"], {0, 2}, False),
     "plan": (["plan", "{base}/input/plan.json"], {0, 2}, False),
     "import": (["import", "{base}/input/prd.json"], {0, 2}, False),
