@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +22,8 @@ from harness.config import PromptCaps
 from harness.errors import UsageError
 from harness.state.memory import long_note_titles, tail_entries
 from harness.state.plan import Feature
-from harness.state.reading import decode, parse_json, parse_json_line
-from harness.state.store import get_object, read_head, read_tail, sha256
+from harness.state.reading import parse_json, parse_json_line, read_object
+from harness.state.store import read_head, read_tail
 
 PROJECT_DOCS = ("AGENTS.md", "CLAUDE.md")
 
@@ -255,8 +254,8 @@ def reconstruct(state: Path, manifest: dict[str, Any], templates: Path | None = 
     """Re-render a recorded run from its stored objects (or `templates` first, then those)."""
     run_id = manifest.get("run_id")
     try:
-        recorded = {n: _stored(state, h) for n, h in manifest["templates"].items()}
-        context_json = _stored(state, manifest["context_sha256"])
+        recorded = {n: read_object(state, h) for n, h in manifest["templates"].items()}
+        context_json = read_object(state, manifest["context_sha256"])
     except FileNotFoundError as e:
         raise UsageError(f"run {run_id}: stored object missing: {e.filename}") from None
     except KeyError as e:
@@ -267,18 +266,6 @@ def reconstruct(state: Path, manifest: dict[str, Any], templates: Path | None = 
                          "a JSON object; the object store is damaged")
     loader = RecordingLoader([templates] if templates else [], fallback=recorded)
     return render(manifest["template"], context_json, loader).text
-
-
-def _stored(state: Path, digest: str) -> str:
-    """A stored object's text, checked against its hash: a damaged one is a UsageError."""
-    if not re.fullmatch(r"[0-9a-f]{64}", digest):
-        raise UsageError(f"{digest!r} is not a sha256 of a stored object")
-    data = get_object(state, digest)
-    path = state / "objects" / digest[:2] / digest
-    if sha256(data) != digest:
-        raise UsageError(f"{path}: damaged (its content no longer has that hash); the run "
-                         "cannot be rebuilt")
-    return decode(data, path)
 
 
 def unified_diff(old: str, new: str, old_name: str, new_name: str) -> str:

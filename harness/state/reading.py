@@ -9,10 +9,12 @@ A missing file is left to the caller (FileNotFoundError): for most files it mean
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from harness.errors import UsageError
+from harness.state.store import get_object, sha256
 
 TYPE_NAMES = {dict: "an object", list: "a list", str: "a string", int: "a number",
               float: "a number", bool: "true or false", type(None): "null"}
@@ -104,3 +106,16 @@ def read_json_object(path: Path) -> dict[str, Any] | None:
     if not isinstance(data, dict):
         raise UsageError(f"{path}: expected a JSON object, found {type_name(data)}")
     return data
+
+
+def read_object(state: Path, digest: str) -> str:
+    """The text stored under `digest` in `<state>/objects/`, checked against its hash;
+    FileNotFoundError if it is missing, UsageError if it is damaged."""
+    if not re.fullmatch(r"[0-9a-f]{64}", digest):
+        raise UsageError(f"{digest!r} is not a sha256 of a stored object")
+    data = get_object(state, digest)
+    path = state / "objects" / digest[:2] / digest
+    if sha256(data) != digest:
+        raise UsageError(f"{path}: damaged (its content no longer has that hash); the run "
+                         "cannot be rebuilt")
+    return decode(data, path)
