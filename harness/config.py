@@ -79,6 +79,13 @@ class MissionConfig(Strict):
     # per feature, merged into base_branch on a pass (DESIGN.md, Workspaces)
     workspace: Literal["shared", "worktrees"] = "shared"
     base_branch: str | None = None  # None: the branch checked out in the working directory
+    # where every role's commands run (docs/SANDBOX.md); a role's own `sandbox` overrides it.
+    # `run.sh init` writes bwrap wherever bwrap works on the machine.
+    sandbox: Literal["none", "bwrap"] = "none"
+    sandbox_network: bool = False
+    # Whether worker runs commit their changes (harness/run/commits.py); false: no commits,
+    # and no git needed (a detached HEAD, no repository or no git is then no error)
+    commit: bool = True
 
 
 # the tools a role may name (harness/agent/tools.py's TOOL_SPECS; a test keeps them equal)
@@ -93,16 +100,17 @@ class RoleConfig(Strict):
     """`roles/<role>.yaml`: which template, backend, model, tools and caps a role runs with."""
 
     template: str
-    backend: Literal["anthropic", "command", "scripted"] = "anthropic"
+    backend: Literal["anthropic", "openai", "command", "scripted"] = "anthropic"
     model: str = "claude-sonnet-4-5"
     tools: list[str] = Field(default_factory=list)
     caps: Caps = Field(default_factory=Caps)
     options: dict[str, Any] = Field(default_factory=dict)
-    # What the agent's shell, the feature's `verify` and an agent CLI may reach (README,
-    # "Sandbox"): bwrap confines them to the working directory; `--sandbox` overrides.
-    sandbox: Literal["none", "bwrap"] = "none"
+    # What the agent's shell, the feature's `verify`, an agent CLI and the harness's git on
+    # the agent's tree may reach (docs/SANDBOX.md): bwrap confines them to the working
+    # directory. Unset: the mission's setting; `--sandbox` on the command line overrides.
+    sandbox: Literal["none", "bwrap"] | None = None
     sandbox_paths: dict[str, Literal["ro", "rw"]] = Field(default_factory=dict)
-    sandbox_network: bool = False
+    sandbox_network: bool | None = None
 
     @field_validator("tools")
     @classmethod
@@ -135,6 +143,15 @@ class RoleConfig(Strict):
             if not path.startswith(("/", "~/")):
                 raise ValueError(f"{path!r} must start with / or ~/")
         return paths
+
+
+def with_mission_sandbox(role: RoleConfig, mission: MissionConfig) -> RoleConfig:
+    """The role's config with the mission's sandbox settings where the role sets none."""
+    return role.model_copy(update={
+        "sandbox": role.sandbox or mission.sandbox,
+        "sandbox_network": (mission.sandbox_network if role.sandbox_network is None
+                            else role.sandbox_network),
+    })
 
 
 def _load_yaml(path: Path) -> Any:

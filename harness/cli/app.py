@@ -59,10 +59,11 @@ def cli(ctx: click.Context, state: str | None, workdir: str | None) -> None:
 @click.argument("project_dir", default=".", type=click.Path(file_okay=False))
 def init(project_dir: str) -> None:
     """Create PROJECT_DIR/.harness with a config, an empty plan and empty memory."""
-    from harness.ops.scaffold import init_state
+    from harness.ops.scaffold import init_state, sandbox_config
 
     state, ignored = init_state(Path(project_dir))
     click.echo(f"initialised {state}" + (" (git-ignored)" if ignored else ""))
+    click.echo(sandbox_config()[1])
 
 
 # ---- role runs ----
@@ -72,7 +73,7 @@ def _role_command(role: str, doc: str) -> click.Command:
     @click.command(name=role, help=doc)
     @click.argument("target", metavar="FEATURE_ID|next", required=role != "planner")
     @click.option("--dry-run", is_flag=True, help="Render and record the prompt; call no model.")
-    @click.option("--backend", type=click.Choice(["anthropic", "command", "scripted"]),
+    @click.option("--backend", type=click.Choice(["anthropic", "openai", "command", "scripted"]),
                   help="Override the role's backend.")
     @click.option("--preset", type=click.Choice(["claude", "codex", "generic"]),
                   help="With --backend command: which agent CLI.")
@@ -249,7 +250,7 @@ def demo(base: str | None) -> None:
 
 
 @cli.command()
-@click.option("--backend", type=click.Choice(["anthropic", "command", "scripted"]),
+@click.option("--backend", type=click.Choice(["anthropic", "openai", "command", "scripted"]),
               help="Check this backend for every role instead of the configured ones.")
 @click.option("--preset", type=click.Choice(["claude", "codex", "generic"]))
 @click.option("--command", "command_line", metavar="CMD")

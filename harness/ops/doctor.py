@@ -1,8 +1,8 @@
 """`run.sh doctor`: what to check before leaving the harness on cron, each problem with its fix.
 
-Checks only read (the writability probe removes its own file) and call no model. The cron
-check reruns doctor in cron's bare environment: there a key exported in a shell profile or a
-tool on the interactive PATH goes missing.
+Checks only read (the writability probe removes its own file) and call no model: a key is
+proved by a free call (`auth`). The cron check reruns doctor in cron's bare environment:
+there a key exported in a shell profile or a tool on the interactive PATH goes missing.
 """
 
 from __future__ import annotations
@@ -25,20 +25,22 @@ from typing import Any
 
 from harness.agent import sandbox
 from harness.backends.cli_presets import unpriced_model
-from harness.config import ROLES, MissionConfig, RoleConfig, load_mission_config, load_role_config
+from harness.config import ROLES, MissionConfig, RoleConfig, load_mission_config
 from harness.config import mission_name as mission_name_of
 from harness.errors import UsageError
+from harness.ops.auth import Prover, auth_check
 from harness.ops.checks import FIX_PREFIX, PROBLEM, Check, attempt
+from harness.ops.commitcheck import commit_check
 from harness.ops.worktrees import worktree_rows
 from harness.paths import Paths
 from harness.run import prompt
-from harness.run.prepare import FEATURE_ROLES
+from harness.run.prepare import FEATURE_ROLES, role_config_for
 from harness.state.envfile import env_files, load_env_files, user_env_file
 from harness.state.plan import Feature, load_plan
 from harness.state.redact import redact_data
 from harness.types import SandboxPolicy
 
-DEPENDENCIES = ("harness", "click", "yaml", "jinja2", "anthropic", "pydantic", "rapidfuzz")
+DEPENDENCIES = tuple("harness click yaml jinja2 anthropic openai pydantic rapidfuzz".split())
 MEMORY_FILES = ("summary.md", "MEMORY.md", "raw.md")
 KEY_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 CRON_PATH = "/usr/bin:/bin"
@@ -67,22 +69,23 @@ def diagnose(paths: Paths, backend: str | None = None, *,
         plan = load_plan(paths.state)
     for role in ROLES:
         try:
-            config = load_role_config(role, paths.state, paths.home)[0]
+            # the mission's sandbox and the command line's backend and options over it
+            configs[role] = role_config_for(paths, role, backend, options)[0]
         except Exception as e:
             checks.append(Check(f"role {role}", False, str(e), "correct the file and key named"))
-            continue
-        configs[role] = config.model_copy(update={"backend": backend or config.backend,
-                                                  "options": {**config.options, **(options or {})}})
     checks += [attempt(f"template {role}", "correct the template at the line named",
                        lambda r=role, c=config: render_role(paths, r, c, plan, mission))
                for role, config in configs.items()]
     probe = cache(probe_cli)  # one `--version` per executable, not one per role
+    prover = Prover()  # and one login status or free call per CLI or key
     for role, config in configs.items():
         if role == "curator" and mission.curator.mode == "rules":
             checks.append(Check("backend curator", True, "none needed (curator.mode: rules)"))
         else:
             checks.append(replace(backend_check(paths, config, probe, sources),
                                   name=f"backend {role}"))
+            if (proof := auth_check(paths, role, config, prover)) is not None:
+                checks.append(replace(proof, name=f"auth {role}"))
         budget = mission.budget_usd is not None or config.caps.dollars
         if budget and (model := unpriced_model(config.backend, config.options, config.model,
                                                mission.prices)) is not None:
@@ -92,7 +95,7 @@ def diagnose(paths: Paths, backend: str | None = None, *,
         if config.sandbox == "bwrap":
             checks.append(attempt(f"sandbox {role}", sandbox.FIX,
                                   lambda c=config: sandbox_check(c)))
-    checks.append(worktree_check(paths))
+    checks += [worktree_check(paths), commit_check(paths, mission)]
     if cron:
         checks += cron_checks(paths, doctor_argv(paths, backend, options), checks)
     return checks
@@ -218,6 +221,10 @@ def backend_check(paths: Paths, config: RoleConfig, probe: Callable[[str], Check
             return Check("", False, f"anthropic: {error}", "reinstall: see the packages check")
         source = (sources or {}).get(key, "environment")
         return Check("", True, f"anthropic: {key} is set (from {source}), model {config.model}")
+    if config.backend == "openai":
+        from harness.backends.openai import check_access
+
+        return Check("", *check_access(config.options, paths.state, config.model, sources))
     if config.backend == "command":
         from harness.backends.cli_presets import build_argv
 
