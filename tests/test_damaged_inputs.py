@@ -257,3 +257,15 @@ def test_show_prompt_of_a_damaged_prompt_names_the_file(invoke, state: Path) -> 
     result = run_cli(state, "show", run_id, "--prompt")
     assert result.exit_code == 2 and "prompt.md line 2: not UTF-8 text" in result.output
     assert run_cli(state, "show", run_id).exit_code == 0
+
+
+def test_a_manifest_with_nulls_is_not_damaged(invoke, state: Path) -> None:
+    """A scripted run records no model, an unpriced one no cost: null is no damage."""
+    run_id = dry_run(invoke)
+    path = state / "runs" / run_id / "manifest.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "model": None,
+                                "cost_usd": None, "started_at": None, "pid": None}))
+    listed = run_cli(state, "runs")
+    assert listed.exit_code == 0 and run_id in listed.output and "damaged" not in listed.output
+    assert run_cli(state, "show", run_id).exit_code == 0
+    assert run_cli(state, "reconstruct", run_id, "--check").exit_code == 0

@@ -272,13 +272,15 @@ def template_dirs(state: Path, home: Path) -> list[Path]:
 def reconstruct(state: Path, manifest: dict[str, Any], templates: Path | None = None) -> str:
     """Re-render a recorded run from its stored objects (or `templates` first, then those)."""
     run_id = manifest.get("run_id")
+    names, context_hash = manifest.get("templates"), manifest.get("context_sha256")
+    if not isinstance(names, dict) or not context_hash or not manifest.get("template"):
+        raise UsageError(f"run {run_id}: its manifest names no recorded template and context "
+                         "(keys template, templates, context_sha256); it cannot be rebuilt")
     try:
-        recorded = {n: read_object(state, h) for n, h in manifest["templates"].items()}
-        context_json = read_object(state, manifest["context_sha256"])
+        recorded = {n: read_object(state, h) for n, h in names.items()}
+        context_json = read_object(state, context_hash)
     except FileNotFoundError as e:
         raise UsageError(f"run {run_id}: stored object missing: {e.filename}") from None
-    except KeyError as e:
-        raise UsageError(f"run {run_id}: manifest lacks key {e}") from None
     context = parse_json(context_json, f"run {run_id}: stored context")
     if not isinstance(context, dict):
         raise UsageError(f"run {run_id}: stored context {manifest['context_sha256']} is not "

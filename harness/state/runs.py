@@ -23,16 +23,17 @@ from harness.state.store import append_record, read_tail, write_record
 RUN_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 DAMAGED = "damaged"  # the status views give a run whose manifest they cannot read
 _TEXT, _COUNT, _MAYBE = (str,), (int,), (type(None),)
-MANIFEST_TYPES = {  # what the views and reconstruct read from a manifest
-    "run_id": _TEXT, "role": _TEXT, "feature": _TEXT + _MAYBE, "status": _TEXT,
-    "backend": _TEXT, "model": _TEXT, "template": _TEXT, "templates": (dict,),
-    "context_sha256": _TEXT, "prompt_sha256": _TEXT, "started_at": _TEXT,
-    "finished_at": _TEXT, "pid": _COUNT, "pid_start": _TEXT + _MAYBE,
-    "exit_code": _COUNT + _MAYBE, "turns": _COUNT, "usage": (dict,) + _MAYBE,
-    "cost_usd": (int, float) + _MAYBE, "summary": _TEXT + _MAYBE, "detail": _TEXT + _MAYBE,
-    "error": _TEXT + _MAYBE, "result": _TEXT + _MAYBE, "outcome": _TEXT + _MAYBE,
-    "reset_at": _TEXT + _MAYBE, "verify": (dict,) + _MAYBE, "options": (dict,),
-    "role_config": (dict,),
+# What the views and reconstruct read from a manifest, by type; null is taken for all but
+# the run's id and status (a scripted run has no model, an unpriced one no cost).
+MANIFEST_TYPES = {
+    "run_id": _TEXT, "status": _TEXT, "templates": (dict,) + _MAYBE,
+    **{key: _TEXT + _MAYBE for key in (
+        "role", "feature", "backend", "model", "template", "context_sha256", "prompt_sha256",
+        "started_at", "finished_at", "pid_start", "summary", "detail", "error", "result",
+        "outcome", "reset_at")},
+    **{key: _COUNT + _MAYBE for key in ("pid", "exit_code", "turns")},
+    **{key: (dict,) + _MAYBE for key in ("usage", "verify", "options", "role_config")},
+    "cost_usd": (int, float) + _MAYBE,
 }
 
 
@@ -138,7 +139,7 @@ def load_manifest(state: Path, run_id: str) -> dict[str, Any]:
     except FileNotFoundError:
         raise UsageError(f"no run {run_id} under {runs_dir(state)}") from None
     if manifest.get("status") == "started" and not _alive(
-        manifest.get("pid", 0), manifest.get("pid_start")
+        manifest.get("pid") or 0, manifest.get("pid_start")
     ):
         manifest["status"] = "interrupted"
     return manifest
@@ -152,7 +153,7 @@ def check_manifest(data: Any, path: Path, run_id: str) -> dict[str, Any]:
     check_types(data, MANIFEST_TYPES, path)
     if data.setdefault("run_id", run_id) != run_id:
         raise UsageError(f"{path}: key 'run_id': {data['run_id']!r} is not its folder's name")
-    if not all(isinstance(v, str) for v in data.get("templates", {}).values()):
+    if not all(isinstance(v, str) for v in (data.get("templates") or {}).values()):
         raise UsageError(f"{path}: key 'templates': expected an object of hashes")
     return data
 
@@ -184,7 +185,7 @@ def recent_runs(state: Path, role: str, feature: str | None, n: int) -> list[dic
             manifests.append(load_manifest(state, folder.name))
         except UsageError:
             continue
-    manifests.sort(key=lambda m: (m.get("started_at", ""), m["run_id"]))
+    manifests.sort(key=lambda m: (m.get("started_at") or "", m["run_id"]))
     return manifests[-n:]
 
 
@@ -200,5 +201,5 @@ def list_runs(state: Path) -> list[dict[str, Any]]:
                 out.append(load_manifest(state, child.name))
             except UsageError as e:
                 out.append(damaged_run(child.name, e))
-    out.sort(key=lambda m: (m.get("started_at", ""), m["run_id"]))
+    out.sort(key=lambda m: (m.get("started_at") or "", m["run_id"]))
     return out
