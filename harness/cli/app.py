@@ -203,6 +203,18 @@ def unblock(ctx: click.Context, feature_id: str) -> None:
 
 
 @cli.command()
+@click.argument("feature_id")
+@click.option("--reason", metavar="TEXT", help="Why, for the ledger and the next worker.")
+@click.pass_context
+def retry(ctx: click.Context, feature_id: str, reason: str | None) -> None:
+    """Return a failed or blocked feature to pending, its attempts reset."""
+    from harness.state.actions import retry_feature
+
+    retry_feature(check_state(paths_of(ctx).state), feature_id, reason)
+    click.echo(f"{feature_id} is pending again, attempts reset")
+
+
+@cli.command()
 @click.argument("file", type=click.File("r"))
 @click.pass_context
 def plan(ctx: click.Context, file) -> None:
