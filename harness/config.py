@@ -132,11 +132,40 @@ def role_config_path(role: str, state: Path, home: Path) -> Path:
     return override if override.exists() else home / "roles" / f"{role}.yaml"
 
 
+def merge_keys(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`over` on top of `base` key by key; mappings (caps, options) merge the same way."""
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            value = merge_keys(merged[key], value)
+        merged[key] = value
+    return merged
+
+
 def load_role_config(role: str, state: Path, home: Path) -> tuple[RoleConfig, Path, str]:
-    """The role's config, the file it came from and that file's text."""
+    """The role's config, the file it came from and that file's text.
+
+    A mission's `<state>/roles/<role>.yaml` overrides the shipped file key by key; the text
+    recorded for it is then the effective config, as YAML, naming both files."""
     path = role_config_path(role, state, home)
-    data = _load_yaml(path)
-    return _validate(RoleConfig, data, path), path, path.read_text(encoding="utf-8")
+    shipped = home / "roles" / f"{role}.yaml"
+    if path == shipped:
+        data = _load_yaml(path)
+        return _validate(RoleConfig, data, path), path, path.read_text(encoding="utf-8")
+    over, base = _load_yaml(path), _load_yaml(shipped)
+    if over is not None and not isinstance(over, dict):
+        raise UsageError(f"{path}: expected a mapping of keys (e.g. `options: {{...}}`)")
+    merged = merge_keys(base or {}, over or {})
+    try:
+        config = RoleConfig.model_validate(merged)
+    except ValidationError as e:
+        err = e.errors()[0]
+        key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        where = path if err["loc"] and err["loc"][0] in (over or {}) else shipped
+        raise UsageError(f"{where}: key '{key}': {err['msg']}") from None
+    text = (f"# {path} over {shipped}, key by key\n"
+            + yaml.safe_dump(merged, sort_keys=False, allow_unicode=True))
+    return config, path, text
 
 
 def mission_name(config: MissionConfig, state: Path) -> str:

@@ -20,7 +20,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from harness.backends.cli_answer import (
     record_answer,
     wants_answer,
 )
-from harness.backends.cli_presets import Preset, build_argv, cli_model
+from harness.backends.cli_presets import Preset, build_argv, cli_model, passed_env
 from harness.backends.cli_process import Output, wait_and_stop
 from harness.backends.cli_results import (
     ClaudeEvents,
@@ -52,15 +52,12 @@ from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session
 CLI_FIX = "install it or put it on PATH, or set the role's `command` option to its full path"
 
 
-def build_env(
-    session: Session, key_vars: Iterable[str], environ: dict[str, str] | None = None
-) -> dict[str, str]:
+def build_env(session: Session, environ: dict[str, str] | None = None) -> dict[str, str]:
     """The CLI's environment: secrets scrubbed, the run named, run.sh's folder first on PATH."""
-    # A CLI hands its environment to the commands the agent runs, so no secret is passed
-    # unless the role opts in with `pass_env` (e.g. [ANTHROPIC_API_KEY]). The default is a
-    # CLI logged in with stored credentials (`claude login`, `codex login`), which needs none;
-    # `key_vars` only names what a preset would take, for messages and `run.sh doctor`.
-    return agent_env(session, session.options.get("pass_env", []), environ)
+    # A CLI hands its environment to the commands the agent runs, so no other secret is
+    # passed: only the preset's own key (when exported) or what the role's `pass_env` names.
+    source = dict(os.environ if environ is None else environ)
+    return agent_env(session, passed_env(session.options, source), source)
 
 
 class CommandBackend:
@@ -109,7 +106,8 @@ def _run_cli(argv: list[str], preset: Preset, prompt: str,
              session: Session) -> tuple[Outcome, object]:
     """Run the CLI and read its outcome; also what it gave as its final answer (Codex's last
     message, Claude Code's `structured_output`), for the structured-answer channel."""
-    session.record({"type": "command", "argv": argv, "cwd": str(session.workdir)})
+    session.record({"type": "command", "argv": argv, "cwd": str(session.workdir),
+                    "pass_env": passed_env(session.options, dict(os.environ))})
     proc = _start(argv, session, preset)
     codex = CodexEvents() if preset.parser == "codex" else None
     fold = codex or ClaudeEvents()
@@ -142,7 +140,7 @@ def _run_cli(argv: list[str], preset: Preset, prompt: str,
 def _start(argv: list[str], session: Session, preset: Preset) -> subprocess.Popen:
     """Start the CLI in its own process group, in the working directory, confined as the
     role says (in bwrap, else under the keeper)."""
-    env = build_env(session, preset.key_vars)
+    env = build_env(session)
     try:
         return subprocess.Popen(
             confine([_executable(argv[0], session.workdir, env), *argv[1:]], session.sandbox,
