@@ -132,11 +132,31 @@ def test_codex_a_refused_key_or_unknown_model_is_a_usage_error_naming_the_fix(
 
 def test_codex_a_key_not_passed_names_the_variable_to_pass(codex, project):
     _, env = codex
-    worker_role(project / ".harness", "gpt-5-codex",
-                {"preset": "codex", "sandbox": "danger-full-access"})
+    worker_role(project / ".harness", "gpt-5-codex",  # a role that passes no key
+                {"preset": "codex", "sandbox": "danger-full-access", "pass_env": []})
     result = run_sh("worker", "F-004", cwd=project, env=env)
     assert result.returncode == 2
     assert "pass_env: [OPENAI_API_KEY]" in result.stdout + result.stderr
+
+
+def test_codex_quickstart_line_passes_the_exported_key(codex, project):
+    """The README's `run.sh validator next --backend command --preset codex` with
+    OPENAI_API_KEY exported; the one-line role file only turns Codex's own sandbox off,
+    which cannot start under a CODEX_HOME in /tmp."""
+    fake, env = codex
+    state = project / ".harness"
+    (state / "roles" / "worker.yaml").unlink()
+    (state / "roles" / "validator.yaml").write_text("options: {sandbox: danger-full-access}\n")
+    plan = json.loads((state / "features.json").read_text())
+    plan[3]["status"] = "in_progress"
+    del plan[3]["verify"]  # the example project has no F-004 yet; the verdict alone decides
+    (state / "features.json").write_text(json.dumps(plan))
+    fake.reply(message('{"verdict": "pass", "reason": "F-004 works", "notes": []}'))
+    result = run_sh("validator", "next", "--backend", "command", "--preset", "codex",
+                    cwd=project, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert feature_status(state) == "done"
+    assert fake.requests[0]["authorization"] == "Bearer sk-test"
 
 
 def test_codex_a_usage_limit_is_exit_6_with_its_reset_time(codex, project):
@@ -174,6 +194,17 @@ def test_claude_runs_a_command_and_notes(claude, api, project):
     assert (project / "out.txt").read_text() == "hi\n"
     assert "real CLI wrote out.txt" in (project / ".harness" / "raw.md").read_text()
     assert last_manifest(project / ".harness")["turns"] == 2
+
+
+def test_claude_quickstart_line_passes_the_exported_key(claude, api, project):
+    """The README's `export ANTHROPIC_API_KEY=...; run.sh worker next --backend command
+    --preset claude`, with no role file at all."""
+    (project / ".harness" / "roles" / "worker.yaml").unlink()
+    api.reply(text("F-004 done."), input=1100, output=20)
+    result = run_sh("worker", "next", "--backend", "command", "--preset", "claude",
+                    cwd=project, env=claude)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert api.headers[-1].get("x-api-key") == "test-key"
 
 
 @pytest.mark.parametrize(("status", "kind", "message", "code", "says"), [
