@@ -88,6 +88,32 @@ def test_demo_runs_the_whole_cycle_offline(tmp_path: Path) -> None:
     for run in state.glob("runs/*"):
         check = run_sh("--state", str(state), "reconstruct", run.name, "--check", cwd=tmp_path)
         assert check.returncode == 0, check.stderr
+    # the demo's lesson is in the demo's identity folder, and the report it names reads it
+    identity = tmp_path / "demo" / "identity"
+    lesson = "python3 -m unittest from the project root imports the package"
+    assert lesson in (identity / "worker.md").read_text()
+    assert f"HARNESS_IDENTITY_DIR={identity} run.sh --state {state} report" in result.stdout
+    report = run_sh("--state", str(state), "report", cwd=tmp_path,
+                    env={"HARNESS_IDENTITY_DIR": str(identity)})
+    assert report.returncode == 0, report.stderr
+    memory_page = (state / "report" / "memory.html").read_text()
+    assert lesson in memory_page and str(identity) in memory_page
+
+
+def test_demo_prints_each_step_as_it_ends(tmp_path: Path) -> None:
+    import subprocess
+    import time
+
+    proc = subprocess.Popen([str(RUN_SH), "demo", "--dir", str(tmp_path / "demo")],
+                            cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    seen = []
+    for line in proc.stdout:
+        seen.append((time.monotonic(), line))
+    assert proc.wait(timeout=300) == 0
+    first, last = (next(t for t, line in seen if line.startswith(f"{n}. ")) for n in (1, 5))
+    assert last - first > 0.3  # step 1 was printed while the later steps still ran
+    assert seen[0][1].startswith("setting up the demo mission in")
 
 
 def test_a_process_an_agent_detached_does_not_outlive_the_run(project: Path,

@@ -7,16 +7,16 @@ the commands that look at records are in harness/cli/look.py.)
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
+from harness.cli.demo import demo
 from harness.cli.look import reconstruct, report, runs, show, status
 from harness.cli.options import GLOBAL_OPTIONS, accept_global_options, paths_of
 from harness.cli.plans import export, import_
-from harness.errors import TASK_FAILED, HarnessError, UsageError
+from harness.errors import HarnessError, UsageError
 from harness.paths import check_state
 
 
@@ -226,32 +226,6 @@ def plan(ctx: click.Context, file) -> None:
 
 
 @cli.command()
-@click.option("--dir", "base", type=click.Path(file_okay=False),
-              help="Run in this (new or empty) folder instead of a fresh temporary one.")
-def demo(base: str | None) -> None:
-    """Run a whole mission cycle offline with the scripted backend, and show the records."""
-    from harness.ops.demo import curate_demo, feature_status, run_demo
-    from harness.paths import harness_home
-
-    paths, steps = run_demo(harness_home(), Path(base).resolve() if base else None)
-    click.echo(f"demo mission in {paths.workdir} (state {paths.state})\n")
-    for n, step in enumerate(steps, 1):
-        mark = "ok" if step.exit_code == step.expected else f"UNEXPECTED (wanted {step.expected})"
-        click.echo(f"{n}. {step.role:<9} {step.feature or '':<6} exit {step.exit_code}  {mark}")
-        click.echo(f"   {step.message}")
-    report = curate_demo(paths).replace("\n", "\n   ")
-    click.echo(f"{len(steps) + 1}. curator          exit 0\n   {report}")
-    status = feature_status(paths, "F-004")
-    click.echo(f"\nF-004 is now {status}. Records: {paths.state / 'runs'}/<run-id>/"
-               "{manifest.json,prompt.md,transcript.jsonl}")
-    click.echo(f"Look around:  run.sh --state {paths.state} status")
-    click.echo(f"              run.sh --state {paths.state} reconstruct {steps[3].run_id} --check")
-    click.echo(f"              git -C {paths.workdir} log --oneline")
-    ok = all(s.exit_code == s.expected for s in steps) and status == "done"
-    sys.exit(0 if ok else TASK_FAILED)
-
-
-@cli.command()
 @click.option("--backend", type=click.Choice(["anthropic", "command", "scripted"]),
               help="Check this backend for every role instead of the configured ones.")
 @click.option("--preset", type=click.Choice(["claude", "codex", "generic"]))
@@ -284,7 +258,7 @@ def cron(ctx: click.Context, roles: tuple[str, ...]) -> None:
     click.echo(crontab(paths, roles))
 
 
-for _command in (status, runs, show, report, reconstruct, import_, export):
+for _command in (status, runs, show, report, reconstruct, import_, export, demo):
     cli.add_command(_command)
 for _command in cli.commands.values():
     accept_global_options(_command)
