@@ -16,6 +16,7 @@ from harness.cli.demo import demo
 from harness.cli.look import reconstruct, report, runs, show, status
 from harness.cli.options import GLOBAL_OPTIONS, accept_global_options, paths_of
 from harness.cli.plans import export, import_
+from harness.cli.unattended import cron, loop
 from harness.errors import HarnessError, UsageError
 from harness.paths import check_state
 
@@ -246,19 +247,8 @@ def doctor(ctx: click.Context, backend: str | None, preset: str | None,
     ctx.exit(doctor_exit_code(checks))
 
 
-@cli.command()
-@click.argument("roles", nargs=-1, type=click.Choice(["worker", "validator", "curator", "planner"]))
-@click.pass_context
-def cron(ctx: click.Context, roles: tuple[str, ...]) -> None:
-    """Print crontab lines for ROLES [default: worker validator curator]; paste into crontab -e."""
-    from harness.ops.cron import crontab
-
-    paths = paths_of(ctx)
-    check_state(paths.state)
-    click.echo(crontab(paths, roles))
-
-
-for _command in (status, runs, show, report, reconstruct, import_, export, demo):
+for _command in (status, runs, show, report, reconstruct, import_, export, demo, loop,
+                 cron):
     cli.add_command(_command)
 for _command in cli.commands.values():
     accept_global_options(_command)

@@ -29,6 +29,7 @@ from harness.config import ROLES, MissionConfig, RoleConfig, load_mission_config
 from harness.config import mission_name as mission_name_of
 from harness.errors import UsageError
 from harness.ops.checks import FIX_PREFIX, PROBLEM, Check, attempt
+from harness.ops.cron import budget_check, roles_check
 from harness.ops.worktrees import worktree_rows
 from harness.paths import Paths
 from harness.run import prompt
@@ -92,7 +93,7 @@ def diagnose(paths: Paths, backend: str | None = None, *,
         if config.sandbox == "bwrap":
             checks.append(attempt(f"sandbox {role}", sandbox.FIX,
                                   lambda c=config: sandbox_check(c)))
-    checks.append(worktree_check(paths))
+    checks += [roles_check(paths, configs), budget_check(mission, paths), worktree_check(paths)]
     if cron:
         checks += cron_checks(paths, doctor_argv(paths, backend, options), checks)
     return checks
