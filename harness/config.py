@@ -58,6 +58,8 @@ class MissionConfig(Strict):
 
     mission: str | None = None  # name for cross-mission promotion; default: project folder
     budget_usd: float | None = None  # mission-wide dollar budget
+    # dollars per run for every role; a role's own `caps.dollars`, when lower, still holds
+    run_budget_usd: float | None = Field(default=None, gt=0)
     max_attempts: int = Field(default=3, ge=1)
     stuck_after: int = Field(default=3, ge=1)
     prompt: PromptCaps = Field(default_factory=PromptCaps)
@@ -91,6 +93,14 @@ class RoleConfig(Strict):
             if not path.startswith(("/", "~/")):
                 raise ValueError(f"{path!r} must start with / or ~/")
         return paths
+
+
+def run_caps(caps: Caps, mission: MissionConfig) -> Caps:
+    """A run's caps: the role's, with the mission's per-run dollar cap when it is lower."""
+    if mission.run_budget_usd is None:
+        return caps.model_copy()
+    dollars = min(d for d in (caps.dollars, mission.run_budget_usd) if d is not None)
+    return caps.model_copy(update={"dollars": dollars})
 
 
 def _load_yaml(path: Path) -> Any:
