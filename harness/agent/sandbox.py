@@ -19,6 +19,7 @@ import sys
 from functools import cache
 from pathlib import Path
 
+from harness import platform
 from harness.errors import SandboxError
 from harness.types import SandboxPolicy
 
@@ -63,7 +64,7 @@ def confine(argv: list[str], policy: SandboxPolicy, workdir: Path) -> list[str]:
     if policy.kind == "bwrap":
         require(policy)
         return [str(shutil.which("bwrap")), *bwrap_args(policy, workdir), "--", *argv]
-    if sys.platform.startswith("linux"):
+    if platform.is_linux():
         return [sys.executable, "-I", "-m", "harness.agent.keeper", str(os.getpid()), "--", *argv]
     return list(argv)
 

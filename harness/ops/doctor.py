@@ -28,7 +28,7 @@ from harness.backends.cli_presets import unpriced_model
 from harness.config import ROLES, MissionConfig, RoleConfig, load_mission_config, load_role_config
 from harness.config import mission_name as mission_name_of
 from harness.errors import UsageError
-from harness.ops.checks import FIX_PREFIX, PROBLEM, Check, attempt
+from harness.ops.checks import FIX_PREFIX, PROBLEM, Check, attempt, platform_check
 from harness.ops.cron import budget_check, roles_check
 from harness.ops.worktrees import worktree_rows
 from harness.paths import Paths
@@ -93,7 +93,8 @@ def diagnose(paths: Paths, backend: str | None = None, *,
         if config.sandbox == "bwrap":
             checks.append(attempt(f"sandbox {role}", sandbox.FIX,
                                   lambda c=config: sandbox_check(c)))
-    checks += [roles_check(paths, configs), budget_check(mission, paths), worktree_check(paths)]
+    checks += [roles_check(paths, configs), budget_check(mission, paths), platform_check(),
+               worktree_check(paths)]
     if cron:
         checks += cron_checks(paths, doctor_argv(paths, backend, options), checks)
     return checks

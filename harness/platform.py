@@ -1,0 +1,73 @@
+"""What differs between Linux and macOS, in one place.
+
+On Linux the kernel keeps an agent's processes from outliving the harness (prctl:
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER), /proc tells a process's children and start time,
+and bubblewrap can sandbox a role. Elsewhere (macOS) each call here does without and says
+so by what it returns (False, [] or None); its callers then fall back: a child is not
+killed with its parent, a detached process is not adopted, a reused pid is not told from
+the run that held it, and the sandbox is off (`doctor` says so).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import sys
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def is_linux() -> bool:
+    return sys.platform.startswith("linux")
+
+
+def _prctl(option: int, value: int) -> bool:
+    if not is_linux():
+        return False
+    return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
+
+
+def die_with_parent(signum: int) -> bool:
+    """Ask for `signum` when the parent dies; False where the kernel cannot (not Linux)."""
+    return _prctl(PR_SET_PDEATHSIG, signum)
+
+
+def adopt_orphans() -> bool:
+    """Become the reaper of descendants' orphans; False where unsupported (not Linux)."""
+    return _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def child_pids() -> list[int]:
+    """This process's children, from /proc (every thread's list); [] without /proc."""
+    pids: list[int] = []
+    if not is_linux():
+        return pids
+    with contextlib.suppress(OSError):
+        for tid in os.listdir("/proc/self/task"):
+            with contextlib.suppress(OSError), open(f"/proc/self/task/{tid}/children") as f:
+                pids += [int(p) for p in f.read().split()]
+    return pids
+
+
+def process_start(pid: int) -> str | None:
+    """The kernel's start time of `pid` (to tell a live process from a reused pid); None
+    when it cannot be read (no such process, or no /proc)."""
+    if not is_linux():
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def sandbox_note() -> str | None:
+    """Why no role can be sandboxed on this system, or None where bwrap can exist."""
+    if is_linux():
+        return None
+    return (f"{sys.platform} has no bubblewrap: the sandbox is off, so a role's commands run "
+            "with all your user can reach (a role with `sandbox: bwrap` is refused), and a "
+            "process an agent detaches is not stopped with its run")

@@ -1,0 +1,75 @@
+"""The platform calls live in harness/platform.py, with fallbacks where the kernel has no
+prctl or /proc (macOS), tested here on Linux by pretending to be another system."""
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import run_sh
+
+from harness import platform
+from harness.agent import procs, reaper
+from harness.ops.checks import platform_check
+from harness.state import runs
+
+HARNESS = Path(__file__).resolve().parent.parent / "harness"
+
+
+@pytest.fixture
+def macos(monkeypatch: pytest.MonkeyPatch) -> None:
+    """sys.platform says darwin; prctl would fail loudly if it were still called."""
+    monkeypatch.setattr(sys, "platform", "darwin")
+
+    def no_libc(*_args, **_kwargs):
+        raise AssertionError("prctl called on a system without it")
+
+    monkeypatch.setattr(platform.ctypes, "CDLL", no_libc)
+
+
+def test_on_linux_the_kernel_calls_work() -> None:
+    assert platform.is_linux() and platform.sandbox_note() is None
+    assert platform.process_start(os.getpid()) is not None
+    assert platform.process_start(2 ** 22 + 12345) is None  # no such process
+    child = subprocess.Popen(["sleep", "5"])
+    try:
+        assert child.pid in platform.child_pids()
+    finally:
+        child.kill()
+        child.wait()
+    script = ("from harness import platform; import signal; "
+              "print(platform.adopt_orphans(), platform.die_with_parent(signal.SIGTERM))")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.stdout.split() == ["True", "True"]
+
+
+def test_elsewhere_each_call_falls_back_without_prctl_or_proc(macos) -> None:
+    assert not platform.is_linux()
+    assert platform.die_with_parent(signal.SIGKILL) is False
+    assert platform.adopt_orphans() is False
+    assert platform.child_pids() == [] and platform.process_start(os.getpid()) is None
+    procs.die_with_parent()  # a preexec_fn that now does nothing, and does not fail
+    with reaper.reaping():  # adopts nothing and so stops nothing
+        pass
+    assert runs._alive(os.getpid(), "12345")  # a live pid counts when its start is unknown
+    note = platform.sandbox_note()
+    assert note is not None and "the sandbox is off" in note
+    check = platform_check()
+    assert check.ok and check.warn and "darwin has no bubblewrap" in check.detail
+
+
+def test_no_platform_call_outside_the_platform_module() -> None:
+    for path in HARNESS.rglob("*.py"):
+        if path.name == "platform.py":
+            continue
+        text = path.read_text()
+        for needle in ("prctl", "sys.platform", "/proc/", "ctypes"):
+            assert needle not in text, f"{path}: {needle} belongs in harness/platform.py"
+
+
+def test_doctor_says_what_the_platform_gives(project: Path) -> None:
+    result = run_sh("doctor", "--no-cron", cwd=project)
+    assert "ok    platform: Linux: processes stop with their run" in result.stdout
+
