@@ -159,6 +159,20 @@ def test_codex_quickstart_line_passes_the_exported_key(codex, project):
     assert fake.requests[0]["authorization"] == "Bearer sk-test"
 
 
+def test_codex_retries_are_shown_as_they_come(codex, project, tmp_path):
+    fake, env = codex
+    config = Path(env["CODEX_HOME"]) / "config.toml"
+    config.write_text(config.read_text().replace("stream_max_retries = 0",
+                                                 "stream_max_retries = 2"))
+    fake.fail("server_error", "boom")
+    fake.fail("server_error", "boom")
+    fake.reply(message("F-004 done."))
+    result = run_sh("worker", "F-004", cwd=project, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "retrying 1/2: stream disconnected before completion: boom" in result.stderr
+    assert "retrying 2/2: stream disconnected before completion: boom" in result.stderr
+
+
 def test_codex_a_usage_limit_is_exit_6_with_its_reset_time(codex, project):
     fake, env = codex
     fake.error(429, None, "The usage limit has been reached", kind="usage_limit_reached",
@@ -224,6 +238,18 @@ def test_claude_service_errors_map_to_the_contract(claude, api, project, status,
         assert result.returncode == code, result.stdout + result.stderr
         assert says in result.stdout + result.stderr
     assert feature_status(project / ".harness") == "pending"
+
+
+def test_claude_retries_are_shown_as_they_come(claude, api, project):
+    api.error(500, "api_error", "Internal server error", times=2)
+    api.reply(text("F-004 done."))
+    result = run_sh("worker", "F-004", cwd=project,
+                    env={**claude, "CLAUDE_CODE_MAX_RETRIES": "2"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = [line for line in result.stderr.splitlines() if "retrying" in line]
+    assert [line.split(": ", 2)[2].split(" in ")[0] for line in lines] == [
+        "retrying 1/2", "retrying 2/2"]
+    assert all(line.endswith(f": server_error (HTTP 500), {api.base_url}") for line in lines)
 
 
 # --- a read-only validator: the verdict and notes as the CLI's structured answer --------

@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import replace
@@ -45,6 +46,7 @@ from harness.backends.cli_results import (
     find_claude_result,
     raise_for_failure,
 )
+from harness.backends.cli_retries import retry_notice
 from harness.backends.pricing import known_cost
 from harness.errors import BackendError, UsageError
 from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session
@@ -173,13 +175,26 @@ def _progress(fold: ClaudeEvents | CodexEvents, session: Session) -> Callable:
     """What to add to an event's record: the turns and cost so far, when the event added to
     them (the cost only where the price table knows the model)."""
 
+    endpoint = _endpoint(session)
+
     def so_far(event: dict[str, Any]) -> dict[str, Any] | None:
+        if notice := retry_notice(event, endpoint):  # shown as it comes, not after the run
+            print(f"run.sh: {session.run_id}: {notice}", file=sys.stderr, flush=True)
         if not fold.feed(event):
             return None
         cost = known_cost(fold.usage, session.model, session.prices)
         return {"turns": fold.turns, "cost_usd": None if cost is None else round(cost, 6)}
 
     return so_far
+
+
+def _endpoint(session: Session) -> str:
+    """The API a claude-preset CLI calls, for its retry lines (Codex names its own)."""
+    if session.options.get("preset") != "claude":
+        return ""
+    passed = passed_env(session.options, dict(os.environ))
+    base = os.environ.get("ANTHROPIC_BASE_URL") if "ANTHROPIC_BASE_URL" in passed else None
+    return base or "https://api.anthropic.com"
 
 
 def _wall_capped(fold: ClaudeEvents | CodexEvents, session: Session) -> Outcome:
