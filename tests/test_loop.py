@@ -210,3 +210,17 @@ def test_waits_double_within_the_bound_and_last_until_a_reset_time() -> None:
     with pytest.raises(UsageError, match="HH:MM or an ISO-8601 time"):
         parse_until("tomorrow", now)
     assert [say_duration(s) for s in (4.6, 725, 10920)] == ["5s", "12m05s", "3h02m"]
+
+
+def test_a_rounds_codes_say_go_on_wait_or_end() -> None:
+    from harness.ops.waits import classify
+
+    assert classify({"worker": 0, "validator": 1}) == "ran"
+    assert classify({"worker": 5, "validator": 0}) == "ran"
+    assert classify({"worker": 7, "validator": 5}) == "ran"
+    assert classify({"worker": 5, "validator": 5}) == "nothing"
+    assert classify({"worker": 3, "validator": 5}) == "busy"
+    assert classify({"worker": 6}) == "failed"
+    assert classify({"worker": 0, "validator": 6}) == "failed"  # 6 waits even after a run
+    assert classify({"worker": 137, "validator": 5}) == "failed"  # killed: no code of ours
+    assert classify({"worker": 1, "validator": 5}) == "failed"  # failed, left nothing: a crash

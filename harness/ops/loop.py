@@ -23,12 +23,20 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from harness.errors import BACKEND, BLOCKED, BUDGET, BUSY, DONE, NOTHING_TO_DO, TASK_FAILED, USAGE
-from harness.ops.waits import backoff, say_duration, until_reset
+from harness.errors import BACKEND, BUDGET, BUSY, DONE, NOTHING_TO_DO, USAGE
+from harness.ops.waits import (
+    FAILED_KIND,
+    KNOWN,
+    NOTHING_KIND,
+    RAN_KIND,
+    backoff,
+    classify,
+    say_duration,
+    until_reset,
+)
 from harness.paths import Paths
 from harness.state.plan import load_plan
 
-RAN = (DONE, TASK_FAILED, BLOCKED)
 STOPS = {USAGE: "a usage or state error (the message above says what to fix)",
          BUDGET: "the budget is spent (mission budget_usd or a feature's attempt cap)"}
 IDLE_POLL = 5.0  # seconds between looks while another slot's run may still add work
@@ -110,12 +118,12 @@ class Supervisor:
             codes = self._round(slot)
             if self.stop.is_set():
                 return
-            if any(c in RAN for c in codes.values()):
+            kind = classify(codes)
+            if kind == RAN_KIND:
                 busy = backend = 0
-            elif codes.get("worker") == NOTHING_TO_DO and codes.get("validator") == NOTHING_TO_DO:
+            elif kind == NOTHING_KIND:
                 self._nothing_left(slot)
-            elif BACKEND in codes.values() or any(c not in RAN and c not in (BUSY, NOTHING_TO_DO)
-                                                 for c in codes.values()):
+            elif kind == FAILED_KIND:
                 backend += 1
                 self._wait_backend(slot, codes, backend)
             else:
@@ -188,8 +196,10 @@ class Supervisor:
         self.stop.wait(seconds)
 
     def _wait_backend(self, slot: int, codes: dict[str, int], failures: int) -> None:
-        role, code = next((r, c) for r, c in codes.items() if c not in RAN)
-        if code != BACKEND:
+        role, code = next(((r, c) for r, c in codes.items() if c not in KNOWN), ("", 0))
+        if not role:
+            why = "worker exit 1 left nothing to validate (a crash? its output is above)"
+        elif code != BACKEND:
             why = f"{role} exit {code}, which no run gives (a crash?)"
         else:
             why = f"{role} exit 6 (the backend failed: an outage or a usage limit)"

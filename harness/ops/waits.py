@@ -1,13 +1,32 @@
-"""How long `run.sh loop` waits, and until when it runs: pure functions over times."""
+"""What `run.sh loop` makes of a round's exit codes, how long it waits and until when it
+runs: pure functions over codes and times."""
 
 from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta, timezone
 
-from harness.errors import UsageError
+from harness.errors import BLOCKED, BUSY, DONE, NOTHING_TO_DO, TASK_FAILED, UsageError
 
 RESET_MARGIN = 5.0  # seconds past a recorded reset time, so the limit has surely lifted
+RAN = (DONE, TASK_FAILED, BLOCKED)  # a run happened
+KNOWN = (*RAN, BUSY, NOTHING_TO_DO)  # the codes that need no wait for a failure
+RAN_KIND, NOTHING_KIND, FAILED_KIND, BUSY_KIND = "ran", "nothing", "failed", "busy"
+
+
+def classify(codes: dict[str, int]) -> str:
+    """What a round's exit codes ask of the loop: wait after a failure (6, a code no run
+    gives, or a worker that failed yet left nothing to validate: a crash), go on after a
+    run, end when neither role had anything to do, else wait while runs hold the locks."""
+    worker, validator = codes.get("worker"), codes.get("validator")
+    if any(c not in KNOWN for c in codes.values()) or (worker, validator) == (
+            TASK_FAILED, NOTHING_TO_DO):
+        return FAILED_KIND
+    if any(c in RAN for c in codes.values()):
+        return RAN_KIND
+    if (worker, validator) == (NOTHING_TO_DO, NOTHING_TO_DO):
+        return NOTHING_KIND
+    return BUSY_KIND
 
 
 def backoff(failures: int, first: float, cap: float) -> float:
