@@ -9,13 +9,17 @@ run's first call (or one after a timeout) does: under bwrap that is bwrap's setu
 namespace's teardown; with `sandbox: none` it is the keeper's start (a Python process that
 stops what the shell left when the harness dies); "none, no keeper" is the bare bash that
 ran before the keeper, for comparison. The kinds are interleaved call by call, so a noisy
-machine slows each alike.
+machine slows each alike. "git on the tree" is one git command the harness runs on the
+agent's tree (`git status`; a worker's commit runs about ten): with `sandbox: bwrap` it runs
+in the agent's sandbox, under the keeper, so that nothing the agent configured in `.git`
+runs outside.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -65,7 +69,7 @@ def measure(calls: int, kinds: list[str], folder: Path) -> dict[str, list[float]
     """Seconds per call and per first call, by kind, interleaved."""
     boxes = {kind: toolbox(folder / kind, kind) for kind in kinds}
     bare = toolbox(folder / "bare", "none")
-    bare.shell.confine = list  # the bash the harness ran before the keeper
+    bare.shell.start = subprocess.Popen  # the bash the harness ran before the keeper
     times: dict[str, list[float]] = {}
     try:
         for tools in boxes.values():
@@ -85,6 +89,28 @@ def measure(calls: int, kinds: list[str], folder: Path) -> dict[str, list[float]
     return times
 
 
+def git_calls(calls: int, kinds: list[str], folder: Path) -> dict[str, list[float]]:
+    """Seconds per `git status` the harness runs on a confined tree, by sandbox kind."""
+    from harness.run import git
+
+    trees = {}
+    for kind in kinds:
+        tree = folder / f"git-{kind}"
+        (tree / ".harness").mkdir(parents=True)
+        subprocess.run(["git", "init", "-q", str(tree)], check=True)
+        git.confine_tree(tree, tree, tree / ".harness", SandboxPolicy(
+            kind, state=tree / ".harness", harness_home=ROOT))
+        trees[kind] = tree
+    times: dict[str, list[float]] = {}
+    for _ in range(calls):
+        for kind, tree in trees.items():
+            started = time.perf_counter()
+            git.run_git(tree, "status", "--porcelain")
+            times.setdefault(f"git on the tree, sandbox: {kind}", []).append(
+                time.perf_counter() - started)
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=50)
@@ -95,6 +121,7 @@ def main() -> None:
         print(f"# no bwrap rows: {problem}")
     with tempfile.TemporaryDirectory(prefix="bench-sandbox-") as folder:
         times = measure(args.calls, kinds, Path(folder))
+        times.update(git_calls(args.calls, kinds, Path(folder)))
     print(f"{'bash tool call':42} {'median ms':>9} {'p90 ms':>8}  (n={args.calls})")
     for name, seconds in times.items():
         p90 = statistics.quantiles(seconds, n=10)[-1]

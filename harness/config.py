@@ -69,6 +69,10 @@ class MissionConfig(Strict):
     # per feature, merged into base_branch on a pass (DESIGN.md, Workspaces)
     workspace: Literal["shared", "worktrees"] = "shared"
     base_branch: str | None = None  # None: the branch checked out in the working directory
+    # where every role's commands run (docs/SANDBOX.md); a role's own `sandbox` overrides it.
+    # `run.sh init` writes bwrap wherever bwrap works on the machine.
+    sandbox: Literal["none", "bwrap"] = "none"
+    sandbox_network: bool = False
 
 
 class RoleConfig(Strict):
@@ -80,11 +84,12 @@ class RoleConfig(Strict):
     tools: list[str] = Field(default_factory=list)
     caps: Caps = Field(default_factory=Caps)
     options: dict[str, Any] = Field(default_factory=dict)
-    # What the agent's shell, the feature's `verify` and an agent CLI may reach (README,
-    # "Sandbox"): bwrap confines them to the working directory; `--sandbox` overrides.
-    sandbox: Literal["none", "bwrap"] = "none"
+    # What the agent's shell, the feature's `verify`, an agent CLI and the harness's git on
+    # the agent's tree may reach (docs/SANDBOX.md): bwrap confines them to the working
+    # directory. Unset: the mission's setting; `--sandbox` on the command line overrides.
+    sandbox: Literal["none", "bwrap"] | None = None
     sandbox_paths: dict[str, Literal["ro", "rw"]] = Field(default_factory=dict)
-    sandbox_network: bool = False
+    sandbox_network: bool | None = None
 
     @field_validator("sandbox_paths")
     @classmethod
@@ -101,6 +106,15 @@ def run_caps(caps: Caps, mission: MissionConfig) -> Caps:
         return caps.model_copy()
     dollars = min(d for d in (caps.dollars, mission.run_budget_usd) if d is not None)
     return caps.model_copy(update={"dollars": dollars})
+
+
+def with_mission_sandbox(role: RoleConfig, mission: MissionConfig) -> RoleConfig:
+    """The role's config with the mission's sandbox settings where the role sets none."""
+    return role.model_copy(update={
+        "sandbox": role.sandbox or mission.sandbox,
+        "sandbox_network": (mission.sandbox_network if role.sandbox_network is None
+                            else role.sandbox_network),
+    })
 
 
 def _load_yaml(path: Path) -> Any:

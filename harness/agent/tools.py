@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.agent import sandbox
 from harness.agent.editor import Editor
 from harness.agent.env import agent_env
-from harness.agent.sandbox import confine
 from harness.agent.shell import Shell
 from harness.errors import UsageError
 from harness.state import actions, memory
@@ -126,8 +126,10 @@ class ToolBox:
         self.finish_status: str | None = None  # "done", "gave_up" or "blocked", when finish said
         self.shell = Shell(session.workdir, session.caps.bash_timeout, session.caps.output_chars,
                            lambda: agent_env(session),
-                           lambda argv: confine(argv, session.sandbox, session.workdir))
-        self.editor = Editor(session.workdir, session.caps.output_chars)
+                           lambda argv, **popen: sandbox.start(argv, session.sandbox,
+                                                               session.workdir, **popen))
+        self.editor = Editor(session.workdir, session.caps.output_chars,
+                             hidden=(session.state, session.sandbox.identity, session.home))
 
     def specs(self) -> list[dict[str, Any]]:
         """Anthropic tool definitions for the session's tools."""

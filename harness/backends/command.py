@@ -26,9 +26,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from harness.agent import sandbox
 from harness.agent.env import agent_env
 from harness.agent.procs import die_with_parent
-from harness.agent.sandbox import confine
 from harness.backends.cli_answer import (
     answer_flags,
     answer_schema,
@@ -144,9 +144,9 @@ def _start(argv: list[str], session: Session, preset: Preset) -> subprocess.Pope
     role says (in bwrap, else under the keeper)."""
     env = build_env(session)
     try:
-        return subprocess.Popen(
-            confine([_executable(argv[0], session.workdir, env), *argv[1:]], session.sandbox,
-                    session.workdir),
+        return sandbox.start(
+            [_executable(argv[0], session.workdir, env), *argv[1:]], session.sandbox,
+            session.workdir,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -53,10 +53,11 @@ def cli(ctx: click.Context, state: str | None, workdir: str | None) -> None:
 @click.argument("project_dir", default=".", type=click.Path(file_okay=False))
 def init(project_dir: str) -> None:
     """Create PROJECT_DIR/.harness with a config, an empty plan and empty memory."""
-    from harness.ops.scaffold import init_state
+    from harness.ops.scaffold import init_state, sandbox_config
 
     state, ignored = init_state(Path(project_dir))
     click.echo(f"initialised {state}" + (" (git-ignored)" if ignored else ""))
+    click.echo(sandbox_config()[1])
 
 
 # ---- role runs ----

@@ -25,7 +25,7 @@ from typing import Any
 
 from harness.agent import sandbox
 from harness.backends.cli_presets import unpriced_model
-from harness.config import ROLES, MissionConfig, RoleConfig, load_mission_config, load_role_config
+from harness.config import ROLES, MissionConfig, RoleConfig, load_mission_config
 from harness.config import mission_name as mission_name_of
 from harness.errors import UsageError
 from harness.ops.checks import FIX_PREFIX, PROBLEM, Check, attempt, platform_check
@@ -33,7 +33,7 @@ from harness.ops.cron import budget_check, roles_check
 from harness.ops.worktrees import worktree_rows
 from harness.paths import Paths
 from harness.run import prompt
-from harness.run.prepare import FEATURE_ROLES
+from harness.run.prepare import FEATURE_ROLES, role_config_for
 from harness.state.envfile import env_files, load_env_files, user_env_file
 from harness.state.plan import Feature, load_plan
 from harness.state.redact import redact_data
@@ -68,12 +68,10 @@ def diagnose(paths: Paths, backend: str | None = None, *,
         plan = load_plan(paths.state)
     for role in ROLES:
         try:
-            config = load_role_config(role, paths.state, paths.home)[0]
+            # the mission's sandbox and the command line's backend and options over it
+            configs[role] = role_config_for(paths, role, backend, options)[0]
         except Exception as e:
             checks.append(Check(f"role {role}", False, str(e), "correct the file and key named"))
-            continue
-        configs[role] = config.model_copy(update={"backend": backend or config.backend,
-                                                  "options": {**config.options, **(options or {})}})
     checks += [attempt(f"template {role}", "correct the template at the line named",
                        lambda r=role, c=config: render_role(paths, r, c, plan, mission))
                for role, config in configs.items()]

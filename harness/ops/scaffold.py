@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 from harness.errors import UsageError
+from harness.run import gitdir
 from harness.state.memory import MEMORY_SECTIONS, SUMMARY_SECTIONS, render_sections
 from harness.state.store import atomic_write
 
@@ -31,6 +32,30 @@ max_attempts: 3              # validator fails before a feature becomes `failed`
 # workspace: shared          # shared: one worker or validator per working tree at a time;
 #                            # worktrees: a git worktree per feature, merged on a pass
 """
+
+SANDBOXED = """\
+sandbox: bwrap               # every role's commands run confined to the project (docs/SANDBOX.md)
+sandbox_network: false       # true lets them reach the network (e.g. package registries)
+"""
+UNSANDBOXED = """\
+# RISK: bwrap cannot make a sandbox on this machine ({problem}),
+# so an agent's commands can read and write all that this user can (~/.ssh, other projects,
+# the harness itself). Install bubblewrap, check with `run.sh doctor`, then set bwrap.
+sandbox: none
+"""
+
+
+def sandbox_config() -> tuple[str, str]:
+    """The config's sandbox lines and what `init` says of them: bwrap wherever it works."""
+    from harness.agent.sandbox import bwrap_problem
+
+    problem = bwrap_problem()
+    if problem is None:
+        return SANDBOXED, "sandbox: bwrap (every role's commands run confined to the project)"
+    return (UNSANDBOXED.format(problem=problem),
+            f"sandbox: none, because {problem}: agents' commands are NOT confined "
+            "(config.yaml says what that risks; docs/SANDBOX.md)")
+
 
 SPEC = "# Specification\n\nDescribe what to build here; the planner turns it into features.json.\n"
 
@@ -73,7 +98,7 @@ def init_state(project: Path) -> tuple[Path, bool]:
     base = (f"base_branch: {branch}         # where passed features merge (worktrees mode)\n"
             if branch else "# base_branch: main         # default: the branch checked out\n")
     files = {
-        "config.yaml": CONFIG + base,
+        "config.yaml": CONFIG + sandbox_config()[0] + base,
         "features.json": "[]\n",
         "spec.md": SPEC,
         "raw.md": "",
@@ -85,4 +110,6 @@ def init_state(project: Path) -> tuple[Path, bool]:
     for folder in ("memory", "ledger", "runs", "archive"):
         (state / folder).mkdir()
     ignored = _git_ignore(project) if in_repo else False
+    if in_repo:
+        gitdir.record(state, project)  # the repository the harness will commit into
     return state, ignored

@@ -1,22 +1,91 @@
 """The harness's git: commit a run's changes (never the state directory) and show a
 feature's diff to its validator. Agents never commit; the harness does it for them.
+
+Whatever the agent can write is hostile (docs/SANDBOX.md): in the shared workspace that
+includes `.git` (its config, hooks, attributes). So every git the harness runs honours no
+hooks, fsmonitor, signing program, external diff or textconv (HARDENED, --no-textconv),
+with no secret in its environment; and on the tree a run's agent works in (`confine_tree`)
+it runs only after `gitdir.check` and, under `sandbox: bwrap`, inside the agent's sandbox,
+so that a filter or an `include.path` the agent configured runs confined, without secrets
+or network, and dies with the run.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
+from dataclasses import dataclass, replace
+from functools import cache
 from pathlib import Path
 
+from harness.agent import sandbox
+from harness.run import gitdir
+from harness.state.redact import scrubbed_environ
 from harness.state.store import hold_lock, lock_path
+from harness.types import SandboxPolicy
 
 DEFAULT_IDENTITY = ("-c", "user.name=autonomous-harness", "-c", "user.email=harness@localhost")
+HARDENED = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
+            "-c", "commit.gpgSign=false", "-c", "tag.gpgSign=false", "-c", "gpg.program=false",
+            "-c", "core.sshCommand=false", "-c", "diff.external=", "-c", "core.pager=cat",
+            "-c", "credential.helper=", "-c", "protocol.allow=never")
+GIT_TIMEOUT = 120
+
+
+@dataclass(frozen=True)
+class ConfinedTree:
+    """A tree a run's agent works in: its repository as recorded, and the run's sandbox."""
+
+    tree: Path
+    repository: gitdir.Repository | None
+    top: Path | None  # where git found `.git` from the tree before the agent acted
+    policy: SandboxPolicy
+
+    def git_policy(self) -> SandboxPolicy:
+        """The agent's sandbox without network, with the repository writable where it lies
+        outside the tree (a worktree's)."""
+        common = self.repository[0] if self.repository else None
+        outside = common is not None and not common.is_relative_to(self.tree)
+        return replace(self.policy, network=False, paths={str(common): "rw"} if outside else {})
+
+
+_confined: list[ConfinedTree] = []
+
+
+def confine_tree(tree: Path, repo: Path, state: Path, policy: SandboxPolicy) -> None:
+    """From now on, in this process, git on `tree` (the checkout `repo`, or a worktree of
+    it) checks the repository first and runs as the run's agent does (docs/SANDBOX.md).
+    Call it before the agent acts: the repository is recorded on first use."""
+    repository = gitdir.recorded(state) or gitdir.record(state, repo)
+    tree = tree.resolve()
+    _confined.append(ConfinedTree(tree, repository, gitdir.toplevel(tree), policy))
 
 
 def run_git(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    """`git -C workdir ARGS`, output captured as text."""
-    return subprocess.run(["git", "-C", str(workdir), *args], capture_output=True, text=True,
-                          check=check, timeout=120)
+    """`git ARGS` in `workdir`, hardened, output captured as text."""
+    argv = ["git", *HARDENED, *args]
+    env = {**scrubbed_environ(), "GIT_TERMINAL_PROMPT": "0"}
+    here = workdir.resolve()
+    confined = next((c for c in _confined if here.is_relative_to(c.tree)), None)
+    if confined is not None and confined.repository is not None:
+        gitdir.check(here, confined.repository, confined.top)
+    if confined is None or confined.policy.kind != "bwrap":
+        return subprocess.run(argv, cwd=workdir, capture_output=True, text=True, check=check,
+                              timeout=GIT_TIMEOUT, env=env, stdin=subprocess.DEVNULL)
+    proc = sandbox.start(argv, confined.git_policy(), workdir, cwd=workdir, env=env,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = proc.communicate(timeout=GIT_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    result = subprocess.CompletedProcess(argv, proc.returncode, out, err)
+    if check:
+        result.check_returncode()
+    return result
 
 
 def is_repo(workdir: Path) -> bool:
@@ -29,10 +98,27 @@ def is_repo(workdir: Path) -> bool:
 
 
 def identity_args(workdir: Path) -> tuple[str, ...]:
-    """A committer identity only where git has none configured, so commits never fail on it."""
-    has_name = run_git(workdir, "config", "user.name", check=False).returncode == 0
-    has_email = run_git(workdir, "config", "user.email", check=False).returncode == 0
-    return () if has_name and has_email else DEFAULT_IDENTITY
+    """A committer identity where the tree's git sees none (in the sandbox, which hides
+    $HOME, it sees no global config): the person's own from outside, else the harness's."""
+    seen = run_git(workdir, "config", "--get-regexp", r"^user\.(name|email)$", check=False)
+    if {line.split(" ", 1)[0] for line in seen.stdout.splitlines()} >= {"user.name",
+                                                                        "user.email"}:
+        return ()
+    return _global_identity() or DEFAULT_IDENTITY
+
+
+@cache
+def _global_identity() -> tuple[str, ...]:
+    """The person's name and email from their global config, read outside any repository."""
+    found: list[str] = []
+    for key in ("user.name", "user.email"):
+        got = subprocess.run(["git", *HARDENED, "config", "--global", "--get", key],
+                             capture_output=True, text=True, cwd="/", check=False,
+                             stdin=subprocess.DEVNULL, env=scrubbed_environ())
+        if got.returncode != 0 or not got.stdout.strip():
+            return ()
+        found += ["-c", f"{key}={got.stdout.strip()}"]
+    return tuple(found)
 
 
 STALE_AFTER = 2.0  # seconds a git lock file must sit unchanged before it counts as stale
@@ -47,11 +133,11 @@ def clear_stale_locks(workdir: Path) -> None:
     find while holding it is a dead git's, or a person's git at work right now: one
     that does not change for STALE_AFTER seconds is taken to be dead.
     """
-    git_dir = Path(run_git(workdir, "rev-parse", "--absolute-git-dir").stdout.strip())
-    common = Path(run_git(workdir, "rev-parse", "--path-format=absolute", "--git-common-dir",
-                       check=False).stdout.strip() or git_dir)
+    dirs = run_git(workdir, "rev-parse", "--path-format=absolute", "--absolute-git-dir",
+                   "--git-common-dir").stdout.split("\n")
+    git_dir, common = Path(dirs[0]), Path(dirs[1] or dirs[0])
     candidates = [git_dir / "index.lock", git_dir / "HEAD.lock", common / "packed-refs.lock",
-                  *(common / "refs").rglob("*.lock")]
+                  *_ref_locks(common / "refs")]
     seen = {lock: _stamp(lock) for lock in candidates}
     seen = {lock: stamp for lock, stamp in seen.items() if stamp is not None}
     deadline = time.monotonic() + STALE_AFTER
@@ -65,6 +151,16 @@ def clear_stale_locks(workdir: Path) -> None:
                 seen[lock], deadline = now, time.monotonic() + STALE_AFTER
     for lock in seen:
         lock.unlink(missing_ok=True)
+
+
+def _ref_locks(refs: Path) -> list[Path]:
+    """The lock files under refs/, never through a symlink (one could lead out of the
+    repository, to files the harness must not delete)."""
+    if refs.is_symlink():
+        return []
+    return [Path(folder, name) for folder, _, files in os.walk(refs)  # does not follow links
+            for name in files if name.endswith(".lock")
+            and not os.path.islink(os.path.join(folder, name))]
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:
@@ -109,9 +205,11 @@ def feature_diff(workdir: Path, feature_id: str, max_chars: int, base: str | Non
     """The patches of every harness commit for `feature_id`, oldest first, within `max_chars`;
     with `base` (a feature's own branch), what the branch changes against that base instead."""
     if base:
-        result = run_git(workdir, "diff", f"{base}...HEAD", check=False)
+        result = run_git(workdir, "diff", "--no-textconv", "--no-ext-diff", f"{base}...HEAD",
+                         check=False)
     else:
-        result = run_git(workdir, "log", "--reverse", "-p", "--format=commit %h %s",
+        result = run_git(workdir, "log", "--no-textconv", "--no-ext-diff", "--reverse", "-p",
+                         "--format=commit %h %s",
                          f"--grep=^{feature_id}: ", check=False)
     text = result.stdout if result.returncode == 0 else ""
     if len(text) > max_chars:

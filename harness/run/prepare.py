@@ -12,7 +12,14 @@ from typing import Any
 
 from harness.backends.cli_answer import wants_answer
 from harness.backends.cli_presets import docs_read_by
-from harness.config import MissionConfig, RoleConfig, load_role_config, mission_name
+from harness.config import (
+    MissionConfig,
+    RoleConfig,
+    load_mission_config,
+    load_role_config,
+    mission_name,
+    with_mission_sandbox,
+)
 from harness.errors import BlockedError, BudgetError, NothingToDo, UsageError
 from harness.paths import Paths
 from harness.run.prompt import (
@@ -82,6 +89,7 @@ def role_config_for(paths: Paths, role: str, backend: str | None,
     """The role's config with the command line's backend, options and sandbox over it; its
     file and text."""
     role_config, role_path, role_text = load_role_config(role, paths.state, paths.home)
+    role_config = with_mission_sandbox(role_config, load_mission_config(paths.state))
     options = dict(backend_options or {})
     role_config = role_config.model_copy(update={
         "backend": backend or role_config.backend,
@@ -94,8 +102,8 @@ def role_config_for(paths: Paths, role: str, backend: str | None,
 
 def sandbox_policy(config: RoleConfig, paths: Paths) -> SandboxPolicy:
     """Where the role's commands may reach, and what the sandbox hides from them."""
-    return SandboxPolicy(kind=config.sandbox, paths=dict(config.sandbox_paths),
-                         network=config.sandbox_network, state=paths.state,
+    return SandboxPolicy(kind=config.sandbox or "none", paths=dict(config.sandbox_paths),
+                         network=bool(config.sandbox_network), state=paths.state,
                          identity=paths.identity, harness_home=paths.home)
 
 

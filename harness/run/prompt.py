@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +20,7 @@ from typing import Any
 from jinja2 import BaseLoader, StrictUndefined, TemplateError, TemplateNotFound
 from jinja2.sandbox import SandboxedEnvironment
 
+from harness.agent.treefile import Refused, TreeFile
 from harness.config import PromptCaps
 from harness.errors import UsageError
 from harness.state.memory import long_note_titles, tail_entries
@@ -34,6 +37,22 @@ def read_start(path: Path, max_chars: int) -> str | None:
     """At most `max_chars` + 1 characters from the start of `path` (one more than a cap
     keeps, so that `cap_text` marks the cut), or None if it is absent."""
     return read_head(path, max_chars + 1, encoding="utf-8")
+
+
+def read_in_tree(root: Path, name: str, max_chars: int) -> str | None:
+    """As `read_start`, for a file the agent may have written: never through a symlink out
+    of `root` (AGENTS.md linked to ~/.ssh/id_rsa is not read), never a fifo or device."""
+
+    def inside(real: Path) -> None:
+        if not real.is_relative_to(root.resolve()):
+            raise Refused(f"{name} leads out of {root}")
+
+    try:
+        fd = TreeFile(root.resolve(), name, inside).open(name, os.O_RDONLY | os.O_NONBLOCK)
+    except (OSError, Refused):
+        return None
+    with os.fdopen(fd, encoding="utf-8", errors="replace") as f:
+        return f.read(max_chars + 1) if stat.S_ISREG(os.fstat(fd).st_mode) else None
 
 
 def cap_text(text: str, limit: int, keep: str = "head") -> str:
@@ -76,7 +95,7 @@ def read_sources(role: str, feature_id: str | None, state: Path, workdir: Path,
     the agent CLI reads by itself."""
     docs = []
     for name in (d for d in PROJECT_DOCS if d not in skip_docs):
-        text = read_start(workdir / name, caps.project_docs_chars)
+        text = read_in_tree(workdir, name, caps.project_docs_chars)
         if text is not None:
             docs.append({"name": name, "text": cap_text(text, caps.project_docs_chars)})
     ledger = []
@@ -90,7 +109,7 @@ def read_sources(role: str, feature_id: str | None, state: Path, workdir: Path,
         ledger=ledger,
         progress=read_tail(state / "progress.log", caps.progress_lines),
         raw=tail_entries(state, caps.raw_entries),
-        spec=read_start(state / "spec.md", caps.spec_chars) if role == "planner" else None,
+        spec=read_in_tree(state, "spec.md", caps.spec_chars) if role == "planner" else None,
     )
 
 

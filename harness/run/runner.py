@@ -39,6 +39,7 @@ def run_role(paths: Paths, role: str, target: str | None, *, dry_run: bool = Fal
         # the model-calling side (backends, verify, git, judging) is imported only when a
         # model is called: a dry run starts 50 ms sooner (0.44 s against 0.49 s here)
         from harness.agent.sandbox import require as require_sandbox
+        from harness.run import git
         from harness.run.lifecycle import call_and_close
         from harness.run.outcome import judge_role_run
 
@@ -47,6 +48,7 @@ def run_role(paths: Paths, role: str, target: str | None, *, dry_run: bool = Fal
         config = role_config_for(paths, role, backend, backend_options, sandbox)[0]
         policy = sandbox_policy(config, work_paths)
         require_sandbox(policy)  # exit 2 before anything runs: never unsandboxed instead
+        git.confine_tree(work_paths.workdir, paths.workdir, paths.state, policy)
         extra = before_call(work_paths, role, claimed, mission, config.options, policy)
         prepared = prepare(work_paths, role, feature, plan, mission, extra=extra,
                            backend=backend, backend_options=backend_options, sandbox=sandbox,

@@ -7,8 +7,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from harness.agent import sandbox as sandboxing
 from harness.agent.procs import die_with_parent, stop_tree
-from harness.agent.sandbox import confine
 from harness.config import MissionConfig
 from harness.paths import Paths
 from harness.run import git
@@ -22,8 +22,8 @@ def run_verify(command: str, workdir: Path, timeout: float, max_chars: int,
                sandbox: SandboxPolicy | None = None) -> dict[str, Any]:
     """Run a feature's `verify` command in its own process group, confined as the validator's
     role says; exit code and output tail."""
-    argv = confine(["/bin/sh", "-c", command], sandbox or SandboxPolicy(), workdir)
-    proc = subprocess.Popen(argv, cwd=workdir, env=scrubbed_environ(),
+    proc = sandboxing.start(["/bin/sh", "-c", command], sandbox or SandboxPolicy(), workdir,
+                            cwd=workdir, env=scrubbed_environ(),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True, preexec_fn=die_with_parent)
     try:

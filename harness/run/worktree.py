@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import UsageError
+from harness.run import gitdir
 from harness.run.git import (
     clear_stale_locks,
     commit_all,
@@ -80,8 +81,8 @@ def is_ancestor(workdir: Path, older: str, newer: str) -> bool:
 
 def is_live_tree(ws: Workspace) -> bool:
     """Whether the feature's folder is a worktree of ours on its own branch."""
-    if not (ws.tree / ".git").is_file():
-        return False
+    if not gitdir.links_into(ws.tree, ws.repo):
+        return False  # not a worktree, or one an agent pointed elsewhere: made anew
     head = run_git(ws.tree, "symbolic-ref", "-q", "HEAD", check=False).stdout.strip()
     return head == f"refs/heads/{ws.branch}"
 
