@@ -125,6 +125,9 @@ def test_cron_prints_ready_crontab_lines(invoke, state: Path, project: Path) -> 
     assert commands == ["worker next --backend anthropic", "validator next --backend anthropic",
                         "curator"]
     assert all(line.split()[5:8] == ["cd", str(project), "&&"] for line in jobs)
+    # cron has no HARNESS_IDENTITY_DIR: the lines name the folder this shell uses
+    identity = os.environ["HARNESS_IDENTITY_DIR"]
+    assert all(line.split()[8] == f"HARNESS_IDENTITY_DIR={identity}" for line in jobs)
     assert all(f"{RUN_SH} --state {state}" in line and line.endswith(" 2>&1") for line in jobs)
     assert f">> {state / 'cron-worker.log'} 2>&1" in jobs[0]
     planner = [line for line in invoke("cron", "planner").output.splitlines()
@@ -157,6 +160,16 @@ def test_cron_lines_run_the_backend_and_preset_the_roles_name(project: Path,
     assert "ok    roles: planner: anthropic, model claude-sonnet-4-5; worker: command --preset " \
            f"claude, model claude-sonnet-4-5 ({state / 'roles' / 'worker'}.yaml over the " \
            "shipped file); validator: command --preset codex" in doctor
+
+
+def test_cron_lines_name_no_identity_folder_when_cron_finds_the_same(project: Path,
+                                                                     state: Path) -> None:
+    import pwd
+
+    home = pwd.getpwuid(os.getuid()).pw_dir
+    default = Path(home) / ".local/share/autonomous-harness/identity"
+    result = run_sh("cron", cwd=project, env={"HARNESS_IDENTITY_DIR": str(default)})
+    assert result.returncode == 0 and "HARNESS_IDENTITY_DIR" not in result.stdout
 
 
 def test_doctor_warns_when_no_budget_bounds_a_loop_or_cron(project: Path, state: Path) -> None:

@@ -9,7 +9,10 @@ bounds what cron may spend.
 
 from __future__ import annotations
 
+import os
+import pwd
 import shlex
+from pathlib import Path
 from typing import Any
 
 from harness.config import ROLES, MissionConfig, RoleConfig, load_role_config
@@ -85,12 +88,22 @@ def crontab(paths: Paths, roles: tuple[str, ...] = (),
              or r in (roles or DEFAULT_ROLES)]
     lines += [f"# {r}: {role_summary(configs[r])}" for r in shown]
     lines.append("# (from the role files; after changing one, print these lines again)")
+    identity = ""
+    if paths.identity != cron_identity():  # cron has no HARNESS_IDENTITY_DIR, XDG_DATA_HOME
+        identity = f"HARNESS_IDENTITY_DIR={shlex.quote(str(paths.identity))} "
+        lines.append(f"# cross-mission memory: {paths.identity}, as in this shell")
+    start = f"cd {shlex.quote(str(paths.workdir))} && {identity}{run_sh}"
     for role in roles or DEFAULT_ROLES:
         log = shlex.quote(str(state / f"cron-{role}.log"))
-        lines.append(f"{SCHEDULES[role]} cd {shlex.quote(str(paths.workdir))} && {run_sh} "
-                     f"--state {shlex.quote(str(state))} "
+        lines.append(f"{SCHEDULES[role]} {start} --state {shlex.quote(str(state))} "
                      f"{shlex.join(_command(role, configs, overrides))} >> {log} 2>&1")
     return "\n".join(lines)
+
+
+def cron_identity() -> Path:
+    """The identity folder a cron job finds: the default under the user's home."""
+    home = Path(pwd.getpwuid(os.getuid()).pw_dir)
+    return (home / ".local" / "share" / "autonomous-harness" / "identity").resolve()
 
 
 def roles_check(paths: Paths, configs: dict[str, RoleConfig]) -> Check:
