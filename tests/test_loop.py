@@ -140,6 +140,7 @@ def test_loop_backs_off_while_busy_and_stops_at_until(project: Path, mission: Pa
     assert past.returncode == 0 and "--until 2001-01-01T00:00+00:00 reached" in past.stdout
     assert not list(mission.glob("runs/*"))
     assert run_sh("loop", "--until", "25:00", cwd=project).returncode == 2
+    assert run_sh("loop", "--backoff", "0", cwd=project).returncode == 2  # it would spin
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

@@ -51,10 +51,10 @@ def _flags(given: dict) -> tuple[str, ...]:
               metavar="N", help="N workers on N features at once (workspace: worktrees).")
 @click.option("--curator-every", type=click.FloatRange(min=0), default=30, show_default=True,
               metavar="MINUTES", help="Run the curator this often (0: never), and once at the end.")
-@click.option("--backoff", type=click.FloatRange(min=0), default=30, show_default=True,
+@click.option("--backoff", type=click.FloatRange(min=1), default=30, show_default=True,
               metavar="SECONDS", help="First wait when busy (3) or the backend failed (6); "
                                       "doubled each time.")
-@click.option("--max-backoff", type=click.FloatRange(min=0), default=1800, show_default=True,
+@click.option("--max-backoff", type=click.FloatRange(min=1), default=1800, show_default=True,
               metavar="SECONDS", help="Longest such wait (a recorded reset time is waited for "
                                       "in full).")
 @click.pass_context
