@@ -2,6 +2,7 @@
 run a subprocess; waits on 3 and 6, stops on 2, 4 and 5, on --max-runs, --until and signals."""
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -162,6 +163,25 @@ def test_a_signal_stops_the_loop_and_its_running_role_cleanly(project: Path, mis
     assert manifest["status"] == "interrupted" and manifest["exit_code"] == 143
     assert "validator" not in out  # no role started after the signal
     assert statuses(mission)["F-004"] == "pending"
+
+
+def test_a_run_that_crashes_ends_that_run_not_the_loop(project: Path, mission: Path) -> None:
+    scripted_roles(mission, worker=SLOW_WORKER)
+    loop = subprocess.Popen([str(RUN_SH), "loop", "--max-runs", "2", "--backoff", "1"],
+                            cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.time() + 30
+    while not list(mission.glob("runs/*/transcript.jsonl")) and time.time() < deadline:
+        time.sleep(0.1)
+    first = json.loads(next(mission.glob("runs/*/manifest.json")).read_text())
+    scripted_roles(mission)  # the next worker run finishes at once
+    os.kill(first["pid"], signal.SIGKILL)  # the run dies as a crash would end it
+    out, err = loop.communicate(timeout=60)
+    assert loop.returncode == 0, out + err
+    assert "worker exit 137, which no run gives (a crash?); waiting 1s" in out
+    assert "--max-runs 2 reached" in out + err
+    assert len(list(mission.glob("runs/*-worker-F-004*"))) == 2
+    assert statuses(mission)["F-004"] == "in_progress"
 
 
 def test_a_second_loop_on_the_mission_is_busy_at_once(project: Path, mission: Path) -> None:

@@ -163,6 +163,7 @@ class Supervisor:
             self.active += 1
         started = time.monotonic()
         code = child.wait()
+        code = 128 - code if code < 0 else code  # killed by a signal: the shell's number
         with self.lock:
             self.children.discard(child)
             self.active -= 1
