@@ -160,6 +160,7 @@ def test_cron_lines_run_the_backend_and_preset_the_roles_name(project: Path,
     assert "ok    roles: planner: anthropic, model claude-sonnet-4-5; worker: command --preset " \
            f"claude, model claude-sonnet-4-5 ({state / 'roles' / 'worker'}.yaml over the " \
            "shipped file); validator: command --preset codex" in doctor
+    assert "; curator: its rules, no model (curator.mode: rules)\n" in doctor
 
 
 def test_cron_lines_name_no_identity_folder_when_cron_finds_the_same(project: Path,

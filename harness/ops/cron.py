@@ -106,11 +106,15 @@ def cron_identity() -> Path:
     return (home / ".local" / "share" / "autonomous-harness" / "identity").resolve()
 
 
-def roles_check(paths: Paths, configs: dict[str, RoleConfig]) -> Check:
+def roles_check(paths: Paths, configs: dict[str, RoleConfig],
+                mission: MissionConfig | None = None) -> Check:
     """doctor: which backend, preset and model each role will use, and from which file."""
     parts = []
     for role, config in configs.items():
         own = (paths.state / "roles" / f"{role}.yaml").is_file()
+        if role == "curator" and (mission is None or mission.curator.mode == "rules"):
+            parts.append("curator: its rules, no model (curator.mode: rules)")
+            continue
         parts.append(f"{role}: {role_summary(config)}"
                      + (f" ({paths.state / 'roles' / role}.yaml over the shipped file)"
                         if own else ""))

@@ -91,7 +91,7 @@ def diagnose(paths: Paths, backend: str | None = None, *,
         if config.sandbox == "bwrap":
             checks.append(attempt(f"sandbox {role}", sandbox.FIX,
                                   lambda c=config: sandbox_check(c)))
-    checks += [roles_check(paths, configs), budget_check(mission, paths), platform_check(),
+    checks += [roles_check(paths, configs, mission), budget_check(mission, paths), platform_check(),
                worktree_check(paths)]
     if cron:
         checks += cron_checks(paths, doctor_argv(paths, backend, options), checks)
