@@ -149,9 +149,10 @@ def test_an_agent_shell_dies_with_a_killed_harness(project: Path, tmp_path: Path
                              "--script", str(script)], cwd=project,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 30
-    while not (project / "shell.pid").exists() and time.time() < deadline:
+    pid_file = project / "shell.pid"  # made empty by the redirection, then written by echo
+    while not (pid_file.exists() and pid_file.read_text().strip()) and time.time() < deadline:
         time.sleep(0.02)
-    shell = int((project / "shell.pid").read_text())
+    shell = int(pid_file.read_text())
     os.kill(proc.pid, signal.SIGKILL)  # the harness alone, not its group
     proc.wait()
     time.sleep(2.5)
