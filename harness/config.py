@@ -79,7 +79,7 @@ class RoleConfig(Strict):
     """`roles/<role>.yaml`: which template, backend, model, tools and caps a role runs with."""
 
     template: str
-    backend: Literal["anthropic", "command", "scripted"] = "anthropic"
+    backend: Literal["anthropic", "openai", "command", "scripted"] = "anthropic"
     model: str = "claude-sonnet-4-5"
     tools: list[str] = Field(default_factory=list)
     caps: Caps = Field(default_factory=Caps)

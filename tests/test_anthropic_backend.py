@@ -10,8 +10,9 @@ import pytest
 from fake_api import make_session, text, thinking, tool_use
 from pydantic import ValidationError
 
-from harness.backends.anthropic import CUT_CALL, CUT_TEXT, AnthropicBackend
+from harness.backends.anthropic import AnthropicBackend
 from harness.backends.api_errors import reset_time
+from harness.backends.toolloop import CUT_CALL, CUT_TEXT
 from harness.errors import BackendError, BudgetError
 from harness.types import CAPPED, FINISHED, GAVE_UP, Caps, Usage
 

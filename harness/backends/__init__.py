@@ -17,6 +17,10 @@ def load_backend(name: str) -> Backend:
         from harness.backends.anthropic import AnthropicBackend
 
         return AnthropicBackend()
+    if name == "openai":
+        from harness.backends.openai import OpenAIBackend
+
+        return OpenAIBackend()
     if name == "command":
         from harness.backends.command import CommandBackend
 

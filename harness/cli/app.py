@@ -67,7 +67,7 @@ def _role_command(role: str, doc: str) -> click.Command:
     @click.command(name=role, help=doc)
     @click.argument("target", metavar="FEATURE_ID|next", required=role != "planner")
     @click.option("--dry-run", is_flag=True, help="Render and record the prompt; call no model.")
-    @click.option("--backend", type=click.Choice(["anthropic", "command", "scripted"]),
+    @click.option("--backend", type=click.Choice(["anthropic", "openai", "command", "scripted"]),
                   help="Override the role's backend.")
     @click.option("--preset", type=click.Choice(["claude", "codex", "generic"]),
                   help="With --backend command: which agent CLI.")
@@ -228,7 +228,7 @@ def plan(ctx: click.Context, file) -> None:
 
 
 @cli.command()
-@click.option("--backend", type=click.Choice(["anthropic", "command", "scripted"]),
+@click.option("--backend", type=click.Choice(["anthropic", "openai", "command", "scripted"]),
               help="Check this backend for every role instead of the configured ones.")
 @click.option("--preset", type=click.Choice(["claude", "codex", "generic"]))
 @click.option("--command", "command_line", metavar="CMD")

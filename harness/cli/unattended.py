@@ -15,7 +15,8 @@ ROLE_FLAGS = ("backend", "preset", "command", "script", "model", "sandbox")
 def role_options(command: click.Command) -> click.Command:
     """The flags a role run takes, to pass on to each worker and validator run."""
     for flag in reversed((
-        click.Option(["--backend"], type=click.Choice(["anthropic", "command", "scripted"]),
+        click.Option(["--backend"],
+                     type=click.Choice(["anthropic", "openai", "command", "scripted"]),
                      help="Run the worker and validator with this backend."),
         click.Option(["--preset"], type=click.Choice(["claude", "codex", "generic"]),
                      help="With --backend command: which agent CLI."),

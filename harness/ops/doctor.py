@@ -39,7 +39,7 @@ from harness.state.plan import Feature, load_plan
 from harness.state.redact import redact_data
 from harness.types import SandboxPolicy
 
-DEPENDENCIES = ("harness", "click", "yaml", "jinja2", "anthropic", "pydantic", "rapidfuzz")
+DEPENDENCIES = tuple("harness click yaml jinja2 anthropic openai pydantic rapidfuzz".split())
 MEMORY_FILES = ("summary.md", "MEMORY.md", "raw.md")
 KEY_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 CRON_PATH = "/usr/bin:/bin"
@@ -218,6 +218,10 @@ def backend_check(paths: Paths, config: RoleConfig, probe: Callable[[str], Check
             return Check("", False, f"anthropic: {error}", "reinstall: see the packages check")
         source = (sources or {}).get(key, "environment")
         return Check("", True, f"anthropic: {key} is set (from {source}), model {config.model}")
+    if config.backend == "openai":
+        from harness.backends.openai import check_access
+
+        return Check("", *check_access(config.options, paths.state, config.model, sources))
     if config.backend == "command":
         from harness.backends.cli_presets import build_argv
 
