@@ -73,6 +73,9 @@ class MissionConfig(Strict):
     # `run.sh init` writes bwrap wherever bwrap works on the machine.
     sandbox: Literal["none", "bwrap"] = "none"
     sandbox_network: bool = False
+    # Whether worker runs commit their changes (harness/run/commits.py); false: no commits,
+    # and no git needed (a detached HEAD, no repository or no git is then no error)
+    commit: bool = True
 
 
 class RoleConfig(Strict):

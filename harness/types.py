@@ -102,6 +102,7 @@ class Outcome:
     turns: int = 0
     detail: str = ""  # why it stopped, for the record
     reset_at: str | None = None  # when a usage limit lifts, if the backend was told
+    model: str | None = None  # the model that served the run, as the API or CLI reported it
 
 
 @dataclass

@@ -18,6 +18,8 @@ from harness.cli.app import cli
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / ".harness.example"
 RUN_SH = ROOT / "run.sh"
+NO_COMMITS = "commit: false\n"
+CLOSED_URL = "http://127.0.0.1:9"  # a local port nothing listens on
 HARNESS_VARS = ("HARNESS_STATE", "HARNESS_ROLE", "FEATURE_ID", "HARNESS_RUN_ID",
                 "HARNESS_IDENTITY_DIR", "HARNESS_HOME")
 
@@ -29,6 +31,8 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory,
     does the default one (XDG_DATA_HOME), so no test writes to the real ~/.local/share."""
     for name in HARNESS_VARS:
         monkeypatch.delenv(name, raising=False)
+    # `doctor` proves a key with a free API call: never to a real address from a test
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", os.environ.get("ANTHROPIC_BASE_URL", CLOSED_URL))
     identity = tmp_path_factory.mktemp("identity")
     monkeypatch.setenv("HARNESS_IDENTITY_DIR", str(identity))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
@@ -51,10 +55,13 @@ def api_fixture(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAPI]:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    """A project folder holding a copy of the example mission in `.harness`."""
+    """A project folder holding a copy of the example mission in `.harness`. It is no git
+    repository, so its mission says it wants no commits (`git_init` makes it one that does)."""
     folder = tmp_path / "project"
     folder.mkdir()
     shutil.copytree(EXAMPLE, folder / ".harness")
+    with (folder / ".harness" / "config.yaml").open("a") as config:
+        config.write(NO_COMMITS)
     return folder
 
 
@@ -76,7 +83,11 @@ def invoke(state: Path, project: Path):
 
 
 def git_init(project: Path) -> Path:
-    """Make `project` a git repository with one commit, the state directory ignored."""
+    """Make `project` a git repository with one commit, the state directory ignored, whose
+    mission commits each worker run's changes."""
+    config = project / ".harness" / "config.yaml"
+    if config.exists():
+        config.write_text(config.read_text().replace(NO_COMMITS, ""))
     (project / ".gitignore").write_text(".harness/\n")
     subprocess.run(["git", "init", "-q"], cwd=project, check=True)
     subprocess.run(["git", "add", "-A"], cwd=project, check=True)

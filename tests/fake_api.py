@@ -92,6 +92,10 @@ class FakeAPI:
         self.headers: list[dict[str, str]] = []
         self.context_limit: int | None = None  # refuse requests over this many tokens
         self.count_input = False  # report each request's counted tokens as its input
+        self.model: str | None = None  # the model replies say served them; None: the one asked
+        self.keys: set[str] | None = None  # the keys it takes (x-api-key or bearer); None: any
+        self.models: set[str] | None = None  # the models it knows; None: any
+        self.counted: list[dict[str, Any]] = []  # count_tokens requests (free: no reply used)
         self.signed: dict[str, dict[str, Any]] = {}  # thinking blocks sent, by signature
         # makes a reply's content from the request when none is queued (bench/judge_model.py)
         self.respond: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
@@ -131,6 +135,30 @@ class FakeAPI:
                             "they must remain as they were in the original response")
         return None
 
+    def before_reply(self, path: str, headers: Any, body: dict[str, Any]
+                     ) -> tuple[int, dict[str, Any]] | None:
+        """The answer to a request that gets none of the queued replies: an unknown path, a
+        key it does not take (401), a model it does not know (404), a count_tokens call, a
+        prompt over the context limit or a changed thinking block (400)."""
+        key = headers.get("x-api-key") or headers.get("authorization", "").removeprefix(
+            "Bearer ")
+        tokens = count_tokens(body)
+        if path not in ("/v1/messages", "/v1/messages/count_tokens"):
+            return 404, _error_body("not_found_error", path)
+        if self.keys is not None and key not in self.keys:
+            return 401, _error_body("authentication_error", "invalid x-api-key")
+        if self.models is not None and body.get("model") not in self.models:
+            return 404, _error_body("not_found_error", f"model: {body.get('model')}")
+        if path.endswith("/count_tokens"):
+            self.counted.append(body)
+            return 200, {"input_tokens": tokens}
+        if self.context_limit is not None and tokens > self.context_limit:
+            return 400, _error_body("invalid_request_error", f"prompt is too long: {tokens} "
+                                    f"tokens > {self.context_limit} maximum")
+        if changed := self.changed_thinking(body):
+            return 400, _error_body("invalid_request_error", changed)
+        return None
+
     def start(self) -> None:
         self.thread.start()
 
@@ -153,15 +181,9 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         api.requests.append(body)
         api.headers.append({k.lower(): v for k, v in self.headers.items()})
-        if self.path.split("?")[0] != "/v1/messages":  # Claude Code adds ?beta=true
-            return self._json(404, _error_body("not_found_error", self.path), {})
+        if answered := api.before_reply(self.path.split("?")[0], self.headers, body):
+            return self._json(*answered, {})  # Claude Code adds ?beta=true to the path
         tokens = count_tokens(body)
-        if api.context_limit is not None and tokens > api.context_limit:
-            return self._json(400, _error_body("invalid_request_error", f"prompt is too long: "
-                                               f"{tokens} tokens > {api.context_limit} maximum"),
-                              {})
-        if changed := api.changed_thinking(body):
-            return self._json(400, _error_body("invalid_request_error", changed), {})
         if not api.replies and api.respond is not None:
             api.reply(*api.respond(body))
         if not api.replies:
@@ -175,7 +197,8 @@ class _Handler(BaseHTTPRequestHandler):
         counted = {"input_tokens": tokens} if api.count_input else {}
         message = {
             "id": f"msg_{next(_ids):04d}", "type": "message", "role": "assistant",
-            "model": body["model"], "content": reply.content, "stop_reason": reply.stop_reason,
+            "model": api.model or body["model"], "content": reply.content,
+            "stop_reason": reply.stop_reason,
             "stop_sequence": None, "usage": {**reply.usage, **counted},
         }
         api.signed.update({b["signature"]: b for b in reply.content if b["type"] == "thinking"})

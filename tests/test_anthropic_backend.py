@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from harness.backends.anthropic import AnthropicBackend
 from harness.backends.api_errors import reset_time
 from harness.backends.toolloop import CUT_CALL, CUT_TEXT
-from harness.errors import BackendError, BudgetError
+from harness.errors import BackendError, BudgetError, UsageError
 from harness.types import CAPPED, FINISHED, GAVE_UP, Caps, Usage
 
 EDITOR = "str_replace_based_edit_tool"
@@ -102,6 +102,13 @@ def test_end_turn_without_tools_finishes_with_its_text(api, tmp_path):
     assert (outcome.status, outcome.summary, outcome.turns) == (FINISHED, "Nothing to change.", 1)
     assert outcome.detail == "stop_reason end_turn"
     assert len(events) == 1
+
+
+def test_the_model_the_api_says_answered_is_the_one_reported(api, tmp_path):
+    api.model = "claude-test-20991231"  # an alias resolved by the API
+    api.reply(text("Nothing to change."), stop_reason="end_turn")
+    outcome, session, _ = run(api, tmp_path)
+    assert (session.model, outcome.model) == ("claude-test", "claude-test-20991231")
 
 
 def test_finish_with_gave_up_and_a_refusal_give_up(api, tmp_path):
@@ -225,16 +232,31 @@ def test_reset_time_from_headers():
     assert reset_time({}, now) is None
 
 
-def test_authentication_error_says_what_to_fix(api, tmp_path):
+def test_a_refused_key_is_a_usage_error_naming_the_variable_and_the_files(api, tmp_path):
     api.error(401, "authentication_error", "invalid x-api-key")
-    with pytest.raises(BackendError, match="set ANTHROPIC_API_KEY.*invalid x-api-key"):
+    with pytest.raises(UsageError) as caught:
         run(api, tmp_path)
+    said = str(caught.value)
+    assert "refused the key in ANTHROPIC_API_KEY (401) (invalid x-api-key)" in said
+    assert f"{tmp_path / 'state' / 'env'}" in said and ".config/autonomous-harness/env" in said
+    assert caught.value.exit_code == 2 and not isinstance(caught.value, BackendError)
     assert len(api.requests) == 1  # not retried
+    api.error(403, "permission_error", "not allowed")
+    with pytest.raises(UsageError, match=r"may not do this \(403\).*ANTHROPIC_API_KEY"):
+        run(api, tmp_path)
+
+
+def test_an_unknown_model_is_a_usage_error_naming_the_roles_file(api, tmp_path):
+    api.error(404, "not_found_error", "model: claude-test")
+    with pytest.raises(UsageError) as caught:
+        run(api, tmp_path)
+    assert "does not know model 'claude-test' (404)" in str(caught.value)
+    assert f"set `model` in {tmp_path / 'state' / 'roles' / 'worker.yaml'}" in str(caught.value)
 
 
 def test_bad_request_is_not_retried(api, tmp_path):
     api.error(400, "invalid_request_error", "max_tokens: too large")
-    with pytest.raises(BackendError, match=r"rejected the request \(400\).*too large"):
+    with pytest.raises(UsageError, match=r"refused the request \(400\).*too large.*caps"):
         run(api, tmp_path)
     assert len(api.requests) == 1
 
@@ -245,10 +267,11 @@ def test_missing_api_key_is_a_clear_error(api, tmp_path, monkeypatch):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    with pytest.raises(BackendError, match="no Anthropic API key: set ANTHROPIC_API_KEY"):
+    with pytest.raises(UsageError, match="no Anthropic API key: ANTHROPIC_API_KEY is not set;"
+                       " put a valid key in ANTHROPIC_API_KEY: the line `ANTHROPIC_API_KEY=...`"):
         run(api, tmp_path)
     monkeypatch.setenv("ANTHROPIC_CONFIG_DIR", str(tmp_path / "no-config"))
-    with pytest.raises(BackendError, match="cannot load Anthropic credentials: .*no-config"):
+    with pytest.raises(UsageError, match="cannot load Anthropic credentials: .*no-config"):
         run(api, tmp_path)
     assert api.requests == []
 

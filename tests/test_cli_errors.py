@@ -4,9 +4,11 @@ drives the binaries themselves)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from harness.backends.cli_errors import classify
+from harness.backends.cli_errors import CliRefused, Setup, classify, fix_for
 from harness.backends.cli_results import (
     ClaudeEvents,
     UsageLimitReached,
@@ -106,3 +108,33 @@ def test_the_no_progress_rule_counts_only_runs_the_agent_worked_in():
     assert not agent_worked({"status": "finished", "commit": None, "turns": 0})
     assert not no_change_streak([idle, outage, outage, idle], 3)
     assert no_change_streak([idle, outage, idle, outage, idle], 3)
+
+
+# --- the one fix for a CLI's refusal, naming the variable and the file ------------------
+
+KEYS = ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN")
+
+
+@pytest.mark.parametrize(("message", "pass_env", "environ", "says"), [
+    ("Not logged in · Please run /login", (), {"ANTHROPIC_API_KEY": "k"},
+     "ANTHROPIC_API_KEY is set but not passed to the CLI: add `options: {pass_env: "
+     "[ANTHROPIC_API_KEY]}` to /s/roles/worker.yaml"),
+    ("Invalid API key · Fix external API key", ("ANTHROPIC_API_KEY",),
+     {"ANTHROPIC_API_KEY": "k"}, "the key in ANTHROPIC_API_KEY was refused: put the line "
+     "`ANTHROPIC_API_KEY=...` in /s/env"),
+    ("Not logged in · Please run /login", ("ANTHROPIC_API_KEY",), {},
+     "ANTHROPIC_API_KEY is listed in pass_env but not set: put the line"),
+    ("Not logged in · Please run /login", (), {}, "log the CLI in (`claude login`"),
+    ("Missing environment variable: `OPENAI_API_KEY`.", (), {"OPENAI_API_KEY": "k"},
+     "OPENAI_API_KEY is set, but no secret reaches the CLI unless asked: add `options: "
+     "{pass_env: [OPENAI_API_KEY]}` to /s/roles/worker.yaml"),
+    ("Missing environment variable: `OPENAI_API_KEY`.", ("OPENAI_API_KEY",), {},
+     "OPENAI_API_KEY is not set: put the line `OPENAI_API_KEY=...` in /s/env"),
+    ("The model `nope` does not exist or you do not have access to it.", (), {},
+     "set `model` in /s/roles/worker.yaml"),
+])
+def test_a_refusals_fix_names_the_variable_and_the_file(message, pass_env, environ, says):
+    error = classify(message)
+    assert isinstance(error, CliRefused) and error.exit_code == USAGE
+    setup = Setup("`claude login`", KEYS, pass_env, environ, Path("/s"), "worker")
+    assert says in fix_for(error, setup)

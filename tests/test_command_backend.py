@@ -386,7 +386,7 @@ def test_a_failing_recorder_surfaces_after_the_cli_is_stopped(tmp_path):
 
 
 def test_missing_executable_names_the_command(tmp_path):
-    with pytest.raises(BackendError, match="'no-such-agent-cli-xyz'.*PATH"):
+    with pytest.raises(UsageError, match="'no-such-agent-cli-xyz'.*PATH"):
         run(tmp_path, command="no-such-agent-cli-xyz --go")
 
 
@@ -468,3 +468,44 @@ def _wait_for_events(state: Path, count: int) -> Path:
                 return transcript
         time.sleep(0.05)
     pytest.fail("the CLI's events did not reach the transcript")
+
+
+# --- the model that served the run ----------------------------------------------------
+
+CODEX_THREAD = "0199a213-81c0-7800-8aa1-bbab2a035a53"  # the stand-in's thread.started
+
+
+def shim(tmp_path: Path, name: str, target: str, mode: str) -> Path:
+    """A folder with `name` on it that runs the stand-in `target` in `mode`."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    (bindir / name).write_text(f'#!/bin/sh\nexec "{PY}" "{FAKES / target}" {mode} "$@"\n')
+    (bindir / name).chmod(0o755)
+    return bindir
+
+
+def test_the_model_claude_code_reports_is_the_one_recorded(tmp_path):
+    out = run(tmp_path, preset="claude", command=fake("claude.py", "stream"), model="m")
+    assert out.model == "claude-sonnet-4-5"  # its events say so; the role asked for "m"
+    out = run(tmp_path, preset="claude", command=fake("claude.py", "success", "x"),
+              model="m")
+    assert out.model is None  # no event or result names a model, and no model was passed
+
+
+def test_a_codex_run_records_the_model_codex_says_served_it(tmp_path, monkeypatch):
+    home = tmp_path / "codex-home"
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    session = make_session(tmp_path, preset="codex", model="claude-sonnet-4-5")
+    session.home = shim(tmp_path, "codex", "codex.py", "success")
+    # the role's Claude model is not passed to Codex, and Codex kept no record: unknown
+    assert CommandBackend().run("x", session).model is None
+    rollout = home / "sessions/2026/11/27" / f"rollout-2026-11-27T08-00-00-{CODEX_THREAD}.jsonl"
+    rollout.parent.mkdir(parents=True)
+    rollout.write_text(json.dumps({"type": "session_meta", "payload": {"id": CODEX_THREAD}})
+                       + "\n" + json.dumps({"type": "turn_context",
+                                            "payload": {"model": "gpt-5-codex"}}) + "\n")
+    assert CommandBackend().run("x", session).model == "gpt-5-codex"
+    session.model = "gpt-5-mini"  # passed with -m: Codex's record still decides
+    assert CommandBackend().run("x", session).model == "gpt-5-codex"
+    rollout.unlink()
+    assert CommandBackend().run("x", session).model == "gpt-5-mini"  # what its argv named

@@ -164,7 +164,8 @@ def test_command_backend_with_claude_on_path(paths: Paths, tmp_path: Path, monke
     assert failing(checks) == {}
     backends = [c for c in checks if c.name.startswith("backend ") and c.name != "backend curator"]
     assert len(backends) == 3 and all("2.1.0 (Claude Code)" in c.detail for c in backends)
-    assert calls.read_text() == "--version\n"  # asked once, not once per role
+    # asked once, not once per role: its version, and its login status
+    assert calls.read_text() == "--version\nauth\n"
 
 
 @pytest.mark.parametrize("body, message", [

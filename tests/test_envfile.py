@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import RUN_SH, run_sh
+from conftest import CLOSED_URL, RUN_SH, run_sh
 
 from harness.errors import UsageError
 from harness.state.envfile import load_env_files, parse_env, read_env_file
@@ -96,19 +96,38 @@ def cron_doctor(project: Path, home: Path, **extra: str):
                           env=env, capture_output=True, text=True, timeout=240)
 
 
-def test_doctor_passes_under_cron_with_the_key_in_an_env_file(home: Path, project: Path) -> None:
+def test_doctor_passes_under_cron_with_the_key_in_an_env_file(home: Path, project: Path,
+                                                              api) -> None:
     secret = "sk-ant-api03-doctorCANARY0000000000001"
+    api.keys = {secret}
     # the state's file: doctor's cron check gives its child cron's HOME, the passwd one
-    user = write_secret(project / ".harness" / "env", f"{KEY}={secret}\n")
+    user = write_secret(project / ".harness" / "env",
+                        f"{KEY}={secret}\nANTHROPIC_BASE_URL={api.base_url}\n")
     result = cron_doctor(project, home)
     assert result.returncode == 0, result.stdout
-    assert f"secrets: {KEY} from {user}" in result.stdout
+    assert f"secrets: {KEY} from {user}, ANTHROPIC_BASE_URL from {user}" in result.stdout
     assert f"{KEY} is set (from {user})" in result.stdout
+    assert f"ok    auth worker: anthropic: the API takes the key in {KEY}" in result.stdout
     assert "ok    cron: under cron" in result.stdout and secret not in result.stdout
+    assert len(api.counted) == 2  # proved here and under cron, once each (one key, one model)
+
+
+def test_doctor_under_cron_fails_for_a_key_refused_there(home: Path, project: Path,
+                                                         api) -> None:
+    api.keys = {"sk-ant-good-in-the-shell"}
+    write_secret(project / ".harness" / "env",
+                 f"{KEY}=sk-ant-stale-in-the-file\nANTHROPIC_BASE_URL={api.base_url}\n")
+    result = cron_doctor(project, home, **{KEY: "sk-ant-good-in-the-shell"})
+    assert result.returncode == 2, result.stdout  # the shell's key wins here; cron has the file's
+    assert f"ok    auth worker: anthropic: the API takes the key in {KEY}" in result.stdout
+    assert (f"FAIL  auth worker (under cron): anthropic: the Anthropic API refused the key in "
+            f"{KEY} (401)") in result.stdout
+    assert f"{project / '.harness' / 'env'}" in result.stdout  # the fix names the files
 
 
 def test_doctor_under_cron_fails_for_a_key_only_in_the_shell(home: Path, project: Path) -> None:
-    result = cron_doctor(project, home, **{KEY: "sk-ant-only-in-the-shell"})
+    result = cron_doctor(project, home, **{KEY: "sk-ant-only-in-the-shell",
+                                           "ANTHROPIC_BASE_URL": CLOSED_URL})
     assert result.returncode == 2
     assert "FAIL  backend worker (under cron): anthropic: neither" in result.stdout
     assert f"{project / '.harness' / 'env'}" in result.stdout  # the fix names the files

@@ -316,3 +316,25 @@ def test_init_writes_a_sandboxed_mission_where_bwrap_works(tmp_path):
     assert config["sandbox"] == "bwrap" and config["sandbox_network"] is False
     assert ROOT.exists()
     assert os.access(project / ".harness", os.W_OK)
+
+
+def test_an_agent_in_its_worktree_reads_the_repository_with_git(mission, tmp_path):
+    config = mission / ".harness" / "config.yaml"
+    config.write_text(config.read_text() + "workspace: worktrees\n")
+    turns = script(tmp_path, bash("git log --oneline > log.txt 2>&1; git status --short "
+                                  ">> log.txt 2>&1; echo x > f.txt"))
+    result = worker(mission, turns)
+    assert result.returncode == 0, result.stderr
+    log = (mission / ".harness" / "worktrees" / "F-004" / "log.txt").read_text()
+    assert "start" in log and "fatal" not in log, log
+
+
+def test_a_moved_project_is_still_the_missions_repository(mission, tmp_path):
+    turns = script(tmp_path, bash("echo one > f.txt"))
+    assert worker(mission, turns).returncode == 0
+    moved = tmp_path / "moved"
+    mission.rename(moved)
+    result = run_sh("worker", "F-004", "--backend", "scripted", "--script",
+                    str(script(tmp_path, bash("echo two > f.txt"))), cwd=moved)
+    assert result.returncode in (0, 1), result.stderr
+    assert "committed" in result.stdout, result.stdout

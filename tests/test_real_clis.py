@@ -99,6 +99,7 @@ def test_codex_choosing_its_own_model_has_an_unknown_cost_never_zero(codex, proj
     assert (manifest["cost_usd"], manifest["cost_unknown"]) == (None, True)
     assert "cost=unknown" in (project / ".harness" / "progress.log").read_text()
     assert fake.requests[0]["body"]["model"] == "gpt-5-codex"  # CODEX_HOME's, not Claude's
+    assert manifest["model"] == "gpt-5-codex"  # recorded as Codex reports it, not the role's
 
 
 def test_codex_server_errors_are_exit_6_and_never_block_the_feature(codex, project):
@@ -136,7 +137,9 @@ def test_codex_a_key_not_passed_names_the_variable_to_pass(codex, project):
                 {"preset": "codex", "sandbox": "danger-full-access", "pass_env": []})
     result = run_sh("worker", "F-004", cwd=project, env=env)
     assert result.returncode == 2
-    assert "pass_env: [OPENAI_API_KEY]" in result.stdout + result.stderr
+    said = " ".join((result.stdout + result.stderr).split())
+    assert ("OPENAI_API_KEY is set, but no secret reaches the CLI unless asked: add `options: "
+            f"{{pass_env: [OPENAI_API_KEY]}}` to {project / '.harness/roles/worker.yaml'}") in said
 
 
 def test_codex_quickstart_line_passes_the_exported_key(codex, project):
@@ -208,6 +211,7 @@ def test_claude_runs_a_command_and_notes(claude, api, project):
     assert (project / "out.txt").read_text() == "hi\n"
     assert "real CLI wrote out.txt" in (project / ".harness" / "raw.md").read_text()
     assert last_manifest(project / ".harness")["turns"] == 2
+    assert last_manifest(project / ".harness")["model"] == "claude-sonnet-4-5"
 
 
 def test_claude_quickstart_line_passes_the_exported_key(claude, api, project):
@@ -250,6 +254,44 @@ def test_claude_retries_are_shown_as_they_come(claude, api, project):
     assert [line.split(": ", 2)[2].split(" in ")[0] for line in lines] == [
         "retrying 1/2", "retrying 2/2"]
     assert all(line.endswith(f": server_error (HTTP 500), {api.base_url}") for line in lines)
+
+
+def test_claude_not_given_the_exported_key_is_exit_2_naming_the_variable_and_the_file(
+        claude, api, project):
+    worker_role(project / ".harness", "claude-sonnet-4-5",  # a role that passes no key
+                {"preset": "claude", "pass_env": []})
+    result = run_sh("worker", "F-004", cwd=project, env=claude)
+    assert result.returncode == 2, result.stdout + result.stderr
+    said = " ".join((result.stdout + result.stderr).split())
+    assert "Not logged in" in said
+    assert ("ANTHROPIC_API_KEY is set but not passed to the CLI: add `options: {pass_env: "
+            f"[ANTHROPIC_API_KEY]}}` to {project / '.harness/roles/worker.yaml'}") in said
+    assert api.requests == [] and feature_status(project / ".harness") == "pending"
+
+
+def test_doctor_asks_the_real_claude_code_its_login_and_proves_the_key_it_is_given(
+        claude, api, project):
+    state = project / ".harness"
+    worker_role(state, "claude-sonnet-4-5", {"preset": "claude", "pass_env": []})  # no key
+    result = run_sh("doctor", "--no-cron", cwd=project, env=claude)
+    said = " ".join(result.stdout.split())
+    assert result.returncode == 2 and "FAIL auth worker: claude: not logged in" in said
+    role_file = state / "roles" / "worker.yaml"
+    assert f"add `options: {{pass_env: [ANTHROPIC_API_KEY]}}` to {role_file}" in said
+    worker_role(state, "claude-sonnet-4-5",
+                {"preset": "claude", "pass_env": ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"]})
+    api.keys = {"test-key"}
+    result = run_sh("doctor", "--no-cron", cwd=project, env=claude)
+    assert "ok    auth worker: claude: the API takes the key in ANTHROPIC_API_KEY" in result.stdout
+    assert api.counted and not [r for r in api.requests if r not in api.counted]  # free only
+
+
+def test_doctor_asks_the_real_codex_its_login(codex, project):
+    _, env = codex
+    result = run_sh("doctor", "--no-cron", cwd=project, env=env)
+    said = " ".join(result.stdout.split())
+    assert "warn auth worker: codex: not logged in" in said
+    assert "OPENAI_API_KEY is passed to it" in said
 
 
 # --- a read-only validator: the verdict and notes as the CLI's structured answer --------

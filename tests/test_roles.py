@@ -77,12 +77,14 @@ def test_quickstart_claude_line_passes_the_exported_key(project: Path, tmp_path:
     (bin_dir / "claude").write_text(f"#!/bin/sh\nexec python3 {CLAUDE_STAND_IN} dump {dump}\n")
     (bin_dir / "claude").chmod(0o755)
     env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-           "ANTHROPIC_API_KEY": "sk-ant-quickstart-0000000000", "GITHUB_TOKEN": "ghp_secret"}
+           "ANTHROPIC_API_KEY": "sk-ant-quickstart-0000000000", "GITHUB_TOKEN": "ghp_secret",
+           "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
     result = run_sh("worker", "next", "--backend", "command", "--preset", "claude",
                     cwd=project, env=env)
     assert result.returncode == 0, result.stderr
     given = json.loads(dump.read_text())["env"]
     assert given["ANTHROPIC_API_KEY"] == "sk-ant-quickstart-0000000000"
+    assert given["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9"  # its endpoint goes with it
     assert "GITHUB_TOKEN" not in given
     (project / ".harness" / "roles").mkdir()
     (project / ".harness" / "roles" / "worker.yaml").write_text("options: {pass_env: []}\n")
@@ -96,4 +98,4 @@ def test_quickstart_claude_line_passes_the_exported_key(project: Path, tmp_path:
     transcripts = sorted((project / ".harness" / "runs").glob("*/transcript.jsonl"))
     commands = [json.loads(line) for t in transcripts for line in t.read_text().splitlines()
                 if '"type": "command"' in line]
-    assert [c["pass_env"] for c in commands] == [["ANTHROPIC_API_KEY"], []]
+    assert [c["pass_env"] for c in commands] == [["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"], []]

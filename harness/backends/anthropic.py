@@ -2,8 +2,9 @@
 API.
 
 The SDK retries (`max_retries`); what still fails after its retries is a BackendError
-(exit 6), with the reset time when told; a prompt the API finds too long is PromptTooLong,
-which the loop answers by clearing old tool results.
+(exit 6), with the reset time when told, or for a refused key or model a UsageError (exit 2)
+naming the fix (api_errors.py); a prompt the API finds too long is PromptTooLong, which the
+loop answers by clearing old tool results.
 """
 
 from __future__ import annotations
@@ -13,11 +14,19 @@ from typing import Any
 import anthropic
 
 from harness.agent.tools import ToolBox
-from harness.backends.api_errors import backend_error, is_prompt_too_long
+from harness.backends.api_errors import (
+    Where,
+    backend_error,
+    is_prompt_too_long,
+    key_fix,
+    role_file,
+)
 from harness.backends.context import EPHEMERAL
 from harness.backends.toolloop import OutOfTime, PromptTooLong, Reply, ToolLoop
-from harness.errors import BackendError
+from harness.errors import UsageError
 from harness.types import Outcome, Session, Usage
+
+KEY_VAR = "ANTHROPIC_API_KEY"
 
 
 class AnthropicBackend:
@@ -42,10 +51,15 @@ class MessagesLoop(ToolLoop):
                 middleware=[self.stop_when_out_of_time_middleware],
             )
         except anthropic.AnthropicError as e:  # e.g. a broken credentials profile
-            raise BackendError(f"cannot load Anthropic credentials: {e}") from e
+            raise UsageError(f"cannot load Anthropic credentials: {e}; "
+                             f"{key_fix(KEY_VAR, session.state)}") from e
         if not (self.client.api_key or self.client.auth_token or self.client.credentials):
-            raise BackendError("no Anthropic API key: set ANTHROPIC_API_KEY (or run with "
-                               "--backend command --preset claude to use a logged-in CLI)")
+            raise UsageError(f"no Anthropic API key: {KEY_VAR} is not set; "
+                             f"{key_fix(KEY_VAR, session.state)} (or run with --backend "
+                             "command --preset claude to use a logged-in CLI)")
+        var = KEY_VAR if self.client.api_key else "ANTHROPIC_AUTH_TOKEN"
+        self.where = Where(var, session.model, session.state,
+                           role_file(session.state, session.role))
 
     def tool_specs(self) -> list[dict[str, Any]]:
         specs = self.tools.specs()
@@ -59,7 +73,7 @@ class MessagesLoop(ToolLoop):
         if message is None:
             return None
         return Reply([block.to_dict() for block in message.content], message.stop_reason,
-                     usage_of(message.usage))
+                     usage_of(message.usage), model=getattr(message, "model", None))
 
     def call(self, specs: list[dict[str, Any]], messages: list[dict[str, Any]]) -> Any:
         """One model call; None when the wall-clock cap ran out during it."""
@@ -81,7 +95,7 @@ class MessagesLoop(ToolLoop):
                 return None
             if is_prompt_too_long(e):
                 raise PromptTooLong(getattr(e, "message", str(e))) from e
-            raise backend_error(e, self.retries, self.client.base_url) from e
+            raise backend_error(e, self.retries, self.client.base_url, self.where) from e
 
     def stop_when_out_of_time_middleware(self, request: Any, call_next: Any) -> Any:
         """SDK middleware: no new attempt (a retry) once the wall-clock cap has run out."""

@@ -11,8 +11,12 @@ were taken from what the real CLIs print (tests/test_real_clis.py drives them).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 
 from harness.errors import BackendError, HarnessError, UsageError
+from harness.state.envfile import user_env_file
 
 _MISSING_VAR = re.compile(r"missing environment variable:?\s*`?(\w+)`?", re.I)
 _AUTH = re.compile(
@@ -32,26 +36,91 @@ AUTH_FIX = ("log the CLI in (`claude login`, `codex login`) or give it its key: 
             " variable in the role's `options: {pass_env: [...]}`")
 MODEL_FIX = ("set the role's `model` to one this CLI's provider serves, or to \"\" to let the"
              " CLI choose")
+REFUSED_FIX = "run it in a git repository or pass the flag it names in the role's `args`"
+KEY, ENV, MODEL, REFUSED = "key", "env", "model", "refused"
+
+
+class CliRefused(UsageError):
+    """The CLI could not start on its work for a reason the person fixes (exit 2): `kind` is
+    a refused or missing key, a variable not passed, an unknown model, or a refusal."""
+
+    def __init__(self, said: str, kind: str, variable: str | None = None, fix: str = ""):
+        super().__init__(f"{said}; {fix}" if fix else said)
+        self.said, self.kind, self.variable = said, kind, variable
 
 
 def classify(message: str, status: int | None = None) -> HarnessError | None:
     """The error an agent CLI's failure message stands for, or None when it is not one of
     these (then the run is judged as the agent's own). Usage limits, which carry a reset
-    time, are read first by `cli_results.raise_for_failure`."""
+    time, are read first by `cli_results.raise_for_failure`. A refusal's fix is generic
+    here; `fix_for` names the variable and the files."""
     text = f"{status or ''} {message}"
     short = " ".join(message.split())[:300]
     if m := _MISSING_VAR.search(message):
-        return UsageError(f"the agent CLI needs the environment variable {m[1]}, which the"
-                          f" harness does not pass unless asked: add it to the role's"
-                          f" `options: {{pass_env: [{m[1]}]}}` ({short})")
+        return CliRefused(f"the agent CLI needs the environment variable {m[1]}, which the"
+                          f" harness does not pass unless asked ({short})", ENV, m[1],
+                          f"add it to the role's `options: {{pass_env: [{m[1]}]}}`")
     if status in (401, 403) or _AUTH.search(text):
-        return UsageError(f"the agent CLI's credentials were refused: {short}; {AUTH_FIX}")
+        return CliRefused(f"the agent CLI's credentials were refused: {short}", KEY,
+                          fix=AUTH_FIX)
     if status == 404 or _MODEL.search(message):
-        return UsageError(f"the agent CLI's model is unknown to its provider: {short};"
-                          f" {MODEL_FIX}")
+        return CliRefused(f"the agent CLI's model is unknown to its provider: {short}", MODEL,
+                          fix=MODEL_FIX)
     if _REFUSED.search(message):
-        return UsageError(f"the agent CLI refused to run here: {short}; run it in a git"
-                          " repository or pass the flag it names in the role's `args`")
+        return CliRefused(f"the agent CLI refused to run here: {short}", REFUSED,
+                          fix=REFUSED_FIX)
     if status == 429 or (status or 0) >= 500 or _SERVER.search(text):
         return BackendError(f"the agent CLI's model service failed: {short}")
     return None
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What a fix names: the CLI's login command and key variables, what the role passes,
+    the environment the harness has, the state folder and the role."""
+
+    login: str
+    key_vars: tuple[str, ...]
+    pass_env: tuple[str, ...]
+    environ: Mapping[str, str]
+    state: Path
+    role: str
+
+
+def fix_for(error: CliRefused, setup: Setup) -> str:
+    """The one change that fixes `error`, naming the variable and the file to put it in."""
+    role_yaml = setup.state / "roles" / f"{setup.role}.yaml"
+    files = f"{setup.state / 'env'} or {user_env_file()} (chmod 600; cron reads these)"
+
+    def pass_it(var: str) -> str:
+        return f"add `options: {{pass_env: [{var}]}}` to {role_yaml}"
+
+    def put_it(var: str) -> str:
+        return f"put the line `{var}=...` in {files}"
+
+    if error.kind == MODEL:
+        return (f"set `model` in {role_yaml} to one this CLI's provider serves, or to \"\" to "
+                "let the CLI choose")
+    if error.kind == REFUSED:
+        return f"{REFUSED_FIX} ({role_yaml})"
+    if error.kind == ENV and error.variable:
+        var = error.variable
+        if setup.environ.get(var) and var not in setup.pass_env:
+            return f"{var} is set, but no secret reaches the CLI unless asked: {pass_it(var)}"
+        return f"{var} is not set: {put_it(var)}, and {pass_it(var)}"
+    return _key_fix(setup, pass_it, put_it)
+
+
+def _key_fix(setup: Setup, pass_it: Callable[[str], str], put_it: Callable[[str], str]) -> str:
+    have = [v for v in setup.key_vars if setup.environ.get(v)]
+    passed = [v for v in have if v in setup.pass_env]
+    unset = [v for v in setup.pass_env if v in setup.key_vars and not setup.environ.get(v)]
+    login = f"log the CLI in ({setup.login}) as the user the harness runs as"
+    if passed:
+        return f"the key in {passed[0]} was refused: {put_it(passed[0])} with a valid key"
+    if have:
+        return f"{have[0]} is set but not passed to the CLI: {pass_it(have[0])}; or {login}"
+    if unset:
+        return f"{unset[0]} is listed in pass_env but not set: {put_it(unset[0])}"
+    var = setup.key_vars[0] if setup.key_vars else "the key's variable"
+    return f"{login}, or give it a key: {put_it(var)}, and {pass_it(var)}"

@@ -25,6 +25,8 @@ class Preset:
     models: tuple[str, ...] = ()  # name prefixes of the models its provider serves
     default_model: str = ""  # for a role whose model is another provider's; "": CLI chooses
     reads_docs: tuple[str, ...] = ()  # project docs the CLI puts in its own context
+    login: str = "its login command"  # how a person logs the CLI in
+    status: tuple[str, ...] = ()  # the argv (after the CLI's name) that says if it is logged in
 
 
 PRESETS = {
@@ -35,6 +37,8 @@ PRESETS = {
         endpoint_vars=("ANTHROPIC_BASE_URL",),
         models=("claude", "sonnet", "opus", "haiku"),
         reads_docs=("CLAUDE.md",),
+        login="`claude login`; for cron `claude setup-token` gives CLAUDE_CODE_OAUTH_TOKEN",
+        status=("auth", "status"),
     ),
     "codex": Preset(
         # --skip-git-repo-check: the harness, not Codex, decides where the agent works; without
@@ -45,6 +49,8 @@ PRESETS = {
         endpoint_vars=("OPENAI_BASE_URL",),
         models=("gpt", "o1", "o3", "o4", "codex"),
         reads_docs=("AGENTS.md",),
+        login="`codex login`",
+        status=("login", "status"),
     ),
     "generic": Preset((), "generic"),
 }
@@ -78,6 +84,22 @@ def cli_model(options: dict[str, Any], model: str) -> str:
     if options.get("command") or not preset.models or model.lower().startswith(preset.models):
         return model
     return preset.default_model
+
+
+def requested_model(backend: str, options: dict[str, Any], model: str) -> str | None:
+    """The model a role's run asks for, as recorded when it starts: the role's for the API;
+    for a preset the one its argv names; None when no model is asked for by name (a script,
+    a role's own `command`, a CLI left to choose)."""
+    if backend == "scripted":
+        return None
+    if backend == "command":
+        if options.get("command"):
+            return None
+        try:
+            return cli_model(options, model) or None
+        except UsageError:
+            return None  # the run itself reports the unknown preset
+    return model
 
 
 def docs_read_by(backend: str, options: dict[str, Any]) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ import json
 import re
 from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone, tzinfo
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -67,7 +68,8 @@ def claude_outcome(result: dict[str, Any], model: str, prices: dict) -> Outcome:
         raise_for_failure(text, api_status if isinstance(api_status, int) else None)
         status, detail = GAVE_UP, f"{subtype or 'error'}: {text[:300]}"
     turns = int(result.get("num_turns") or 0)
-    return Outcome(status, summary=text, usage=usage, cost_usd=cost, turns=turns, detail=detail)
+    return Outcome(status, summary=text, usage=usage, cost_usd=cost, turns=turns, detail=detail,
+                   model=result_model(result))
 
 
 def usage_from(raw: dict[str, Any]) -> Usage:
@@ -83,6 +85,7 @@ class ClaudeEvents:
 
     def __init__(self) -> None:
         self.by_message: dict[str, Usage] = {}
+        self.model: str | None = None  # what served the first turn, as the message says
 
     def feed(self, event: dict[str, Any]) -> bool:
         """Take one event; True when it added a turn."""
@@ -91,6 +94,8 @@ class ClaudeEvents:
             return False
         if message.get("model") == SYNTHETIC:
             return False  # Claude Code's own words (an API error, a login prompt): no model call
+        if not self.by_message:
+            self.model = _text(message.get("model"))
         key = str(message.get("id") or len(self.by_message))
         raw = message.get("usage")
         new = key not in self.by_message
@@ -115,10 +120,13 @@ class CodexEvents:
     def __init__(self) -> None:
         self.usage, self.turns, self.summary = Usage(), 0, ""
         self.failure: str | None = None  # a turn.failed, or an error no turn.completed outlived
+        self.thread: str | None = None  # the session id, which names Codex's own record of it
 
     def feed(self, event: dict[str, Any]) -> bool:
         """Take one event; True when it ended a turn (and so added usage)."""
         kind = event.get("type")
+        if kind == "thread.started":
+            self.thread = _text(event.get("thread_id"))
         if kind in ("turn.completed", "turn.failed") and isinstance(event.get("usage"), dict):
             raw = event["usage"]
             cached = int(raw.get("cached_input_tokens") or 0)
@@ -157,6 +165,41 @@ class CodexEvents:
             turns=self.turns,
             detail=(self.failure or "")[:500],
         )
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def result_model(result: dict[str, Any]) -> str | None:
+    """The model a Claude Code result says did the most work (its `modelUsage`), if any."""
+    used = result.get("modelUsage")
+    if not isinstance(used, dict) or not used:
+        return None
+    return max(used, key=lambda name: (used[name] or {}).get("outputTokens", 0)
+               if isinstance(used[name], dict) else 0)
+
+
+def codex_model(thread: str | None, codex_home: Path) -> str | None:
+    """The model Codex says served session `thread`: the last `turn_context` of its rollout
+    file (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*-<thread>.jsonl`); None if not found."""
+    if not thread:
+        return None
+    model = None
+    for path in sorted((codex_home / "sessions").glob(f"*/*/*/rollout-*{thread}.jsonl"))[-1:]:
+        try:
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return None
+        for line in lines:
+            try:
+                item = json.loads(line)
+            except ValueError:
+                continue
+            payload = item.get("payload") if isinstance(item, dict) else None
+            if item.get("type") == "turn_context" and isinstance(payload, dict):
+                model = _text(payload.get("model")) or model
+    return model
 
 
 def parse_codex(

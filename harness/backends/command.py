@@ -37,18 +37,20 @@ from harness.backends.cli_answer import (
     record_answer,
     wants_answer,
 )
+from harness.backends.cli_errors import CliRefused, Setup, fix_for
 from harness.backends.cli_presets import Preset, build_argv, cli_model, passed_env
 from harness.backends.cli_process import Output, wait_and_stop
 from harness.backends.cli_results import (
     ClaudeEvents,
     CodexEvents,
     claude_outcome,
+    codex_model,
     find_claude_result,
     raise_for_failure,
 )
 from harness.backends.cli_retries import retry_notice
 from harness.backends.pricing import known_cost
-from harness.errors import BackendError, UsageError
+from harness.errors import BackendError, HarnessError, UsageError
 from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session
 
 CLI_FIX = "install it or put it on PATH, or set the role's `command` option to its full path"
@@ -122,13 +124,40 @@ def _run_cli(argv: list[str], preset: Preset, prompt: str,
     code, stdout, stderr = proc.returncode, out.stdout(), out.stderr()
     session.record({"type": "command_exit", "returncode": code, "stderr_tail": stderr})
     if timed_out:
-        return _wall_capped(fold, session), None
+        return _served(_wall_capped(fold, session), fold, session), None
+    try:
+        return _read_outcome(argv, preset, session, fold, (code, stdout, stderr))
+    except HarnessError as failure:
+        error = failure
+        if isinstance(failure, CliRefused):  # the fix, naming the variable and the file
+            error = CliRefused(failure.said, failure.kind, failure.variable,
+                               fix_for(failure, cli_setup(preset, session)))
+        # what the CLI did before it failed: its turns say whether its agent acted
+        partial = replace(_wall_capped(fold, session), status=GAVE_UP, detail=str(error)[:500])
+        error.outcome = _served(partial, fold, session)  # type: ignore[attr-defined]
+        raise error from failure if error is not failure else None
+
+
+def cli_setup(preset: Preset, session: Session) -> Setup:
+    """What a fix for a CLI's refusal names, from the preset, the role and the environment."""
+    return Setup(preset.login, preset.key_vars,
+                 tuple(passed_env(session.options, dict(os.environ))),
+                 os.environ, session.state, session.role)
+
+
+def _read_outcome(argv: list[str], preset: Preset, session: Session,
+                  fold: ClaudeEvents | CodexEvents,
+                  ended: tuple[int | None, str, str]) -> tuple[Outcome, object]:
+    """The outcome of a CLI that exited: from its events or its JSON result; an error for
+    what its failure means."""
+    code, stdout, stderr = ended
+    codex = fold if isinstance(fold, CodexEvents) else None
     result = None if codex else find_claude_result(stdout)
     if codex and (outcome := codex.outcome(session.model, session.prices)) is not None:
-        return outcome, codex.summary
+        return _served(outcome, fold, session), codex.summary
     if result:
         outcome = claude_outcome(result, session.model, session.prices)
-        return outcome, result.get("structured_output")
+        return _served(outcome, fold, session), result.get("structured_output")
     if preset.parser == "generic":
         detail = f"exit code {code}" if code else ""
         return Outcome(GAVE_UP if code else FINISHED, summary=stdout[-2000:], detail=detail), None
@@ -137,6 +166,22 @@ def _run_cli(argv: list[str], preset: Preset, prompt: str,
         f"{argv[0]} printed no {preset.parser} JSON result (exit code {code});"
         f" output starts: {stdout[:500]!r}; stderr ends: {stderr[-500:]!r}"
     )
+
+
+def _served(outcome: Outcome, fold: ClaudeEvents | CodexEvents, session: Session) -> Outcome:
+    """The outcome with the model that served the run, as the CLI reports it: Claude Code's
+    events and result name it; Codex names it in its own session record. Where the CLI does
+    not say, the model its argv named (the preset's), else None: never the role's model
+    when the CLI was not given it."""
+    if isinstance(fold, CodexEvents):
+        home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+        said = codex_model(fold.thread, home)
+    else:
+        said = fold.model or outcome.model
+    if not said and not outcome.turns:
+        return replace(outcome, model=None)  # no model call: nothing served it
+    asked = None if session.options.get("command") else session.model  # a role's own command
+    return replace(outcome, model=said or asked or None)                  # is given no model
 
 
 def _start(argv: list[str], session: Session, preset: Preset) -> subprocess.Popen:
@@ -156,7 +201,7 @@ def _start(argv: list[str], session: Session, preset: Preset) -> subprocess.Pope
             preexec_fn=die_with_parent,
         )
     except (FileNotFoundError, PermissionError) as e:
-        raise BackendError(f"cannot run agent CLI {argv[0]!r}: {e.strerror}; {CLI_FIX}") from e
+        raise UsageError(f"cannot run agent CLI {argv[0]!r}: {e.strerror}; {CLI_FIX}") from e
 
 
 def _executable(name: str, workdir: Path, env: dict[str, str]) -> str:
@@ -168,7 +213,8 @@ def _executable(name: str, workdir: Path, env: dict[str, str]) -> str:
             return path
     elif path := shutil.which(name, path=env.get("PATH")):
         return path
-    raise BackendError(f"cannot run agent CLI {name!r}: not found or not executable; {CLI_FIX}")
+    raise UsageError(f"cannot run agent CLI {name!r}: not found or not executable on PATH="
+                     f"{env.get('PATH', '')}; {CLI_FIX}")
 
 
 def _progress(fold: ClaudeEvents | CodexEvents, session: Session) -> Callable:

@@ -6,11 +6,14 @@ The file (`script` in the role's options) is a list of turns:
       tools:
         - name: str_replace_based_edit_tool
           input: {command: create, path: hello.txt, file_text: "hi\\n"}
-      usage: {input_tokens: 1200, output_tokens: 80}   # optional, for cost accounting
+      usage: {input_tokens: 1200, output_tokens: 80}   # optional: recorded as given
+      cost_usd: 0.01                                   # optional: what this turn costs
     - tools: [{name: finish, input: {summary: "wrote hello.txt"}}]
 
 Tool calls run through the same ToolBox as the anthropic backend and are recorded the same
 way, so a scripted run exercises everything but the model. For tests and the demo only.
+No model serves it, so it costs what its turns' `cost_usd` add up to, $0 unless given: its
+tokens are never priced as a model's (a report would add an offline demo to the spend).
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.agent.tools import ToolBox
-from harness.backends.pricing import cost_of
 from harness.errors import UsageError
 from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session, Usage
 
@@ -53,6 +55,7 @@ class ScriptedTurn(BaseModel):
     text: str = ""
     tools: list[ScriptedCall] = Field(default_factory=list)
     usage: ScriptedUsage = Field(default_factory=ScriptedUsage)
+    cost_usd: float = Field(default=0.0, ge=0)  # what the turn costs; no model prices it
 
 
 def script_path(session: Session) -> Path:
@@ -95,15 +98,13 @@ class ScriptedBackend:
     def run(self, prompt: str, session: Session) -> Outcome:
         """Replay the script until it ends, `finish` is called, or a cap is reached."""
         turns = load_script(script_path(session))
-        caps, usage, summary = session.caps, Usage(), ""
+        caps, usage, summary, cost = session.caps, Usage(), "", 0.0
 
         def outcome(status: str, turns: int, detail: str) -> Outcome:
-            cost = cost_of(usage, session.model, session.prices)
             return Outcome(status, summary, usage, cost, turns, detail)
 
         with ToolBox(session) as tools:
             for number, turn in enumerate(turns, 1):
-                cost = cost_of(usage, session.model, session.prices)
                 if caps.turns is not None and number > caps.turns:
                     return outcome(CAPPED, number - 1,
                                    f"turns cap reached ({caps.turns} model calls)")
@@ -112,6 +113,7 @@ class ScriptedBackend:
                                    f"dollar cap reached (${cost:.4f} of ${caps.dollars:g})")
                 session.check_budget(cost)
                 usage.add(Usage(**turn.usage.model_dump()))
+                cost += turn.cost_usd
                 summary = turn.text or summary
                 self.replay(turn, number, session, tools)
                 if tools.finished is not None:

@@ -52,6 +52,7 @@ class Reply:
     stop_reason: str | None
     usage: Usage
     extra: dict[str, Any] = field(default_factory=dict)
+    model: str | None = None  # the model the API says answered
 
     @property
     def calls(self) -> list[dict[str, Any]]:
@@ -69,6 +70,7 @@ class ToolLoop:
         self.session, self.tools = session, tools
         self.usage, self.turns, self.started = Usage(), 0, time.monotonic()
         self.cut_offs = 0  # replies in a row stopped at max_tokens
+        self.served: str | None = None  # the model the API says answered
         self.retries = int(session.options.get("max_retries", 2))
 
     def tool_specs(self) -> list[dict[str, Any]]:
@@ -109,6 +111,7 @@ class ToolLoop:
         """Count and record a model turn."""
         self.turns += 1
         self.usage.add(reply.usage)
+        self.served = reply.model or self.served
         convo.sent(reply.usage)
         cost = known_cost(self.usage, self.session.model, self.session.prices)
         self.session.record({"event": "model_turn", "turn": self.turns,
@@ -222,4 +225,4 @@ class ToolLoop:
         """The run's Outcome; its cost None when no price table knows the model."""
         return Outcome(status=status, summary=summary, usage=self.usage,
                        cost_usd=known_cost(self.usage, self.session.model, self.session.prices),
-                       turns=self.turns, detail=detail)
+                       turns=self.turns, detail=detail, model=self.served)

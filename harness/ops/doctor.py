@@ -1,8 +1,8 @@
 """`run.sh doctor`: what to check before leaving the harness on cron, each problem with its fix.
 
-Checks only read (the writability probe removes its own file) and call no model. The cron
-check reruns doctor in cron's bare environment: there a key exported in a shell profile or a
-tool on the interactive PATH goes missing.
+Checks only read (the writability probe removes its own file) and call no model: a key is
+proved by a free call (`auth`). The cron check reruns doctor in cron's bare environment:
+there a key exported in a shell profile or a tool on the interactive PATH goes missing.
 """
 
 from __future__ import annotations
@@ -28,9 +28,11 @@ from harness.backends.cli_presets import unpriced_model
 from harness.config import ROLES, MissionConfig, RoleConfig, load_mission_config
 from harness.config import mission_name as mission_name_of
 from harness.errors import UsageError
+from harness.ops.auth import Prover, auth_check
 from harness.ops.checks import FIX_PREFIX, PROBLEM, Check, attempt, platform_check
+from harness.ops.commitcheck import commit_check
 from harness.ops.cron import budget_check, roles_check
-from harness.ops.worktrees import worktree_rows
+from harness.ops.worktrees import worktree_check
 from harness.paths import Paths
 from harness.run import prompt
 from harness.run.prepare import FEATURE_ROLES, role_config_for
@@ -76,12 +78,15 @@ def diagnose(paths: Paths, backend: str | None = None, *,
                        lambda r=role, c=config: render_role(paths, r, c, plan, mission))
                for role, config in configs.items()]
     probe = cache(probe_cli)  # one `--version` per executable, not one per role
+    prover = Prover()  # and one login status or free call per CLI or key
     for role, config in configs.items():
         if role == "curator" and mission.curator.mode == "rules":
             checks.append(Check("backend curator", True, "none needed (curator.mode: rules)"))
         else:
             checks.append(replace(backend_check(paths, config, probe, sources),
                                   name=f"backend {role}"))
+            if (proof := auth_check(paths, role, config, prover)) is not None:
+                checks.append(replace(proof, name=f"auth {role}"))
         budget = mission.budget_usd is not None or config.caps.dollars
         if budget and (model := unpriced_model(config.backend, config.options, config.model,
                                                mission.prices)) is not None:
@@ -92,7 +97,7 @@ def diagnose(paths: Paths, backend: str | None = None, *,
             checks.append(attempt(f"sandbox {role}", sandbox.FIX,
                                   lambda c=config: sandbox_check(c)))
     checks += [roles_check(paths, configs, mission), budget_check(mission, paths), platform_check(),
-               worktree_check(paths)]
+               worktree_check(paths), commit_check(paths, mission)]
     if cron:
         checks += cron_checks(paths, doctor_argv(paths, backend, options), checks)
     return checks
@@ -102,20 +107,6 @@ def sandbox_check(config: RoleConfig) -> str:
     """That bwrap can make the role's sandbox here; raises what it cannot."""
     sandbox.require(SandboxPolicy(kind=config.sandbox))
     return "bwrap makes the sandbox" + (", network on" if config.sandbox_network else "")
-
-
-def worktree_check(paths: Paths) -> Check:
-    """Orphaned feature worktrees or branches, each with the command that clears it."""
-    try:
-        rows = worktree_rows(paths.state, paths.workdir)
-    except Exception as e:  # a broken plan is reported by its own check
-        return Check("worktrees", False, str(e), "correct the file named")
-    orphans = [r for r in rows if r["state"].startswith("orphaned")]
-    if not orphans:
-        return Check("worktrees", True, "no orphaned feature worktree or branch")
-    return Check("worktrees", True, f"{len(orphans)} orphaned: " + "; ".join(
-        f"{r['branch']} ({r['state']})" for r in orphans),
-        " && ".join(r["fix"] for r in orphans), warn=True)
 
 
 def python_checks(home: Path) -> list[Check]:

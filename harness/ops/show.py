@@ -52,7 +52,7 @@ def header(manifest: dict[str, Any]) -> list[str]:
     code = "-" if s.exit_code is None else s.exit_code
     return [f"{s.run_id}  {s.role} {s.feature}  {s.status}  exit {code} ({s.result})",
             f"started {s.started_at or '?'}, {format_duration(s.seconds)}, {s.turns} turns, "
-            f"backend {manifest.get('backend', '?')}, model {manifest.get('model', '?')}"]
+            f"backend {manifest.get('backend', '?')}, model {manifest.get('model') or 'unknown'}"]
 
 
 def prompt_lines(state: Path, manifest: dict[str, Any]) -> list[str]:

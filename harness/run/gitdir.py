@@ -33,14 +33,14 @@ def toplevel(tree: Path) -> Path | None:
     return None
 
 
-Repository = tuple[Path, tuple[int, int, str]]  # git folder; device, inode and its mark
+Repository = tuple[Path, str]  # the git folder where it was recorded, and its mark
 
 
 def recorded(state: Path) -> Repository | None:
-    """The git folder the mission was set up on and what identifies it, if recorded."""
+    """The git folder the mission was set up on and its mark, if recorded."""
     try:
         data = json.loads((state / RECORD).read_text(encoding="utf-8"))
-        return Path(data["git_dir"]), (int(data["device"]), int(data["inode"]), str(data["id"]))
+        return Path(data["git_dir"]), str(data["id"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -51,49 +51,46 @@ def record(state: Path, repo: Path) -> Repository | None:
     top = toplevel(repo)
     if top is None or not (top / ".git").is_dir() or (top / ".git").is_symlink():
         return None  # a linked worktree or a submodule: git finds its repository elsewhere
-    git_dir, st = (top / ".git").resolve(), os.stat(top / ".git")
+    git_dir = (top / ".git").resolve()
     mark = _mark(git_dir) or _make_mark(git_dir)
-    atomic_write(state / RECORD, json.dumps({"git_dir": str(git_dir), "device": st.st_dev,
-                                             "inode": st.st_ino, "id": mark}) + "\n")
-    return git_dir, (st.st_dev, st.st_ino, mark)
+    atomic_write(state / RECORD, json.dumps({"git_dir": str(git_dir), "id": mark}) + "\n")
+    return git_dir, mark
 
 
 def check(tree: Path, repository: Repository, top: Path | None) -> None:
     """UsageError unless git, run in `tree`, would find its `.git` in `top` (where it found
-    it before the agent acted) and use the recorded repository."""
-    git_dir, identity = repository
-    if _identity(git_dir) != identity[:2] or _mark(git_dir) != identity[2]:
-        raise UsageError(f"the mission's repository {git_dir} was removed or replaced since "
-                         f"it was recorded; restore it, or delete {RECORD} in the state "
-                         "directory if the move was yours")
+    it before the agent acted) and use the recorded repository (by its mark: a project
+    moved or copied with its `.git` stays the same repository)."""
+    was, mark = repository
     found = toplevel(tree)
     if found is None or found != top:
         raise UsageError(f"{top or tree}/.git is gone or moved (git would now use "
-                         f"{found or 'no repository'}/.git); the mission's repository is "
-                         f"{git_dir}: the harness runs no git there until it is restored")
+                         f"{found or 'no repository'}/.git); the harness runs no git there "
+                         "until it is restored")
     dot_git = found / ".git"
     mode = os.lstat(dot_git).st_mode
-    if stat.S_ISDIR(mode):
-        used = dot_git
-        if _identity(dot_git) != identity[:2] or os.path.lexists(dot_git / "commondir"):
-            raise _replaced(dot_git, git_dir)
+    if stat.S_ISDIR(mode) and not os.path.lexists(dot_git / "commondir"):
+        used, common = dot_git, dot_git
     elif stat.S_ISREG(mode):
-        used = _linked(dot_git, git_dir)
+        used = _linked(dot_git, was)
+        common = used.parent.parent
     else:
-        raise _replaced(dot_git, git_dir)
+        raise _replaced(dot_git, was)
+    if _mark(common) != mark:
+        raise _replaced(dot_git, was)
     _no_symlinks_out(used)
 
 
-def _linked(dot_git: Path, git_dir: Path) -> Path:
-    """A worktree's `.git` file must name a folder of the mission's repository's worktrees."""
+def _linked(dot_git: Path, was: Path) -> Path:
+    """A worktree's `.git` file must name a folder under a repository's `worktrees/`."""
     text = dot_git.read_text(encoding="utf-8", errors="replace")
     if not text.startswith("gitdir: "):
-        raise _replaced(dot_git, git_dir)
+        raise _replaced(dot_git, was)
     target = Path(text[len("gitdir: "):].strip())
-    target = (dot_git.parent / target).resolve() if not target.is_absolute() else target
-    if target.resolve().parent != git_dir / "worktrees":
-        raise _replaced(dot_git, git_dir)
-    return target
+    target = (dot_git.parent / target) if not target.is_absolute() else target
+    if target.is_symlink() or target.resolve().parent.name != "worktrees":
+        raise _replaced(dot_git, was)
+    return target.resolve()
 
 
 def _make_mark(git_dir: Path) -> str:
@@ -116,14 +113,6 @@ def _mark(git_dir: Path) -> str | None:
         return None
 
 
-def _identity(path: Path) -> tuple[int, int] | None:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
-
-
 def links_into(tree: Path, repo: Path) -> bool:
     """Whether `tree`/.git is a worktree's file naming a worktree of `repo`'s repository
     (checked before the harness runs git there: the agent may have rewritten it)."""
@@ -131,10 +120,10 @@ def links_into(tree: Path, repo: Path) -> bool:
     if top is None or not (tree / ".git").is_file() or (tree / ".git").is_symlink():
         return False
     try:
-        _linked(tree / ".git", (top / ".git").resolve())
+        used = _linked(tree / ".git", (top / ".git").resolve())
     except (UsageError, OSError):
         return False
-    return True
+    return used.parent.parent == (top / ".git").resolve()
 
 
 def _no_symlinks_out(used: Path) -> None:
@@ -150,10 +139,11 @@ def _no_symlinks_out(used: Path) -> None:
                         raise _symlinked(Path(folder, d))
 
 
-def _replaced(path: Path, git_dir: Path) -> UsageError:
-    return UsageError(f"{path} is not the mission's repository ({git_dir}): it was replaced "
-                      "or redirected, so the harness runs no git there; restore it (or, if "
-                      f"the move was yours, delete the record {RECORD} in the state directory)")
+def _replaced(path: Path, was: Path) -> UsageError:
+    return UsageError(f"{path} is not the mission's repository (recorded at {was}, marked by "
+                      f"its {MARK}): it was replaced or redirected, so the harness runs no git "
+                      f"there; restore it, or, if this mission now works in another repository "
+                      f"on purpose, delete {RECORD} in the state directory")
 
 
 def _symlinked(path: Path) -> UsageError:

@@ -6,15 +6,14 @@ commits the worker's changes and blocks a stuck feature. What it decides comes b
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness.errors import BACKEND, BLOCKED, BUDGET, BUSY, DONE, TASK_FAILED, HarnessError
 from harness.paths import Paths
-from harness.run import git, stuck
+from harness.run import commits, stuck
 from harness.run.merge import MERGED, WAITING, VerifySpec, land
-from harness.run.prepare import Prepared, sandbox_policy
+from harness.run.prepare import FEATURE_ROLES, Prepared, sandbox_policy
 from harness.state import actions, ledger
 from harness.state import plan as plan_mod
 from harness.state.runs import recent_runs
@@ -47,6 +46,8 @@ def outcome_fields(outcome: Outcome | None, error: BaseException | None,
     if outcome:
         fields.update(usage=vars(outcome.usage), turns=outcome.turns, outcome=outcome.status,
                       detail=outcome.detail, summary=outcome.summary)
+        if outcome.model:  # the model that served the run, over the one it asked for
+            fields["model"] = outcome.model
     if error is not None:
         fields["error"] = f"{type(error).__name__}: {error}"
         reset_at = getattr(error, "reset_at", None) or (outcome.reset_at if outcome else None)
@@ -63,17 +64,15 @@ def judge_role_run(paths: Paths, prepared: Prepared, outcome: Outcome | None,
     exit_code, result, message = _judge(paths, role, prepared, outcome, error)
     fields, message = outcome_fields(outcome, error, message)
     fields["result"] = result
-    if role == "worker" and feature is not None and git.is_repo(paths.workdir):
+    if role in FEATURE_ROLES and feature is not None:
         partial = "" if exit_code == DONE else f" [partial: {result}]"
-        try:
-            sha = git.commit_all(paths.workdir, paths.state,
-                                 f"{feature.id}: {feature.title} (run {record.run_id}){partial}")
-        except (subprocess.SubprocessError, OSError) as e:
-            sha, fields["commit_error"] = None, getattr(e, "stderr", None) or str(e)
-            message += "; git commit failed (see the run's manifest)"
-        else:
-            message += f"; committed {sha[:10]}" if sha else "; no changes to commit"
-        fields["commit"] = sha
+        run = {"role": role, "feature": feature.id, "run": record.run_id}
+        said, words = commits.commit_run(
+            paths, prepared.mission, run, prepared.workspace is not None,
+            commits.agent_acted(outcome, error),
+            f"{feature.id}: {feature.title} (run {record.run_id}){partial}")
+        fields.update(said)
+        message += words
     if feature is not None and error is None:
         reason = _block_reason(paths, role, prepared, fields)
         if reason:

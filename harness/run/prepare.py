@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.backends.cli_answer import wants_answer
-from harness.backends.cli_presets import docs_read_by
+from harness.backends.cli_presets import docs_read_by, requested_model
 from harness.config import (
     MissionConfig,
     RoleConfig,
@@ -22,6 +22,7 @@ from harness.config import (
 )
 from harness.errors import BlockedError, BudgetError, NothingToDo, UsageError
 from harness.paths import Paths
+from harness.run import gitdir
 from harness.run.prompt import (
     RecordingLoader,
     Rendered,
@@ -101,8 +102,14 @@ def role_config_for(paths: Paths, role: str, backend: str | None,
 
 
 def sandbox_policy(config: RoleConfig, paths: Paths) -> SandboxPolicy:
-    """Where the role's commands may reach, and what the sandbox hides from them."""
-    return SandboxPolicy(kind=config.sandbox or "none", paths=dict(config.sandbox_paths),
+    """Where the role's commands may reach, and what the sandbox hides from them. In a
+    feature's worktree, git reads the repository's git folder: shown read-only (where the
+    mission recorded it, not where the agent's `.git` file says)."""
+    shown = dict(config.sandbox_paths)
+    repository = gitdir.recorded(paths.state)
+    if repository and paths.workdir.is_relative_to(paths.state / "worktrees"):
+        shown.setdefault(str(repository[0]), "ro")
+    return SandboxPolicy(kind=config.sandbox or "none", paths=shown,
                          network=bool(config.sandbox_network), state=paths.state,
                          identity=paths.identity, harness_home=paths.home)
 
@@ -137,7 +144,8 @@ def prepare(paths: Paths, role: str, feature: Feature | None, plan: list[Feature
         "role": role,
         "feature": fid,
         "backend": role_config.backend,
-        "model": role_config.model,
+        # what the run asks for; the finished record says what served it, where told
+        "model": requested_model(role_config.backend, role_config.options, role_config.model),
         "options": role_config.options,
         "sandbox": role_config.sandbox,
         "dry_run": dry_run,

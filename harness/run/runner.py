@@ -6,13 +6,21 @@ path).
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import Any
 
-from harness.config import MissionConfig, load_mission_config
+from harness.config import MissionConfig, RoleConfig, load_mission_config
 from harness.errors import BudgetError
 from harness.paths import Paths, check_state
+from harness.run import commits
 from harness.run.claim import Claim, claim
-from harness.run.prepare import prepare, role_config_for, sandbox_policy
+from harness.run.prepare import (
+    FEATURE_ROLES,
+    Prepared,
+    prepare,
+    role_config_for,
+    sandbox_policy,
+)
 from harness.run.worktree import commit_leftovers, merge_base_in
 from harness.state import ledger
 from harness.state import plan as plan_mod
@@ -27,6 +35,8 @@ def run_role(paths: Paths, role: str, target: str | None, *, dry_run: bool = Fal
     check_state(paths.state)
     mission = load_mission_config(paths.state)
     plan = plan_mod.load_plan(paths.state)
+    if role in FEATURE_ROLES and not dry_run:
+        commits.require_git(paths, mission)  # exit 2 before a worktree or a lock is made
     with claim(paths, mission, role, target, plan, dry_run=dry_run) as claimed:
         feature, work_paths = claimed.feature, claimed.paths
         if dry_run:
@@ -49,15 +59,37 @@ def run_role(paths: Paths, role: str, target: str | None, *, dry_run: bool = Fal
         policy = sandbox_policy(config, work_paths)
         require_sandbox(policy)  # exit 2 before anything runs: never unsandboxed instead
         git.confine_tree(work_paths.workdir, paths.workdir, paths.state, policy)
-        extra = before_call(work_paths, role, claimed, mission, config.options, policy)
-        prepared = prepare(work_paths, role, feature, plan, mission, extra=extra,
-                           backend=backend, backend_options=backend_options, sandbox=sandbox,
-                           workspace=claimed.workspace)
-        claimed.label(prepared.record.run_id)
-        if extra and extra.get("verify"):
-            prepared.record.manifest["verify"] = {k: extra["verify"][k]
-                                                  for k in ("command", "exit_code", "timed_out")}
+        prepared = prepare_call(work_paths, role, claimed, plan, mission, config, policy,
+                                {"backend": backend, "backend_options": backend_options,
+                                 "sandbox": sandbox})
         return call_and_close(work_paths, prepared, judge_role_run)
+
+
+def prepare_call(paths: Paths, role: str, claimed: Claim, plan: list[plan_mod.Feature],
+                 mission: MissionConfig, config: RoleConfig, policy: SandboxPolicy,
+                 overrides: dict[str, Any]) -> Prepared:
+    """The tree checked (commits.py), what comes before the call done, the prompt rendered
+    and recorded. A failure on the way leaves what changed as the harness's, no run in
+    flight: only a run killed outright is left for the next run to take over."""
+    fid = claimed.feature.id if claimed.feature else None
+    leftovers = commits.check_tree(paths, mission, role, fid) if fid else []
+    try:
+        extra = before_call(paths, role, claimed, mission, config.options, policy)
+        prepared = prepare(paths, role, claimed.feature, plan, mission, extra=extra,
+                           workspace=claimed.workspace, **overrides)
+    except BaseException:
+        if fid:
+            with suppress(Exception):  # the error that stopped the run is the one to tell
+                commits.abandon(paths, mission, role, fid)
+        raise
+    claimed.label(prepared.record.run_id)
+    commits.opened(paths, mission, prepared.record.run_id)
+    if leftovers:
+        prepared.record.manifest["leftovers_committed"] = leftovers
+    if extra and extra.get("verify"):
+        prepared.record.manifest["verify"] = {k: extra["verify"][k]
+                                              for k in ("command", "exit_code", "timed_out")}
+    return prepared
 
 
 def before_call(paths: Paths, role: str, claimed: Claim, mission: MissionConfig,

@@ -71,7 +71,14 @@ def stream_two_turns():
     assistant("msg_02", {"type": "text", "text": "Now the edit."}, output=70)
 
 
-if mode == "success":
+if mode == "auth":  # `claude auth status`, as Claude Code 2.1 prints it
+    key = next((v for v in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN") if os.environ.get(v)),
+               None)
+    status = {"loggedIn": bool(key), "authMethod": "api_key" if key else "none",
+              "apiProvider": "firstParty", **({"apiKeySource": key} if key else {})}
+    print(json.dumps(status, indent=2))
+    sys.exit(0 if key else 1)
+elif mode == "success":
     result()
 elif mode == "stream":
     stream_two_turns()
@@ -119,6 +126,19 @@ elif mode == "verbose_array":
             ]
         )
     )
+elif mode == "not_logged_in":  # claude.py not_logged_in [FILE]: as Claude Code 2.1 prints it,
+    # having written FILE in the working directory first, as a CLI's start-up may
+    if len(sys.argv) > 2 and not sys.argv[2].startswith("-"):
+        with open(sys.argv[2], "w", encoding="utf-8") as f:
+            f.write("{}\n")
+    event("system", subtype="init", cwd=os.getcwd(), tools=["Bash"], model="claude-opus-4-1")
+    event("assistant", parent_tool_use_id=None, message={
+        "id": "1a98643b", "model": "<synthetic>", "role": "assistant", "type": "message",
+        "stop_reason": "stop_sequence", "usage": {"input_tokens": 0, "output_tokens": 0},
+        "content": [{"type": "text", "text": "Not logged in · Please run /login"}]})
+    result("success", True, "Not logged in · Please run /login", total_cost_usd=0,
+           num_turns=1, api_error_status=None, usage={"input_tokens": 0, "output_tokens": 0})
+    sys.exit(1)
 elif mode == "not_json":
     print("Error: Invalid API key · Please run /login")
     sys.exit(1)

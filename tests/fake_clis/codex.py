@@ -5,9 +5,17 @@ Usage: codex.py MODE [ANSWER_TEXT] [codex flags...]; the prompt is read from std
 """
 
 import json
+import os
 import sys
 
 mode = sys.argv[1] if len(sys.argv) > 1 else "success"
+if mode == "login":  # `codex login status`: logged in when CODEX_HOME holds auth.json
+    home = os.environ.get("CODEX_HOME") or os.path.expanduser("~/.codex")
+    if os.path.exists(os.path.join(home, "auth.json")):
+        print("Logged in using ChatGPT")
+        sys.exit(0)
+    print("Not logged in", file=sys.stderr)
+    sys.exit(1)
 sys.stdin.read()
 LIMIT = (
     "You've hit your usage limit. Upgrade to Pro (https://openai.com/chatgpt/pricing), visit"

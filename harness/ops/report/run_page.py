@@ -56,7 +56,7 @@ def run_context(state: Path, manifest: dict[str, Any], summary: RunSummary) -> d
     events, bad = read_events(folder / "transcript.jsonl")
     return {
         "run": summary.as_dict(),
-        "backend": manifest.get("backend", "?"), "model": manifest.get("model", "?"),
+        "backend": manifest.get("backend", "?"), "model": manifest.get("model") or "unknown",
         "ending": ending(manifest), "summary": manifest.get("summary") or "",
         "verdict": read_verdict(state, run_id),
         "prompt_chars": len(prompt),
