@@ -115,3 +115,23 @@ def sandbox_note() -> str | None:
     return (f"{sys.platform} has no bubblewrap: the sandbox is off, so a role's commands run "
             "with all your user can reach (a role with `sandbox: bwrap` is refused), and a "
             "process an agent detaches is not stopped with its run")
+
+
+def flock_holder(fd: int) -> tuple[str, str] | None:
+    """The pid and command line of a process holding an flock on the file of `fd`, from
+    Linux's /proc/locks; None where unknown (no holder, or no /proc)."""
+    if not is_linux():
+        return None
+    st = os.fstat(fd)
+    ident = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open("/proc/locks") as locks:
+            pids = [p[4] for p in map(str.split, locks)
+                    if len(p) > 5 and p[1] == "FLOCK" and p[5] == ident]
+        if not pids:
+            return None
+        with open(f"/proc/{pids[0]}/cmdline", "rb") as f:
+            command = f.read(200).replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return None
+    return pids[0], command

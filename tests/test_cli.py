@@ -160,7 +160,11 @@ def test_unwritable_state_dir_is_a_usage_error(state: Path) -> None:
 
 
 def test_note_from_environment_and_from_flags(invoke, state: Path) -> None:
-    env = {"HARNESS_ROLE": "worker", "FEATURE_ID": "F-004", "HARNESS_RUN_ID": "17-worker-F-004"}
+    from harness.state.runs import start_run
+
+    start_run(state, "17-worker-F-004", {"role": "worker", "feature": "F-004"})  # live: ours
+    # the run's record says who wrote the note, whatever the role and feature variables say
+    env = {"HARNESS_ROLE": "planner", "FEATURE_ID": "F-001", "HARNESS_RUN_ID": "17-worker-F-004"}
     assert invoke("note", "TRICK", "use", "--json", "early", env=env).exit_code == 0
     assert invoke("note", "--role", "validator", "--feature", "F-002", "GOTCHA",
                   "multi\nline").exit_code == 0

@@ -210,3 +210,19 @@ def test_a_model_mode_curator_on_an_agent_cli_judges_same_lesson_in_its_answer(
     prompt = (run / "prompt.md").read_text()
     assert "your final answer" in prompt and "1. A worker note: " + UNSURE_SECOND in prompt
     assert_unsure_pair_judged_one(isolated_env)
+
+
+def test_a_note_in_the_answer_refused_as_busy_is_named_and_the_verdict_stands(
+        tmp_path, monkeypatch):
+    import fcntl
+
+    events: list = []
+    session = validator_session(tmp_path, events, "claude", PASS)
+    (session.state / "locks").mkdir(parents=True, exist_ok=True)
+    monkeypatch.setenv("HARNESS_LOCK_WAIT", "0.2")
+    with open(session.state / "locks" / "raw.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another process's note, stuck
+        CommandBackend().run("Judge F-001.", session)
+    assert read_verdict(session.state, RUN_ID)["verdict"] == "pass"
+    assert "busy: raw.lock is locked" in events[-1]["refused"][0]
+    assert not (session.state / "raw.md").exists()

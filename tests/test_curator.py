@@ -487,9 +487,11 @@ def test_trick_from_two_workers_is_promoted_but_one_worker_twice_is_not() -> Non
     assert not due(cand(PSQL, feature="F-003", run="r1"), cand(PSQL, feature="F-003", run="r2"))
     assert due(cand(PSQL, feature="F-003", run="r1", mission="shop"),
                cand(PSQL, feature="F-003", run="r2", mission="blog"))
-    assert due(cand(PSQL, feature="F-003", run=None), cand(PSQL, feature="F-004", run=None))
-    assert not due(cand(PSQL, feature="F-003", run=None), cand(PSQL, feature="F-003", run=None,
-                                                               ts="2026-04-25T00:00:00Z"))
+    # a person's notes (no run) are one source, however many features they name
+    assert not due(cand(PSQL, feature="F-003", run=None), cand(PSQL, feature="F-004", run=None))
+    assert not due(cand(PSQL, feature="F-003", run=None), cand(PSQL, feature="F-004", run="r1"))
+    assert due(cand(PSQL, feature="F-003", run=None), cand(PSQL, feature="F-003", run="r1"),
+               cand(PSQL, feature="F-004", run="r2"))
 
 
 def test_roles_are_separate() -> None:
@@ -503,6 +505,8 @@ def test_fail_is_promoted_across_missions_only() -> None:
                    cand(fail2, kind="FAIL", mission="shop", run="r2", feature="F-009"))
     assert due(cand(fail, kind="FAIL", mission="shop", run="r1"),
                cand(fail2, kind="FAIL", mission="blog", run="r2"))
+    assert not due(cand(fail, kind="FAIL", mission="shop", run="r1"),
+                   cand(fail2, kind="FAIL", mission="blog", run=None))
 
 
 def test_forgot_is_promoted_when_it_recurs() -> None:
@@ -511,8 +515,8 @@ def test_forgot_is_promoted_when_it_recurs() -> None:
     assert not due(cand(forgot, kind="FORGOT"))
     assert not due(cand(forgot, kind="FORGOT", run="r1"), cand(again, kind="FORGOT", run="r1"))
     assert due(cand(forgot, kind="FORGOT", run="r1"), cand(again, kind="FORGOT", run="r2"))
-    assert due(cand(forgot, kind="FORGOT", run=None), cand(forgot, kind="FORGOT", run=None,
-                                                           ts="2026-04-25T00:00:00Z"))
+    assert not due(cand(forgot, kind="FORGOT", run=None), cand(forgot, kind="FORGOT", run=None,
+                                                               ts="2026-04-25T00:00:00Z"))
 
 
 def test_other_kinds_are_never_due() -> None:

@@ -149,7 +149,8 @@ def test_an_agent_shell_dies_with_a_killed_harness(project: Path, tmp_path: Path
                              "--script", str(script)], cwd=project,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 30
-    pid_file = project / "shell.pid"  # made empty by the redirection, then written by echo
+    pid_file = project / "shell.pid"
+    # the shell creates the file, then writes its pid: wait for the pid, not the file
     while not (pid_file.exists() and pid_file.read_text().strip()) and time.time() < deadline:
         time.sleep(0.02)
     shell = int(pid_file.read_text())

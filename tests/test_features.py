@@ -28,7 +28,7 @@ def test_valid_plan_loads_with_defaults() -> None:
 
 @pytest.mark.parametrize("data, message", [
     ([feature("F-001"), feature("F-001")], r"feature \[1\] \(F-001\) key 'id': duplicate id F-001"),
-    ([feature("F-1")], r"feature \[0\] \(F-1\) key 'id': id 'F-1' does not match"),
+    ([feature("F-1")], r"feature \[0\] \(F-1\) key 'id': bad feature id 'F-1' does not match"),
     ([feature("F-001", acceptance_criteria=[])], r"key 'acceptance_criteria': must be a non-empty"),
     ([feature("F-001", title=" ")], r"key 'title': must not be empty"),
     ([feature("F-001", status="finished")], r"key 'status'"),

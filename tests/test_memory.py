@@ -1,5 +1,6 @@
 import random
 import re
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -45,17 +46,26 @@ def test_lines_that_do_not_parse_give_none(line: str) -> None:
 CORPUS = Path(__file__).resolve().parent / "data" / "curator_corpus"
 TS = "[2026-04-24T10:05:12Z]"
 # The entry grammar written plainly, a lazy text before an optional run: the parser, one
-# greedy match with the run split off after, must read every line as this does.
+# greedy match with the run split off after, must read every line as this does. Only usable
+# fields parse: a real time (the calendar's, by datetime), a role name, a feature id of ASCII
+# digits, no control character in the text (a tab aside); one CRLF ending is taken off.
 GRAMMAR = re.compile(
-    r"^\[(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)\] (?P<role>\S+) (?P<feature>\S+) "
-    r"(?P<kind>TRICK|GOTCHA|DECISION|FAIL|FORGOT|-): (?P<text>.*?)"
-    r"(?: \(run (?P<run>[A-Za-z0-9_.-]+)\))?$")
+    r"^\[(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)\] (?P<role>[a-z][a-z0-9_-]{0,31}) "
+    r"(?P<feature>F-[0-9]{3,9}|-) "
+    r"(?P<kind>TRICK|GOTCHA|DECISION|FAIL|FORGOT|-): (?P<text>[^\x00-\x08\n-\x1f\x7f-\x9f]*?)"
+    r"(?: \(run (?P<run>[A-Za-z0-9_.-]+)\))?\Z", re.ASCII)
 
 
 def grammar_fields(line: str) -> tuple | None:
-    m = GRAMMAR.match(line.rstrip("\n"))
-    return None if m is None else (m["ts"], m["role"], m["feature"], m["kind"], m["text"],
-                                   m["run"])
+    line = line.removesuffix("\n").removesuffix("\r")
+    m = GRAMMAR.match(line)
+    if m is None:
+        return None
+    try:
+        datetime.fromisoformat(m["ts"].replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return m["ts"], m["role"], m["feature"], m["kind"], m["text"], m["run"]
 
 
 @pytest.mark.parametrize("line, fields", [
@@ -63,15 +73,15 @@ def grammar_fields(line: str) -> tuple | None:
      ("2026-04-24T10:05:12Z", "worker", "F-023", "TRICK", "psql -f x", "1745-worker-F-023")),
     (f"{TS} validator - -: F-023 verified", ("2026-04-24T10:05:12Z", "validator", "-", "-",
                                              "F-023 verified", None)),
-    (f"{TS} w F TRICK: a (run b) (run c)", ("2026-04-24T10:05:12Z", "w", "F", "TRICK",
+    (f"{TS} w F-001 TRICK: a (run b) (run c)", ("2026-04-24T10:05:12Z", "w", "F-001", "TRICK",
                                              "a (run b)", "c")),
-    (f"{TS} w F TRICK: a (run b)x (run )", ("2026-04-24T10:05:12Z", "w", "F", "TRICK",
+    (f"{TS} w F-001 TRICK: a (run b)x (run )", ("2026-04-24T10:05:12Z", "w", "F-001", "TRICK",
                                              "a (run b)x (run )", None)),
-    (f"{TS} w F TRICK: a (run b c)", ("2026-04-24T10:05:12Z", "w", "F", "TRICK", "a (run b c)",
-                                       None)),
-    (f"{TS} w F TRICK: ", ("2026-04-24T10:05:12Z", "w", "F", "TRICK", "", None)),
-    (f"{TS} w F TRICK:", None),
-    (f"{TS} w F HINT: unknown kind", None),
+    (f"{TS} w F-001 TRICK: a (run b c)", ("2026-04-24T10:05:12Z", "w", "F-001", "TRICK",
+                                           "a (run b c)", None)),
+    (f"{TS} w F-001 TRICK: ", ("2026-04-24T10:05:12Z", "w", "F-001", "TRICK", "", None)),
+    (f"{TS} w F-001 TRICK:", None),
+    (f"{TS} w F-001 HINT: unknown kind", None),
 ])
 def test_parse_fields_reads_an_entry_line(line: str, fields: tuple | None) -> None:
     assert parse_fields(line) == fields == grammar_fields(line)
@@ -108,8 +118,39 @@ def test_make_entry_folds_newlines_and_checks_fields() -> None:
         make_entry("worker", "../../etc/passwd", "TRICK", "x")
     with pytest.raises(ValueError, match="empty"):
         make_entry("worker", None, "TRICK", " \n ")
-    with pytest.raises(ValueError, match="bad role"):
+    with pytest.raises(ValueError, match="unknown role"):
         make_entry("Worker X", None, "TRICK", "x")
+
+
+@pytest.mark.parametrize("role, feature, run, wrong", [
+    ("worker\n", "F-001", None, "unknown role"),
+    ("wizard", "F-001", None, "unknown role"),
+    ("worker", "F-001\n", None, "bad feature id"),
+    ("worker", "F-\u0660\u0660\u0661", None, "bad feature id"),
+    ("worker", "F-" + "1" * 5000, None, "bad feature id"),
+    ("worker", "F-001", "1-worker-F-001\n", "bad run id"),
+    ("worker", "F-001", "r" * 129, "bad run id"),
+])
+def test_make_entry_refuses_ids_a_line_or_a_path_could_not_hold(
+        role: str, feature: str, run: str | None, wrong: str) -> None:
+    with pytest.raises(ValueError, match=wrong) as e:
+        make_entry(role, feature, "TRICK", "x", run=run)
+    assert "\n" not in str(e.value) and len(str(e.value)) < 200
+
+
+def test_make_entry_escapes_control_characters_and_keeps_printable_unicode() -> None:
+    e = make_entry("worker", "F-001", "TRICK", "caf\u00e9 \u2713 \x00nul \x1b[31mred\x7f \x9b")
+    assert e.text == "caf\u00e9 \u2713 \\x00nul \\x1b[31mred\\x7f \\x9b"
+    assert parse_entry(e.line()) == e
+
+
+@pytest.mark.parametrize("ts", ["2026-02-30T10:00:00Z", "2026-13-01T10:00:00Z",
+                                "0000-01-01T10:00:00Z", "2025-02-29T10:00:00Z",
+                                "2026-04-31T10:00:00Z", "2026-01-00T10:00:00Z",
+                                "2026-01-01T24:00:00Z", "2026-01-01T10:60:00Z"])
+def test_a_time_the_calendar_does_not_have_does_not_parse(ts: str) -> None:
+    assert parse_entry(f"[{ts}] worker F-001 TRICK: x") is None
+    assert parse_entry("[2024-02-29T10:00:00Z] worker F-001 TRICK: x") is not None
 
 
 def test_appended_entries_are_redacted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -84,12 +85,32 @@ def test_elsewhere_no_openat2_and_macos_names_an_open_file(macos, tmp_path: Path
     assert platform.name() == "darwin"
 
 
+def test_an_flock_holder_is_named_from_proc_on_linux_only(tmp_path: Path, monkeypatch) -> None:
+    lock = tmp_path / "x.lock"
+    lock.write_text("")
+    holder = subprocess.Popen(["flock", str(lock), "sleep", "5"])
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+        deadline = time.time() + 5
+        while platform.flock_holder(fd) is None and time.time() < deadline:
+            time.sleep(0.05)
+        found = platform.flock_holder(fd)
+        assert found is not None and "sleep 5" in found[1]
+        monkeypatch.setattr(sys, "platform", "darwin")
+        assert platform.flock_holder(fd) is None  # no /proc/locks: the holder goes unnamed
+        os.close(fd)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def test_no_platform_call_outside_the_platform_module() -> None:
     for path in HARNESS.rglob("*.py"):
         if path.name == "platform.py":
             continue
         text = path.read_text()
-        for needle in ("prctl(", "sys.platform", "/proc/self", "/proc/{", "import ctypes"):
+        for needle in ("prctl(", "sys.platform", "/proc/self", "/proc/{", "/proc/locks",
+                   "import ctypes"):
             assert needle not in text, f"{path}: {needle} belongs in harness/platform.py"
 
 

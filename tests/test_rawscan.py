@@ -289,7 +289,7 @@ def test_a_reader_process_holds_the_curators_lock_while_it_lives(tmp_path) -> No
     job = ScanJob(str(state / "raw.md"), 0, 10, "unparsed", None, "b1", "shop")
     lock = hold_lock(lock_path(state, "curator"), wait=False)
     with lock:
-        reader = RawReader(job, process=True, lock_fd=lock.fd)
+        reader = RawReader(job, process=True, lock_fds=(lock.fd,))
     # the curator's own hold is gone, as when it dies: the reader process keeps the lock
     with reader:
         with pytest.raises(BusyError):

@@ -14,7 +14,7 @@ from harness.agent import sandbox
 from harness.agent.editor import Editor
 from harness.agent.env import agent_env
 from harness.agent.shell import Shell
-from harness.errors import UsageError
+from harness.errors import BusyError, UsageError
 from harness.state import actions, memory
 from harness.types import Session, ToolResult
 
@@ -166,7 +166,10 @@ class ToolBox:
                                       str(args.get("text", "")), run=s.run_id)
         except ValueError as e:
             return ToolResult(str(e), True)
-        memory.append_entry(s.state, entry)
+        try:
+            memory.append_entry(s.state, entry)
+        except BusyError as e:  # a stuck lock holder: the agent is told and goes on
+            return ToolResult(f"not noted: {e}", True)
         return ToolResult(f"noted: {entry.line()}")
 
     def _verdict(self, args: dict[str, Any]) -> ToolResult:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.errors import UsageError
+from harness.errors import BusyError, UsageError
 from harness.state.actions import VERDICTS, read_verdict, record_curation, record_verdict
 from harness.state.memory import KINDS, append_entry, make_entry
 from harness.types import Session
@@ -135,7 +135,7 @@ def record_answer(session: Session, answer: dict[str, Any] | None) -> dict[str, 
             append_entry(session.state, make_entry(
                 session.role, session.feature_id, str(note.get("kind", "")),
                 str(note.get("text", "")), run=session.run_id))
-        except ValueError as e:
+        except (ValueError, BusyError) as e:  # busy: raw.md's lock held past its wait
             event["refused"].append(f"note: {e}")
     return event
 

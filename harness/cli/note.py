@@ -10,7 +10,9 @@ from __future__ import annotations
 import getopt
 import os
 import sys
+from pathlib import Path
 
+from harness import names
 from harness.errors import USAGE, HarnessError
 from harness.paths import check_state, resolve_paths
 from harness.state.memory import KINDS, append_entry, make_entry, write_long_note
@@ -24,7 +26,9 @@ KIND is one of TRICK GOTCHA DECISION FAIL FORGOT -. Everything after KIND is the
 options (before KIND):
   --role ROLE      default $HARNESS_ROLE, else user
   --feature F-001  default $FEATURE_ID, else -
-  --run RUN_ID     default $HARNESS_RUN_ID
+  --run RUN_ID     default $HARNESS_RUN_ID: a live run of this mission, whose record then
+                   gives the role and feature (a note outside any run is a person's: it
+                   counts as one source, never as a worker's)
   --file SLUG      write a long-form note instead
   --state DIR      default $HARNESS_STATE, else ./.harness
   --workdir DIR    default the current directory
@@ -44,12 +48,11 @@ def note_main(argv: list[str]) -> int:
     if "h" in opts or "help" in opts:
         print(HELP, end="")
         return 0
-    env = os.environ
-    role = opts.get("role") or env.get("HARNESS_ROLE") or "user"
-    feature = opts.get("feature") or env.get("FEATURE_ID") or "-"
-    run = opts.get("run") or env.get("HARNESS_RUN_ID") or None
     try:
+        role, feature, run = note_identity(opts, os.environ)
         state = check_state(resolve_paths(opts.get("state"), opts.get("workdir")).state)
+        if run is not None:
+            role, feature = recorded_run(state, run)
         if "file" in opts:
             body = " ".join(words) if words else sys.stdin.read()
             path = write_long_note(state, role, opts["file"], body)
@@ -70,3 +73,49 @@ def note_main(argv: list[str]) -> int:
     except HarnessError as e:
         print(f"run.sh note: {e}", file=sys.stderr)
         return e.exit_code
+    except OSError as e:  # a full disk, a read-only folder: nothing was written
+        print(f"run.sh note: cannot write {e.filename or 'the note'}: {e.strerror or e}; "
+              "nothing was noted (free space or make the folder writable, then note again)",
+              file=sys.stderr)
+        return USAGE
+
+
+def recorded_run(state: Path, run: str) -> tuple[str, str]:
+    """The role and feature the harness recorded for `run`, which must be live: a note that
+    names a run takes who wrote it from the run's record, never from flags, variables or its
+    text (a shell outside any run notes as a person: one source, however many features)."""
+    from harness.state.runs import load_manifest
+
+    try:
+        manifest = load_manifest(state, run)
+    except HarnessError as e:
+        raise ValueError(f"--run/$HARNESS_RUN_ID names no run of this mission ({e}); a note "
+                         "names only the live run that writes it: leave both out to note as "
+                         "a person") from None
+    if manifest.get("status") != "started":
+        raise ValueError(f"run {run} is {manifest.get('status')}, not running: a note names "
+                         "only the live run that writes it; leave --run and $HARNESS_RUN_ID "
+                         "out to note as a person")
+    return str(manifest.get("role")), str(manifest.get("feature") or "-")
+
+
+def note_identity(opts: dict[str, str], env: os._Environ | dict[str, str]
+                  ) -> tuple[str, str, str | None]:
+    """(role, feature, run) from the options, else the environment, each checked where it
+    came from (`names`): ValueError says which option or variable is wrong."""
+    values = []
+    for option, variable, default, check in (
+            ("role", "HARNESS_ROLE", "user", names.check_role),
+            ("feature", "FEATURE_ID", "-", lambda v: names.check_feature_id(v, dash=True)),
+            ("run", "HARNESS_RUN_ID", None, names.check_run_id)):
+        value, where = opts.get(option), f"--{option}"
+        if not value:
+            value, where = env.get(variable), f"${variable}"
+        if not value:
+            values.append(default)
+            continue
+        try:
+            values.append(check(value))
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+    return values[0], values[1], values[2]

@@ -11,6 +11,8 @@ from __future__ import annotations
 import sys
 from typing import NamedTuple
 
+from harness.state.memory import TIME, real_day
+
 LESSON_KINDS = ("TRICK", "GOTCHA", "FAIL", "FORGOT")
 PROMOTABLE = ("TRICK", "FAIL", "FORGOT")
 
@@ -48,6 +50,8 @@ def parse_candidate(line: str) -> tuple[str, int, Candidate] | None:
     parts = line.rstrip("\n").split("\t", 7)
     if len(parts) != 8 or parts[4] not in PROMOTABLE or not parts[7]:
         return None
+    if not TIME.fullmatch(parts[1]) or not real_day(parts[1]):
+        return None  # a hand-damaged line: no lesson may rank by a day the calendar lacks
     batch, _, seq = parts[0].rpartition(":")
     if not batch or not seq.isdigit():
         return None

@@ -99,10 +99,11 @@ def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
         atomic_write(paths.state / name, text)
     if journal.get("judgments"):  # before the candidates: whatever clusters them reads these
         verdicts.append(paths.identity, journal["judgments"])
-    if journal["candidates"]:
+    gone = missing_staged(paths, journal)  # see there
+    if journal["candidates"] and paths.staged_candidates.name not in gone:
         lessondb.append(paths.identity, paths.staged_candidates, **(digest or {}))
     skipped: set[int] = set()
-    if journal["promotions"]:
+    if journal["promotions"] and paths.staged_promotions.name not in gone:
         skipped = _promote(paths, journal["identity_sizes"], similarity, second_opinion)
     _archive(paths, journal)
     _rewrite_raw(paths, journal["raw"])
@@ -114,6 +115,15 @@ def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
     paths.staged_candidates.unlink(missing_ok=True)
     paths.staged_promotions.unlink(missing_ok=True)
     return skipped
+
+
+def missing_staged(paths: CuratorPaths, journal: dict) -> list[str]:
+    """The staged files `journal` needs that are gone. Only a person can do that (a curator
+    deletes them after the journal); a redo carries out the other steps, not to wedge every
+    later run on them, and those notes go without their candidate lines."""
+    return [path.name for path, count in ((paths.staged_candidates, journal["candidates"]),
+                                          (paths.staged_promotions, journal["promotions"]))
+            if count and not path.exists()]
 
 
 def write_journal(paths: CuratorPaths, journal: dict) -> None:

@@ -1,7 +1,8 @@
 """The curator run: the I/O edge around the pure rules in `curator` and `promotion`.
 
 A run takes `<state>/locks/curator.lock` without waiting (a second curator gets
-BusyError, exit 3) and works in two phases.
+BusyError, exit 3), and an flock on the state directory itself, which a deleted `locks/`
+does not release, and works in two phases.
 
 Plan (`planning`): no raw lock, no visible write. Load the candidate record
 (`record`: its digest, then the lines after it), then stream raw.md once up to
@@ -55,14 +56,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness.curator.commit import CuratorPaths, apply_journal, read_json, write_journal
+from harness.curator.commit import (
+    CuratorPaths,
+    apply_journal,
+    missing_staged,
+    read_json,
+    write_journal,
+)
 from harness.curator.identity import bound_identity
 from harness.curator.judge import Judgments, about_identity
 from harness.curator.planning import Planner
 from harness.curator.settings import CuratorReport, CuratorSettings, Refine
 from harness.errors import UsageError
 from harness.state import memory
-from harness.state.store import hold_lock, lock_path
+from harness.state.locks import hold_dir_lock, hold_lock, lock_path
 
 
 def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSettings, *,
@@ -84,16 +91,12 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
     today = (now or memory.utc_now())[:10]
     report = CuratorReport(dry_run=dry_run)
     lock = hold_lock(lock_path(paths.state, "curator"), wait=False, what="the curator")
-    with lock, _no_cyclic_gc():
-        report.resumed = paths.journal.exists()
-        if report.resumed:
-            if dry_run:
-                raise UsageError("an interrupted curator run is pending; run the curator "
-                                 "without --dry-run to finish it first")
-            apply_journal(paths, read_json(paths.journal), settings.similarity,
-                          second_opinion=settings.second_opinion)
-        planner = Planner(paths, mission, settings, today, report, refine, lock_fd=lock.fd,
-                          judge=judge)
+    # and the state directory: a curator whose lock file was deleted still keeps others out
+    anchor = hold_dir_lock(paths.state, "another curator")
+    with lock, anchor, _no_cyclic_gc():
+        _finish_interrupted(paths, settings, report)
+        planner = Planner(paths, mission, settings, today, report, refine,
+                          lock_fds=(lock.fd, anchor.fd), judge=judge)
         try:
             journal = planner.plan()
             if journal is not None:
@@ -114,6 +117,22 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
                 report.identity_archived = bound_identity(paths.identity,
                                                           settings.identity_chars)
         return report
+
+
+def _finish_interrupted(paths: CuratorPaths, settings: CuratorSettings,
+                        report: CuratorReport) -> None:
+    """Carry out the journal an interrupted run left, if any (a dry run refuses to start)."""
+    report.resumed = paths.journal.exists()
+    if not report.resumed:
+        return
+    if report.dry_run:
+        raise UsageError("an interrupted curator run is pending; run the curator "
+                         "without --dry-run to finish it first")
+    pending = read_json(paths.journal)
+    if gone := missing_staged(paths, pending):
+        report.changes.append(f"the interrupted run's staged {' and '.join(gone)} "
+                              f"were gone from {paths.own}: carried out without them")
+    apply_journal(paths, pending, settings.similarity, second_opinion=settings.second_opinion)
 
 
 def preview_for_model(state: Path, identity_dir: Path, mission: str,

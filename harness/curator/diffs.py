@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
+from harness.names import escape_controls
 from harness.state.store import count_lines
 
 DIFF_PREVIEW = 200
@@ -18,8 +19,8 @@ DIFF_PREVIEW = 200
 
 def rewrite_diff(path: Path, old: str, new: str) -> str:
     """A unified diff of a small file rewritten."""
-    return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), str(path),
-                                        str(path)))
+    return "".join(map(_nl, difflib.unified_diff(old.splitlines(True), new.splitlines(True),
+                                                 str(path), str(path))))
 
 
 def drop_head_diff(path: Path, shown: list[str], total: int) -> str:
@@ -43,4 +44,6 @@ def append_diff(path: Path, shown: list[str], total: int) -> str:
 
 
 def _nl(line: str) -> str:
-    return line if line.endswith("\n") else line + "\n"
+    """`line` as a diff shows it on a terminal: control characters escaped (a hand-written
+    ESC in raw.md must not drive the terminal of `curator --dry-run`), one newline."""
+    return escape_controls(line.removesuffix("\n")) + "\n"

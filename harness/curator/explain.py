@@ -23,6 +23,7 @@ from harness.curator.lessondb import load_all
 from harness.curator.matching import same_lesson
 from harness.curator.promotion import Evidence, PromotionTracker
 from harness.curator.record import read_record
+from harness.curator.scan import Counted, checked_keys
 from harness.curator.text import normalize
 from harness.errors import UsageError
 from harness.state import memory
@@ -40,7 +41,7 @@ def explain(state: Path, identity: Path, text: str, similarity: float,
     """The explanation for TEXT (the I/O edge: reads the record, identity and raw.md)."""
     if not text.strip():
         raise UsageError("--explain needs the words of a lesson")
-    if role is not None and not memory.NAME.match(role):
+    if role is not None and not memory.NAME.fullmatch(role):
         raise UsageError(f"bad role name {role!r}")
     if kind in NEVER:
         return never_promoted(kind)
@@ -57,7 +58,7 @@ def explain(state: Path, identity: Path, text: str, similarity: float,
             recorded.close()
     files = {ev.role: (read_text(identity / f"{ev.role}.md"),
                        read_text(archive_path(identity, ev.role)))
-             for ev in lessons if memory.NAME.match(ev.role)}
+             for ev in lessons if memory.NAME.fullmatch(ev.role)}
     blocks = [describe(ev, place(ev, *files.get(ev.role, ("", "")), similarity,
                                  second_opinion)) for ev in lessons]
     if not blocks:
@@ -236,18 +237,23 @@ def unread_lines(paths: CuratorPaths) -> tuple[int, list[tuple]]:
     """How many complete raw.md lines follow the cursor, and the promotable notes among them
     (past UNREAD_MATCHED bytes the lines are only counted)."""
     cursor = read_json(paths.cursor) if paths.cursor.exists() else {}
-    start = cursor_start(paths, cursor) or 0  # None: the next pass reads raw.md whole
+    start = cursor_start(paths, cursor)
+    # None: the next pass reads raw.md whole, and counts again none of what it counted
+    counted = Counted(checked_keys(cursor.get("counted"))) if start is None else None
     count, notes = 0, []
     try:
         with open(paths.raw, "rb") as f:
-            f.seek(start)
-            big = paths.raw.stat().st_size - start > UNREAD_MATCHED
+            f.seek(start or 0)
+            big = paths.raw.stat().st_size - (start or 0) > UNREAD_MATCHED
             for raw in f:
-                if raw.endswith(b"\n"):
-                    count += 1
-                    fields = None if big else memory.parse_fields(raw.decode("utf-8", "replace"))
-                    if fields is not None and fields[3] in PROMOTABLE:
-                        notes.append(fields)
+                if not raw.endswith(b"\n"):
+                    break
+                fields = None if big else memory.parse_fields(raw.decode("utf-8", "replace"))
+                if counted is not None and not big and (fields is None or counted.take(fields)):
+                    continue  # read before the edit: a line that does not parse is no note
+                count += 1
+                if fields is not None and fields[3] in PROMOTABLE:
+                    notes.append(fields)
     except FileNotFoundError:
         pass
     return count, notes

@@ -34,8 +34,10 @@ from harness.state.store import hold_lock
 
 # 2: clusters joined by the second opinion (`learned`) too; 3: the shortlist looks under
 # technical words first (`shortlist`); 4: phrasings filed under their signature, and
-# measurements and runners no longer strict (`text`). Files of other versions are left alone.
-VERSION = 4
+# measurements and runners no longer strict (`text`); 5: a person's note (no run) is no
+# worker, occasion or mission of a lesson (`promotion.Evidence`). Files of other versions are
+# left alone.
+VERSION = 5
 OLD_DIGEST = ".candidates.digest"  # the cache before this one: removed when a database is made
 SCHEMA = """
 CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL);

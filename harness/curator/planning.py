@@ -37,7 +37,7 @@ from harness.curator.promotion import (
     plan_promotions,
 )
 from harness.curator.reader import RawReader, use_process
-from harness.curator.scan import HEAD_BYTES, Record, Scan, ScanJob
+from harness.curator.scan import HEAD_BYTES, Record, Scan, ScanJob, checked_keys, months_before
 from harness.curator.settings import CuratorReport, CuratorSettings, Refine
 from harness.curator.text import Norm, normalize
 from harness.state import memory
@@ -49,10 +49,10 @@ class Planner:
 
     def __init__(self, paths: CuratorPaths, mission: str, settings: CuratorSettings,
                  today: str, report: CuratorReport, refine: Refine | None = None, *,
-                 lock_fd: int | None = None, judge: Judgments | None = None) -> None:
+                 lock_fds: tuple[int, ...] = (), judge: Judgments | None = None) -> None:
         self.paths, self.settings, self.refine = paths, settings, refine
         self.judge = judge or Judgments()
-        self.lock_fd = lock_fd  # the curator's lock, for a reader process to hold too
+        self.lock_fds = lock_fds  # the curator's locks, for a reader process to hold too
         self.mission = mission_token(mission)
         self.today, self.dry_run = today, report.dry_run
         self.batch = secrets.token_hex(6)
@@ -69,9 +69,11 @@ class Planner:
         paths = self.paths
         cursor = read_json(paths.cursor) if paths.cursor.exists() else {}
         start = self._checked_start(cursor)
+        # read again from the start: what the last run counted is known by its keys instead
+        counted = cursor.get("counted") if start == 0 and cursor.get("processed") else None
         old = {name: read_text(paths.state / name) for name in ("summary.md", "MEMORY.md")}
         scan, book = self._read(start, cursor.get("last_month", "unparsed"), old["MEMORY.md"],
-                                cursor.get("next_ids"))
+                                cursor.get("next_ids"), checked_keys(counted))
         compacted = book.compact()
         promotions = self._promotions()
         self.report.promoted = promotions
@@ -82,7 +84,7 @@ class Planner:
             files, promotions = self._refined(files, promotions)
             self.report.promoted = promotions
         changed = {name: text for name, text in files.items() if text != old[name]}
-        months = _months_before(scan.months, scan.cut)
+        months = months_before(scan.months, scan.cut)
         self._diffs(scan, months, changed, old, compacted.archived, promotions)
         if self.dry_run or not (changed or self.n_staged or promotions or compacted.archived
                                 or self.judge.fresh
@@ -103,7 +105,7 @@ class Planner:
                     "head_sha": sha256(scan.head[: min(scan.cut, HEAD_BYTES)]),
                     "months": [[off, month] for off, _, month in months]},
             "cursor": {"version": FORMAT_VERSION, "last_month": last_month,
-                       "next_ids": compacted.next_ids},
+                       "next_ids": compacted.next_ids, "counted": scan.counted},
         }
 
     def close(self) -> None:
@@ -143,8 +145,8 @@ class Planner:
                                    "reading it from the start")
         return 0
 
-    def _read(self, start: int, month: str, old_memory: str, next_ids: dict | None
-              ) -> tuple[Scan, MemoryBook]:
+    def _read(self, start: int, month: str, old_memory: str, next_ids: dict | None,
+              counted: list[list[str]]) -> tuple[Scan, MemoryBook]:
         """Stream raw.md (see `scan`) into a MemoryBook and the promotion tracker."""
         paths, settings = self.paths, self.settings
         if not self.dry_run:
@@ -161,10 +163,10 @@ class Planner:
                       None if self.dry_run else str(paths.staged_candidates), self.batch,
                       self.mission, str(paths.identity), record_start=digest_read.end,
                       record_batches=digest_read.batches, record_latest=digest_read.latest,
-                      notes_kept=settings.bounds.notes_kept())
+                      notes_kept=settings.bounds.notes_kept(), counted=counted)
         process = settings.reader == "process" or (
             settings.reader == "auto" and use_process(job))
-        with RawReader(job, process=process, lock_fd=self.lock_fd) as reader:
+        with RawReader(job, process=process, lock_fds=self.lock_fds) as reader:
             add, cluster_of = self.tracker.add, self._cluster_of
             for batch in reader.candidates():
                 for *fields, ref in batch:
@@ -181,6 +183,9 @@ class Planner:
         book.keep_notes((n, memory.Entry(ts, role, feature, "-", text, run))
                         for n, ts, role, feature, text, run in scan.notes)
         self.report.processed, self.report.unparsed = scan.processed, scan.unparsed
+        if scan.recounted:
+            self.report.changes.append(f"{scan.recounted} entries of raw.md were counted by an "
+                                       "earlier run: read again, not counted again")
         self.report.archived = scan.cut_line
         self.n_staged, self.preview = scan.staged, scan.staged_preview
         return scan, book
@@ -223,7 +228,7 @@ class Planner:
             self.paths.staged_candidates.unlink(missing_ok=True)
 
     def _promotions(self) -> list[Promotion]:
-        due = [ev for ev in self.tracker.due() if memory.NAME.match(ev.role)]
+        due = [ev for ev in self.tracker.due() if memory.NAME.fullmatch(ev.role)]
         archive = ArchiveSearch(self.paths.identity, write=not self.dry_run)
         identity = IdentityIndex(self.settings.similarity,
                                  second_opinion=self.settings.second_opinion,
@@ -288,12 +293,3 @@ class Planner:
         for role, lines in shown_lines.items():
             path = paths.role_file(role)
             report.diffs[str(path)] = append_diff(path, lines, per_role[role])
-
-
-def _months_before(months: list[tuple[int, int, str]], cut: int) -> list[tuple[int, int, str]]:
-    """The month changes that apply to raw.md's bytes before `cut`."""
-    out = [m for m in months if m[0] < cut]
-    # an entry at offset 0 overrides the month carried over from the last run
-    while len(out) > 1 and out[1][0] == out[0][0]:
-        out.pop(0)
-    return out

@@ -60,10 +60,14 @@ class Evidence:
     features: tuple[str, ...] = ()
     runs: tuple[str, ...] = ()
     more: int = 0  # bit 1 missions, 2 features, 4 runs: values were dropped
-    worker: str = ""  # the first worker (feature) and occasion, within the first mission listed
+    # the first note a run wrote: its feature (the worker), run (the occasion) and mission;
+    # a person's notes (no run) are counted and listed but are none of these
+    worker: str = ""
     two_workers: bool = False
     occasion: str = ""
     two_occasions: bool = False
+    sourced: str = ""
+    two_missions: bool = False
 
     def note(self, day: str, ts: str, mission: str, feature: str, run: str | None) -> None:
         """Count one more note of this lesson (`day` is ts[:10], interned)."""
@@ -72,56 +76,56 @@ class Evidence:
             self.first = day
         if day > self.last:
             self.last = day
-        first = self.count == 0
         self.count += 1
         # each list keeps its first LISTED values; missions and features recur in many lessons,
         # so each is kept as one string (at 1M entries of bench/curator.py, 1.8 MiB of the peak)
-        if mission not in self.missions:
-            if len(self.missions) < LISTED:
-                self.missions = (*self.missions, sys.intern(mission))
-            else:
-                self.more |= 1
-        if feature not in self.features:
-            if len(self.features) < LISTED:
-                self.features = (*self.features, sys.intern(feature))
-            else:
-                self.more |= 2
-        if run and run not in self.runs:
-            if len(self.runs) < LISTED:
-                self.runs = (*self.runs, run)
-            else:
-                self.more |= 4
-        if first:
-            self.worker, self.occasion = self.features[0], run or f"{feature}@{ts}"
+        self.missions = self._listed(self.missions, sys.intern(mission), 1)
+        self.features = self._listed(self.features, sys.intern(feature), 2)
+        if not run:
+            return  # a person's note: counted, but no worker, occasion or mission of its own
+        self.runs = self._listed(self.runs, run, 4)
+        if not self.occasion:  # the first note a run wrote
+            self.worker, self.occasion = sys.intern(feature), run
+            self.sourced = sys.intern(mission)
             return
         # once a rule is settled, its `or` stops at the first term: no later note unsettles it
-        same_mission = mission == self.missions[0]
+        same_mission = mission == self.sourced
         self.two_workers = self.two_workers or not same_mission or feature != self.worker
-        self.two_occasions = (self.two_occasions or not same_mission
-                              or (run or f"{feature}@{ts}") != self.occasion)
+        self.two_occasions = self.two_occasions or not same_mission or run != self.occasion
+        self.two_missions = self.two_missions or not same_mission
+
+    def _listed(self, values: tuple[str, ...], value: str, bit: int) -> tuple[str, ...]:
+        """`values` with `value` added while fewer than LISTED, else `more` marked."""
+        if value in values:
+            return values
+        if len(values) < LISTED:
+            return (*values, value)
+        self.more |= bit
+        return values
 
     def row(self) -> list:
         """The evidence as a JSON-ready list (see `from_row`)."""
         return [self.role, self.kind, self.text, self.count, self.first, self.last,
                 list(self.missions), list(self.features), list(self.runs), self.more,
-                self.worker, self.two_workers, self.occasion, self.two_occasions]
+                self.worker, self.two_workers, self.occasion, self.two_occasions, self.sourced,
+                self.two_missions]
 
     @classmethod
     def from_row(cls, row: list) -> Evidence:
         """Evidence back from `row()`."""
         role, kind, text, count, first, last, missions, features, runs, *rest = row
-        more, worker, two_workers, occasion, two_occasions = rest
+        more, worker, two_workers, occasion, two_occasions, sourced, two_missions = rest
         return cls(sys.intern(role), sys.intern(kind), text, count, sys.intern(first),
                    sys.intern(last), tuple(sys.intern(m) for m in missions),
                    tuple(sys.intern(f) for f in features), tuple(runs), more, worker,
-                   two_workers, occasion, two_occasions)
+                   two_workers, occasion, two_occasions, sys.intern(sourced), two_missions)
 
     def due(self) -> bool:
         """Whether the promotion rule for this kind holds."""
         if self.kind == "TRICK":
             return self.two_workers
         if self.kind == "FAIL":
-            return len(self.missions) >= 2
+            return self.two_missions
         return self.kind == "FORGOT" and self.two_occasions
 
     def show(self, name: str) -> str:

@@ -48,13 +48,13 @@ def use_process(job: ScanJob) -> bool:
 class RawReader:
     """The pass's batches and its `scan`, from this process or a reader process.
 
-    Use as a context manager: leaving it early stops the reader process. Given the fd of
-    the curator's lock, the reader process holds the lock too: a curator that dies leaves
+    Use as a context manager: leaving it early stops the reader process. Given the fds of
+    the curator's locks, the reader process holds the locks too: a curator that dies leaves
     no reader writing the staged file under the next run (it stops at its next batch, the
     pipe gone).
     """
 
-    def __init__(self, job: ScanJob, *, process: bool, lock_fd: int | None = None) -> None:
+    def __init__(self, job: ScanJob, *, process: bool, lock_fds: tuple[int, ...] = ()) -> None:
         self.job = job
         self.scan: Scan | None = None
         self.record: RecordRead | None = None
@@ -67,7 +67,7 @@ class RawReader:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "harness.curator.reader"],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
-                pass_fds=() if lock_fd is None else (lock_fd,))
+                pass_fds=lock_fds)
             _widen_pipe(self._proc.stdout.fileno())
             # the job on stdin: its batches alone can pass the 128 KiB an argument may hold.
             # The reader reads all of it before it writes, so this cannot block both sides.

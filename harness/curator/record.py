@@ -18,6 +18,7 @@ record after that.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from harness.curator.candidate import Candidate, parse_candidate
-from harness.state.store import sha256
+from harness.state.store import named, sha256
 
 RECORD = ".candidates.log"
 LOCK = ".candidates.lock"
@@ -110,10 +111,12 @@ def append_locked(identity: Path, staged: Path) -> tuple[int, int, str]:
 
 
 def append_text(path: Path, chunks: Iterable[bytes]) -> None:
-    """Append, first ending a line a crashed writer left unfinished; the caller holds a lock."""
+    """Append, first ending a line a crashed writer left unfinished; the caller holds a lock.
+    A write that fails (a full disk) is cut back off: no half line is left to be read as a
+    candidate with half its text."""
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    size = os.fstat(fd).st_size
     try:
-        size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             os.write(fd, b"\n")
         for chunk in chunks:
@@ -121,5 +124,9 @@ def append_text(path: Path, chunks: Iterable[bytes]) -> None:
             while view:
                 view = view[os.write(fd, view):]
         os.fsync(fd)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, size)
+        raise named(e, path) from None
     finally:
         os.close(fd)

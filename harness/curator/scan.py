@@ -24,6 +24,7 @@ import os
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from hashlib import blake2b
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
@@ -67,6 +68,9 @@ class ScanJob:
     record_batches: dict[str, int] = field(default_factory=dict)
     record_latest: dict[str, str] = field(default_factory=dict)
     notes_kept: int = 0  # the newest plain notes to hand over (`Scan.notes`)
+    # raw.md read from its start again (a hand edit before the cursor): the keys of the
+    # entries the last run counted and kept (`note_keys`); those are not handed over again
+    counted: list[list[str]] = field(default_factory=list)
 
 
 @dataclass
@@ -86,6 +90,8 @@ class Scan:
     staged: int = 0  # candidate lines written
     staged_preview: list[str] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)  # the newest `notes_kept` plain notes
+    counted: list[list[str]] = field(default_factory=list)  # `note_keys` of the cut on
+    recounted: int = 0  # entries not handed over again: counted by an earlier run
 
 
 class RawPass:
@@ -152,7 +158,8 @@ class RawPass:
         """The fields of each entry from `start` on (`memory.parse_fields`); on the way, the
         head, the preview, the month changes, the lines that do not parse, and the cut."""
         scan, start, month = self.scan, self.job.start, self.job.month
-        keep: deque[tuple[int, int]] = deque(maxlen=max(self.job.raw_keep, 0))
+        keep: deque[tuple[int, int, tuple]] = deque(maxlen=max(self.job.raw_keep, 0))
+        counted = Counted(self.job.counted) if self.job.counted else None
         head = bytearray()
         offset = lineno = unparsed = 0
         scan.inode = os.fstat(f.fileno()).st_ino
@@ -172,14 +179,19 @@ class RawPass:
                 if fields[0][:7] != month:
                     month = fields[0][:7]
                     scan.months.append((offset, lineno, month))
-                keep.append((offset, lineno))
-                if offset >= start:
+                keep.append((offset, lineno, fields))
+                if offset < start:
+                    pass
+                elif counted is not None and counted.take(fields):
+                    scan.recounted += 1
+                else:
                     yield fields
             offset += len(raw_line)
             lineno += 1
         scan.end, scan.head, scan.unparsed = offset, bytes(head), unparsed
         # the cut: where the `raw_keep`-th last entry starts; with none to keep, the end
-        scan.cut, scan.cut_line = keep[0] if keep else (offset, lineno)
+        scan.cut, scan.cut_line = keep[0][:2] if keep else (offset, lineno)
+        scan.counted = [note_keys(fields) for _, _, fields in keep]
 
     def _record(self, fields: tuple, staged: TextIO) -> Record:
         ts, role, feature, kind, text, run = fields
@@ -204,3 +216,49 @@ class RawPass:
         texts.add(h, len(texts))
         n = normalize(text)
         return (n.key, n.anchors, n.strict, n.packed, n.signature)
+
+
+def note_keys(fields: tuple) -> list[str]:
+    """Two keys of a raw.md entry (`memory.parse_fields`) that a run counted: its time with
+    its role, feature, kind and run, and its time with its text. A person's edit of raw.md
+    changes one at most, so a run reading raw.md from its start after an edit tells the
+    entries counted before from new ones (each note counts once)."""
+    ts, role, feature, kind, text, run = fields
+    return [blake2b(f"{ts} {role} {feature} {kind} {run}".encode(), digest_size=8).hexdigest(),
+            blake2b(f"{ts} {text}".encode(), digest_size=8).hexdigest()]
+
+
+class Counted:
+    """The entries an earlier run counted, by `note_keys`; each is taken once."""
+
+    def __init__(self, keys: list[list[str]]) -> None:
+        self.by_key: dict[str, list[int]] = {}
+        for n, pair in enumerate(keys):
+            for key in pair:
+                self.by_key.setdefault(key, []).append(n)
+        self.taken: set[int] = set()
+
+    def take(self, fields: tuple) -> bool:
+        """Whether the entry was counted before (and, if so, it is taken)."""
+        for key in note_keys(fields):
+            for n in self.by_key.get(key, ()):
+                if n not in self.taken:
+                    self.taken.add(n)
+                    return True
+        return False
+
+def months_before(months: list[tuple[int, int, str]], cut: int) -> list[tuple[int, int, str]]:
+    """The month changes that apply to raw.md's bytes before `cut`."""
+    out = [m for m in months if m[0] < cut]
+    # an entry at offset 0 overrides the month carried over from the last run
+    while len(out) > 1 and out[1][0] == out[0][0]:
+        out.pop(0)
+    return out
+
+
+def checked_keys(counted: object) -> list[list[str]]:
+    """The cursor's `counted` keys (`scan.note_keys`) if they have that shape, else none."""
+    if not isinstance(counted, list):
+        return []
+    return [pair for pair in counted if isinstance(pair, list) and len(pair) == 2
+            and all(isinstance(key, str) for key in pair)]

@@ -19,6 +19,8 @@ with the answers.
 
 from __future__ import annotations
 
+import sqlite3
+
 from harness.config import MissionConfig, load_mission_config, mission_name
 from harness.curator.check import ModelResult, ProposedPromotion
 from harness.curator.commit import CuratorPaths
@@ -26,7 +28,7 @@ from harness.curator.curate import CuratorReport, CuratorSettings, curate, previ
 from harness.curator.identity import identity_file, role_of
 from harness.curator.judge import Judgments, about_identity
 from harness.curator.promotion import Promotion
-from harness.errors import DONE
+from harness.errors import DONE, UsageError
 from harness.paths import Paths, check_state
 from harness.run.lifecycle import call_and_close
 from harness.run.outcome import Interrupted, Judged, judge_error, outcome_fields
@@ -34,6 +36,7 @@ from harness.run.prepare import Prepared, prepare
 from harness.state import actions, ledger
 from harness.state.envfile import load_env_files
 from harness.state.plan import load_plan
+from harness.state.store import DISK_ERRNOS
 from harness.types import Outcome
 
 NO_ANSWER = "the model gave no answer"
@@ -52,7 +55,24 @@ def settings_for(config: MissionConfig) -> CuratorSettings:
 
 
 def run_curator(paths: Paths, *, dry_run: bool = False) -> CuratorReport:
-    """One curator pass over the mission's memory; with `curator.mode: model`, a model too."""
+    """One curator pass over the mission's memory; with `curator.mode: model`, a model too.
+    A full disk or a read-only folder is exit 2 naming the file: what the pass had done is
+    whole (its journal), and the next pass carries it on once there is room."""
+    try:
+        return _run_curator(paths, dry_run)
+    except (OSError, sqlite3.OperationalError) as e:
+        where = getattr(e, "filename", None) or f"a database in {paths.identity}"
+        if isinstance(e, OSError) and e.errno not in DISK_ERRNOS:
+            raise
+        if isinstance(e, sqlite3.OperationalError) and not any(
+                words in str(e) for words in ("full", "readonly", "unable to open")):
+            raise
+        raise UsageError(f"cannot write {where}: {getattr(e, 'strerror', None) or e}; "
+                         "nothing is lost: free some space or make the folder writable, "
+                         "and the next curator run carries this one on") from None
+
+
+def _run_curator(paths: Paths, dry_run: bool) -> CuratorReport:
     state = check_state(paths.state)
     config = load_mission_config(state)
     if config.curator.mode == "model" and not dry_run:

@@ -12,11 +12,12 @@ from typing import Any
 
 from harness.backends import load_backend
 from harness.config import run_caps
-from harness.errors import BudgetError, HarnessError
+from harness.errors import BACKEND, BackendError, BudgetError, HarnessError
 from harness.paths import Paths
 from harness.run.outcome import Interrupted, Judged, judge_error, outcome_fields
 from harness.run.prepare import Prepared, sandbox_policy
 from harness.state import ledger
+from harness.state.store import DISK_ERRNOS
 from harness.types import Outcome, RunResult, Session
 
 # Decides a finished call: status flips, ledger, commits; returns what the record says.
@@ -33,10 +34,13 @@ def call_and_close(paths: Paths, prepared: Prepared, judge: Judge) -> RunResult:
     try:
         judged = judge(paths, prepared, outcome, error)
     except BaseException as failure:
+        failure = no_room(failure)
         code, result, message = judge_error(failure)
         fields, message = outcome_fields(outcome, error or failure, message)
-        close_run(paths, prepared, outcome, error or failure,
-                  Judged(code, result, message, {**fields, "result": result}))
+        closed = close_run(paths, prepared, outcome, error or failure,
+                           Judged(code, result, message, {**fields, "result": result}))
+        if isinstance(failure, NoRoom):
+            return closed
         raise
     result = close_run(paths, prepared, outcome, error, judged)
     if error is not None and not isinstance(error, HarnessError | Interrupted | KeyboardInterrupt):
@@ -52,7 +56,7 @@ def call_backend(paths: Paths, prepared: Prepared
         backend = load_backend(prepared.role_config.backend)
         return backend.run(prepared.rendered.text, make_session(paths, prepared)), None
     except BaseException as e:  # the record is closed whatever happened; see call_and_close
-        return getattr(e, "outcome", None), e
+        return getattr(e, "outcome", None), no_room(e)
     finally:
         signal.signal(signal.SIGTERM, previous)
 
@@ -62,15 +66,48 @@ def close_run(paths: Paths, prepared: Prepared, outcome: Outcome | None,
     """Spend to the ledger, a progress line, and the finished record."""
     record, feature = prepared.record, prepared.feature
     cost = outcome.cost_usd if outcome else 0.0  # None: the model has no price
-    ledger.add_spend(paths.state, cost or 0.0)
-    ledger.append_progress(paths.state, prepared.role, feature.id if feature else None,
-                           record.run_id, judged.result, judged.exit_code, cost)
-    interrupted = isinstance(error, Interrupted | KeyboardInterrupt)
+    interrupted = isinstance(error, Interrupted | KeyboardInterrupt | NoRoom)
     unknown = {"cost_unknown": True} if cost is None else {}
-    record.finish("interrupted" if interrupted else "finished", judged.exit_code,
-                  cost_usd=None if cost is None else round(cost, 6),
-                  **{"result": judged.result, **unknown, **judged.fields})
+    unwritten = _each_written(
+        lambda: ledger.add_spend(paths.state, cost or 0.0),
+        lambda: ledger.append_progress(paths.state, prepared.role, feature.id if feature else None,
+                                       record.run_id, judged.result, judged.exit_code, cost),
+        lambda: record.finish("interrupted" if interrupted else "finished", judged.exit_code,
+                              cost_usd=None if cost is None else round(cost, 6),
+                              **{"result": judged.result, **unknown, **judged.fields}))
+    if unwritten:  # its manifest may say "started": with no live process, status says interrupted
+        return RunResult(BACKEND, record.run_id, f"{record.run_id}: {judged.message}; and "
+                         f"{unwritten[0]}, so its records are not finished")
     return RunResult(judged.exit_code, record.run_id, f"{record.run_id}: {judged.message}")
+
+
+class NoRoom(BackendError):
+    """A record of the run could not be written (a full disk, a read-only folder): the run
+    stops, interrupted, with exit 6; every record stays whole lines and parseable."""
+
+
+def no_room(error: BaseException) -> BaseException:
+    """`error` as NoRoom if it is a full disk's or a read-only folder's, else as it is."""
+    if not isinstance(error, OSError) or error.errno not in DISK_ERRNOS:
+        return error
+    room = NoRoom(f"cannot write {error.filename or 'a record'}: {error.strerror}; the run "
+                  "stopped (not counted as an attempt): free some space or make the folder "
+                  "writable, then run again")
+    room.outcome = getattr(error, "outcome", None)
+    return room
+
+
+def _each_written(*writes: Callable[[], None]) -> list[str]:
+    """Carry out each write, whatever the others did; what a full disk stopped, said."""
+    unwritten = []
+    for write in writes:
+        try:
+            write()
+        except OSError as e:
+            if e.errno not in DISK_ERRNOS:
+                raise
+            unwritten.append(f"cannot write {e.filename or 'a record'}: {e.strerror}")
+    return unwritten
 
 
 def make_session(paths: Paths, prepared: Prepared) -> Session:

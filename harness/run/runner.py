@@ -71,6 +71,8 @@ def prepare_call(paths: Paths, role: str, claimed: Claim, plan: list[plan_mod.Fe
     """The tree checked (commits.py), what comes before the call done, the prompt rendered
     and recorded. A failure on the way leaves what changed as the harness's, no run in
     flight: only a run killed outright is left for the next run to take over."""
+    from harness.run.verify import keep_verify_log
+
     fid = claimed.feature.id if claimed.feature else None
     leftovers = commits.check_tree(paths, mission, role, fid) if fid else []
     try:
@@ -89,6 +91,8 @@ def prepare_call(paths: Paths, role: str, claimed: Claim, plan: list[plan_mod.Fe
     if extra and extra.get("verify"):
         prepared.record.manifest["verify"] = {k: extra["verify"][k]
                                               for k in ("command", "exit_code", "timed_out")}
+        prepared.record.manifest["verify"]["log"] = keep_verify_log(paths.state,
+                                                                    prepared.record.folder)
     return prepared
 
 

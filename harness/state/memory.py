@@ -12,20 +12,27 @@ import time
 from collections import namedtuple
 from pathlib import Path
 
+from harness import names
 from harness.state.store import append_record, lock_path, read_tail, write_record
 
 KINDS = ("TRICK", "GOTCHA", "DECISION", "FAIL", "FORGOT", "-")
 SUMMARY_SECTIONS = ("Lessons", "Decisions (current)", "Avoid")
 MEMORY_SECTIONS = ("Decisions", "Context", "History", "Lessons")
 
-NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
-FEATURE_REF = re.compile(r"^(F-\d{3,}|-)$")
-SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+NAME = names.ROLE_NAME  # fullmatch: what a raw.md line may hold as its role
+SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 # `[ts] role FEATURE KIND: text`, the text greedy: its optional ` (run RUN_ID)` tail is split
-# off after (`parse_fields`), where a lazy text would try the run's pattern at every character
-ENTRY = re.compile(r"\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)\] (\S+) (\S+) ("
-                   + "|".join(map(re.escape, KINDS)) + r"): (.*)")
+# off after (`parse_fields`), where a lazy text would try the run's pattern at every character.
+# Only usable fields parse: a time of day that exists, a role name, a feature id as `names`
+# checks it, and text with no control character (a tab aside); a line with anything else is
+# kept and archived untouched, like any line that does not parse. The day is checked after.
+TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]Z")
+ENTRY = re.compile(r"\[(" + TIME.pattern + r")\] "
+                   r"([a-z][a-z0-9_-]{0,31}) (F-[0-9]{3,9}|-) ("
+                   + "|".join(map(re.escape, KINDS)) + r"): ([^\x00-\x08\x0a-\x1f\x7f-\x9f]*)")
 RUN_ID = re.compile(r"[A-Za-z0-9_.-]+")
+_DAYS: dict[str, bool] = {}  # day -> whether the calendar has it (few distinct days a log)
+_MONTH_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
 class Entry(namedtuple("Entry", "ts role feature kind text run", defaults=(None,))):
@@ -59,10 +66,15 @@ def parse_fields(line: str) -> tuple[str, str, str, str, str, str | None] | None
     """An entry's fields (ts, role, feature, kind, text, run) as a plain tuple, or None;
     `line` may end with its newline. Role, feature and kind come interned, since millions
     of entries share a few: the curator's pass over raw.md calls this once per line."""
-    m = ENTRY.fullmatch(line, 0, len(line) - 1 if line[-1:] == "\n" else len(line))
+    end = len(line) - 1 if line[-1:] == "\n" else len(line)
+    if line[end - 1:end] == "\r":
+        end -= 1  # a line a person saved with a CRLF ending
+    m = ENTRY.fullmatch(line, 0, end)
     if m is None:
         return None
     ts, role, feature, kind, text = m.groups()
+    if not real_day(ts):
+        return None
     run = None
     if text[-1:] == ")":
         i = text.rfind(" (run ")
@@ -75,20 +87,46 @@ def parse_fields(line: str) -> tuple[str, str, str, str, str, str | None] | None
 
 def make_entry(role: str, feature: str | None, kind: str, text: str,
                run: str | None = None, ts: str | None = None) -> Entry:
-    """A checked, folded entry; ValueError names what is wrong (redacted when written)."""
+    """A checked, folded entry, control characters escaped (`names.escape_controls`);
+    ValueError names what is wrong."""
     feature = feature or "-"
     if kind not in KINDS:
-        raise ValueError(f"unknown note kind {kind!r}; expected one of {', '.join(KINDS)}")
-    if not NAME.match(role):
-        raise ValueError(f"bad role name {role!r}")
-    if not FEATURE_REF.match(feature):
-        raise ValueError(f"bad feature id {feature!r}; expected F-001 style or -")
-    if run is not None and not RUN_ID.fullmatch(run):
-        raise ValueError(f"bad run id {run!r}")
-    text = fold(text)
+        raise ValueError(f"unknown note kind {names.shown(kind)}; "
+                         f"expected one of {', '.join(KINDS)}")
+    names.check_role(role)
+    names.check_feature_id(feature, dash=True)
+    if run is not None:
+        names.check_run_id(run)
+    text = unrun(names.escape_controls(fold(text)))
     if not text:
         raise ValueError("empty note text")
     return Entry(ts or utc_now(), role, feature, kind, text, run)
+
+
+def unrun(text: str) -> str:
+    """`text` with any ` (run ` in it written ` (run: `, so that no text can end in what the
+    parser takes for the run that wrote it: only the harness appends that."""
+    return text.replace(" (run ", " (run: ") if " (run " in text else text
+
+
+def real_day(ts: str) -> bool:
+    """Whether the day `ts` starts with (YYYY-MM-DD, digits) is in the calendar: no month
+    13, no February 30, no year 0."""
+    day = ts[:10]
+    known = _DAYS.get(day)
+    if known is None:
+        if len(_DAYS) > 4096:
+            _DAYS.clear()
+        known = _DAYS[day] = _calendar_has(day)
+    return known
+
+
+def _calendar_has(day: str) -> bool:
+    year, month, date = int(day[:4]), int(day[5:7]), int(day[8:10])
+    if year < 1 or not 1 <= month <= 12 or date < 1:
+        return False
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    return date <= (28 if month == 2 and not leap else _MONTH_DAYS[month - 1])
 
 
 def raw_path(state: Path) -> Path:
@@ -112,11 +150,13 @@ def tail_entries(state: Path, n: int) -> list[str]:
 
 def write_long_note(state: Path, role: str, slug: str, body: str, day: str | None = None) -> Path:
     """Write `memory/YYYY-MM-DD-<role>-<slug>.md`; refuses to overwrite an existing note."""
-    if not SLUG.match(slug):
-        raise ValueError(f"bad slug {slug!r}; use lower-case letters, digits and dashes")
-    if not NAME.match(role):
-        raise ValueError(f"bad role name {role!r}")
-    body = body.strip()
+    if not SLUG.fullmatch(slug):
+        raise ValueError(f"bad slug {names.shown(slug)}; use lower-case letters, digits and "
+                         "dashes, at most 64")
+    names.check_role(role)
+    # lines and tabs stay: a long note is markdown; other control characters are escaped
+    body = "\n".join(names.escape_controls(line.replace("\t", "    ").rstrip("\r"))
+                     for line in body.strip().split("\n"))
     if not body:
         raise ValueError("empty note body")
     day = day or utc_now()[:10]

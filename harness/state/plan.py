@@ -7,7 +7,6 @@ read-modify-write through which the harness changes a feature.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,10 +14,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from harness import names
 from harness.errors import UsageError
 from harness.state.store import hold_lock, lock_path, write_json
 
-ID_PATTERN = re.compile(r"^F-\d{3,}$")
+ID_PATTERN = names.FEATURE_ID  # fullmatch: F- and 3 to 9 ASCII digits
 Status = Literal["pending", "in_progress", "done", "failed", "blocked"]
 
 
@@ -40,9 +40,7 @@ class Feature(BaseModel):
     @field_validator("id")
     @classmethod
     def _id_form(cls, v: str) -> str:
-        if not ID_PATTERN.match(v):
-            raise ValueError(f"id {v!r} does not match ^F-\\d{{3,}}$")
-        return v
+        return names.check_feature_id(v)
 
     @field_validator("title", "description")
     @classmethod
@@ -65,9 +63,10 @@ def plan_path(state: Path) -> Path:
 
 def check_feature_id(fid: str) -> str:
     """`fid` if it has the F-001 form, else UsageError (so it can never name a path)."""
-    if not ID_PATTERN.match(fid):
-        raise UsageError(f"feature id {fid!r} does not match ^F-\\d{{3,}}$")
-    return fid
+    try:
+        return names.check_feature_id(fid)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
 
 
 def validate_plan(data: object, source: str) -> list[Feature]:
@@ -79,7 +78,8 @@ def validate_plan(data: object, source: str) -> list[Feature]:
     for i, item in enumerate(data):
         where = f"{source}: feature [{i}]"
         if isinstance(item, dict) and isinstance(item.get("id"), str):
-            where += f" ({item['id']})"
+            fid = item["id"]
+            where += f" ({fid if fid.isprintable() and len(fid) <= 40 else names.shown(fid)})"
         try:
             feature = Feature.model_validate(item)
         except ValidationError as e:

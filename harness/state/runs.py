@@ -14,13 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import FORMAT_VERSION, __version__, platform
+from harness import FORMAT_VERSION, __version__, names, platform
 from harness.errors import UsageError
 from harness.state.memory import utc_now
 from harness.state.store import append_record, read_tail, write_record
 
 RUN_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
-
 
 def runs_dir(state: Path) -> Path:
     return state / "runs"
@@ -105,8 +104,10 @@ def start_run(state: Path, run_id: str, fields: dict[str, Any]) -> RunRecord:
 
 
 def check_run_id(run_id: str) -> str:
-    if not run_id or not set(run_id) <= RUN_ID_CHARS or run_id.startswith("."):
-        raise UsageError(f"bad run id {run_id!r}")
+    if (not run_id or len(run_id) > names.RUN_ID_MAX or not set(run_id) <= RUN_ID_CHARS
+            or run_id.startswith(".")):
+        raise UsageError(f"bad run id {names.shown(run_id)}; expected letters, digits, '_', "
+                         f"'.' and '-', at most {names.RUN_ID_MAX}")
     return run_id
 
 

@@ -2,18 +2,20 @@
 
 Every write is either atomic (temp file, fsync, rename) or a single locked
 append, so a crash at any point leaves each file as it was or as it should be.
-Locks are `flock` locks on files under `<state>/locks/`: the kernel drops them
-when the holding process dies, so a dead holder's lock is taken over for free.
+Locks are in `locks`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
-import fcntl
 import os
 from pathlib import Path
 
-from harness.errors import BusyError
+# the locks live in `locks`; named here too, where every writer has always found them
+from harness.state.locks import hold_lock, lock_holder, lock_path
+
+__all__ = ["hold_lock", "lock_holder", "lock_path"]
 
 # `note` imports this module and must start fast: hashlib and json are imported where used.
 
@@ -36,25 +38,27 @@ def _fsync_dir(path: Path) -> None:
 
 
 def atomic_write(path: Path, data: str | bytes) -> None:
-    """Replace `path` with `data` so readers see the old or the new file, never half."""
+    """Replace `path` with `data` so readers see the old or the new file, never half.
+    An OSError (a full disk, a read-only folder) names `path` and leaves it as it was."""
     if isinstance(data, str):
         data = data.encode()
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    _fsync_dir(path.parent)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        _fsync_dir(path.parent)
+    except OSError as e:
+        raise named(e, path) from None
 
 
 def write_json(path: Path, obj: object) -> None:
@@ -71,74 +75,42 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def lock_path(state: Path, name: str) -> Path:
-    """Where the lock file called `name` lives."""
-    return state / "locks" / f"{name}.lock"
-
-
-class hold_lock:  # noqa: N801 - used like a function: `with hold_lock(path):`
-    """Hold an exclusive flock on `path`; without `wait`, raise BusyError at once if taken."""
-
-    def __init__(self, path: Path, *, wait: bool = True, what: str = "") -> None:
-        self.path, self.wait, self.what = path, wait, what
-        self.fd = -1
-
-    def __enter__(self) -> hold_lock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if self.wait else fcntl.LOCK_NB))
-        except OSError as e:
-            holder = os.pread(fd, 200, 0).decode(errors="replace").strip()
-            os.close(fd)
-            if e.errno not in (errno.EAGAIN, errno.EACCES):
-                raise
-            raise BusyError(
-                f"busy: {self.what or self.path.name} is locked"
-                + (f" by {holder}" if holder else "")
-            ) from None
-        # Who holds it, for the busy message; the lock itself is the flock.
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()}".encode(), 0)
-        self.fd = fd
-        return self
-
-    def label(self, text: str) -> None:
-        """Say who holds the lock (a run id), for the busy message of the next comer."""
-        os.ftruncate(self.fd, 0)
-        os.pwrite(self.fd, f"pid {os.getpid()}, {text}".encode(), 0)
-
-    def __exit__(self, *exc: object) -> None:
-        os.close(self.fd)
-
-
-def lock_holder(path: Path) -> str | None:
-    """Who holds the lock at `path` now (its label), or None when nobody does."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return os.pread(fd, 200, 0).decode(errors="replace").strip() or "a live process"
-    finally:
-        os.close(fd)  # closing releases the probe's own flock
-    return None
-
-
 def locked_append(path: Path, text: str, lock: Path) -> None:
     """Append `text` in one write while holding `lock`, so concurrent lines never interleave."""
-    data = text.encode()
     with hold_lock(lock):
+        _append(path, text.encode())
+
+
+def _append(path: Path, data: bytes) -> None:
+    """Append `data` as whole lines: after a crash's half line, a newline first; a write that
+    fails (a full disk) is cut back off, so the file stays whole lines. Errors name `path`."""
+    try:
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise named(e, path) from None
+    try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data  # a half line left by a crash must not swallow this one
         try:
-            size = os.fstat(fd).st_size
-            if size and os.pread(fd, 1, size - 1) != b"\n":
-                data = b"\n" + data  # a half line left by a crash must not swallow this one
             _write_all(fd, data)
-        finally:
-            os.close(fd)
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+            raise named(e, path) from None
+    finally:
+        os.close(fd)
+
+
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM,
+                         errno.EFBIG})  # what a full disk or a read-only folder raises
+
+
+def named(error: OSError, path: Path) -> OSError:
+    """`error`, naming `path` if it names no file (os.write and the like name none)."""
+    if error.filename is not None:
+        return error
+    return type(error)(error.errno, error.strerror or str(error), str(path))
 
 
 def write_record(path: Path, text: str) -> None:
@@ -158,10 +130,67 @@ def append_record(path: Path, text: str, lock: Path | None) -> None:
 
     data = redact(text)
     if lock is None:
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(data)
+        _append(path, data.encode())
     else:
         locked_append(path, data, lock)
+
+
+class StreamRecord:
+    """A record written as it arrives (a command's output): secrets redacted a line at a
+    time (a line longer than LINE is redacted in pieces), at most `cap` bytes kept; past
+    them `close` notes how many were dropped. Never holds more than a line in memory."""
+
+    LINE = 65536
+
+    def __init__(self, path: Path, cap: int) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.file = open(path, "wb")  # noqa: SIM115 - closed by `close`
+        self.cap, self.kept, self.dropped = cap, 0, 0
+        self.pending = b""
+
+    def write(self, data: bytes) -> None:
+        """Add `data` (bytes as the command wrote them)."""
+        data = self.pending + data
+        cut = data.rfind(b"\n") + 1
+        if not cut and len(data) > self.LINE:
+            cut = len(data)
+        self.pending = data[cut:]
+        if cut:
+            self._keep(data[:cut])
+
+    def _keep(self, data: bytes) -> None:
+        from harness.state.redact import redact
+
+        room = self.cap - self.kept
+        if room <= 0:
+            self.dropped += len(data)
+            return
+        text = redact(data.decode(errors="replace")).encode()[:room]
+        try:
+            self.file.write(text)
+        except OSError:  # a full disk: the command's output is still drained, not kept
+            self.cap = self.kept
+            self.dropped += len(data)
+            return
+        self.kept += len(text)
+        self.dropped += max(0, len(data) - room)
+
+    def close(self) -> None:
+        """Write what is pending and the note of what was dropped; fsync; close. A full disk
+        leaves the file short, never the command's run failed."""
+        try:
+            if self.pending:
+                self._keep(self.pending)
+            if self.dropped:
+                self.file.write(f"\n[... {self.dropped} more bytes of output not kept: "
+                                f"this file keeps the first {self.cap} ...]\n".encode())
+            self.file.flush()
+            os.fsync(self.file.fileno())
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                self.file.close()
 
 
 def read_tail(path: Path, max_lines: int, block: int = 65536) -> list[str]:
