@@ -20,17 +20,26 @@ stamp="$venv/.installed"
 bootstrap() {  # $1: "base", or "dev" for the test extras
   local want="$1" spec="$HARNESS_HOME"
   [ "$want" = dev ] && spec="$HARNESS_HOME[dev]"
-  # One installer at a time: cron and shell loops may start several runs at once.
+  # One installer at a time: cron and shell loops may start several runs at once. The lock
+  # is an flock on fd 9 taken by python3 (flock(1) is missing on macOS); it is held until
+  # fd 9 closes, and the kernel drops it when this shell dies, so it is never stale.
   exec 9>"$HARNESS_HOME/.venv.lock"
-  flock 9
+  if ! python3 -c 'import fcntl; fcntl.flock(9, fcntl.LOCK_EX | fcntl.LOCK_NB)' 2>/dev/null; then
+    echo "run.sh: another run.sh is installing into $venv; waiting for it ..." >&2
+    python3 -c 'import fcntl; fcntl.flock(9, fcntl.LOCK_EX)' \
+      || { echo "run.sh: cannot lock $HARNESS_HOME/.venv.lock (need python3 >= 3.10)" >&2; exit 2; }
+  fi
   if [ ! -f "$stamp" ] || [ "$HARNESS_HOME/pyproject.toml" -nt "$stamp" ] \
      || ! grep -qxF "$want" "$stamp"; then
     if [ ! -x "$venv/bin/python" ]; then
+      echo "run.sh: creating $venv (first use only) ..." >&2
       python3 -m venv "$venv" >&2 || { echo "run.sh: cannot create $venv (need python3 >= 3.10 with venv)" >&2; exit 2; }
     fi
-    echo "run.sh: installing autonomous-harness into $venv ..." >&2
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$spec" >&2 \
-      || { echo "run.sh: pip install failed" >&2; exit 2; }
+    echo "run.sh: installing autonomous-harness and its dependencies into $venv" \
+         "(about a minute on first use; pip's progress follows) ..." >&2
+    "$venv/bin/python" -m pip install --disable-pip-version-check --progress-bar on -e "$spec" >&2 \
+      || { echo "run.sh: pip install failed (its output is above)" >&2; exit 2; }
+    echo "run.sh: installed" >&2
     { cat "$stamp" 2>/dev/null || true; echo "$want"; } | sort -u > "$stamp.tmp" && mv "$stamp.tmp" "$stamp"
     touch "$stamp"
   fi

@@ -68,6 +68,8 @@ class MissionConfig(Strict):
 
     mission: str | None = None  # name for cross-mission promotion; default: project folder
     budget_usd: float | None = Field(default=None, ge=0, le=1e9)  # mission-wide dollar budget
+    # dollars per run for every role; a role's own `caps.dollars`, when lower, still holds
+    run_budget_usd: float | None = Field(default=None, gt=0, le=1e9)
     max_attempts: int = Field(default=3, ge=1, le=1_000_000)
     stuck_after: int = Field(default=3, ge=1, le=1_000_000)
     prompt: PromptCaps = Field(default_factory=PromptCaps)
@@ -145,6 +147,14 @@ class RoleConfig(Strict):
         return paths
 
 
+def run_caps(caps: Caps, mission: MissionConfig) -> Caps:
+    """A run's caps: the role's, with the mission's per-run dollar cap when it is lower."""
+    if mission.run_budget_usd is None:
+        return caps.model_copy()
+    dollars = min(d for d in (caps.dollars, mission.run_budget_usd) if d is not None)
+    return caps.model_copy(update={"dollars": dollars})
+
+
 def with_mission_sandbox(role: RoleConfig, mission: MissionConfig) -> RoleConfig:
     """The role's config with the mission's sandbox settings where the role sets none."""
     return role.model_copy(update={
@@ -208,11 +218,40 @@ def role_config_path(role: str, state: Path, home: Path) -> Path:
     return override if override.exists() else home / "roles" / f"{role}.yaml"
 
 
+def merge_keys(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`over` on top of `base` key by key; mappings (caps, options) merge the same way."""
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            value = merge_keys(merged[key], value)
+        merged[key] = value
+    return merged
+
+
 def load_role_config(role: str, state: Path, home: Path) -> tuple[RoleConfig, Path, str]:
-    """The role's config, the file it came from and that file's text."""
+    """The role's config, the file it came from and that file's text.
+
+    A mission's `<state>/roles/<role>.yaml` overrides the shipped file key by key; the text
+    recorded for it is then the effective config, as YAML, naming both files."""
     path = role_config_path(role, state, home)
-    data = _load_yaml(path)
-    return _validate(RoleConfig, data, path), path, path.read_text(encoding="utf-8")
+    shipped = home / "roles" / f"{role}.yaml"
+    if path == shipped:
+        data = _load_yaml(path)
+        return _validate(RoleConfig, data, path), path, path.read_text(encoding="utf-8")
+    over, base = _load_yaml(path), _load_yaml(shipped)
+    if over is not None and not isinstance(over, dict):
+        raise UsageError(f"{path}: expected a mapping of keys (e.g. `options: {{...}}`)")
+    merged = merge_keys(base or {}, over or {})
+    try:
+        config = RoleConfig.model_validate(merged)
+    except ValidationError as e:
+        err = e.errors()[0]
+        key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        where = path if err["loc"] and err["loc"][0] in (over or {}) else shipped
+        raise UsageError(f"{where}: key '{key}': {err['msg']}") from None
+    text = (f"# {path} over {shipped}, key by key\n"
+            + yaml.safe_dump(merged, sort_keys=False, allow_unicode=True))
+    return config, path, text
 
 
 def mission_name(config: MissionConfig, state: Path) -> str:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
 from collections import namedtuple
 from pathlib import Path
 
@@ -30,8 +32,55 @@ def resolve_paths(state: str | None = None, workdir: str | None = None) -> Paths
     home = harness_home()
     work = Path(workdir or ".").resolve()
     state_dir = Path(state or os.environ.get("HARNESS_STATE") or ".harness").resolve()
-    identity = Path(os.environ.get("HARNESS_IDENTITY_DIR") or home / "identity").resolve()
-    return Paths(home=home, state=state_dir, workdir=work, identity=identity)
+    return Paths(home=home, state=state_dir, workdir=work, identity=identity_dir())
+
+
+def default_identity_dir() -> Path:
+    """`$XDG_DATA_HOME/autonomous-harness/identity`, else under `~/.local/share`: outside
+    the tool's checkout, so a new clone of the tool keeps every lesson."""
+    data = os.environ.get("XDG_DATA_HOME", "")
+    if not os.path.isabs(data):  # the XDG spec: a relative value is ignored
+        data = str(Path.home() / ".local" / "share")
+    return Path(data) / "autonomous-harness" / "identity"
+
+
+def identity_dir() -> Path:
+    """Cross-mission memory: `$HARNESS_IDENTITY_DIR`, else the default above."""
+    chosen = os.environ.get("HARNESS_IDENTITY_DIR")
+    return Path(chosen).resolve() if chosen else default_identity_dir().resolve()
+
+
+SHIPPED_IDENTITY = ("README.md",)  # what the checkout's identity/ holds as shipped
+
+
+def move_checkout_identity(home: Path, identity: Path) -> list[str]:
+    """Move lessons an earlier version kept in the checkout's `identity/` to `identity`,
+    once; returns what to tell the person (nothing when there was nothing to move)."""
+    old = home / "identity"
+    try:
+        names = sorted(n for n in os.listdir(old) if n not in SHIPPED_IDENTITY)
+    except OSError:
+        return []
+    if not names or old.resolve() == identity:
+        return []
+    identity.mkdir(parents=True, exist_ok=True)
+    moved, messages = [], []
+    with open(identity.parent / ".identity-move.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two first runs at once move each file once
+        for name in names:
+            if not os.path.lexists(old / name):
+                continue  # the other run moved it
+            if os.path.lexists(identity / name):
+                messages.append(f"{old / name} was not moved: {identity / name} exists; "
+                                "merge the two by hand, then delete the first")
+                continue
+            shutil.move(str(old / name), str(identity / name))
+            moved.append(name)
+    if moved:
+        messages.insert(0, f"moved cross-mission memory ({', '.join(moved)}) from the tool's "
+                           f"checkout {old} to {identity} (set HARNESS_IDENTITY_DIR to keep it "
+                           "elsewhere)")
+    return messages
 
 
 def check_state(state: Path) -> Path:

@@ -27,13 +27,15 @@ HARNESS_VARS = ("HARNESS_STATE", "HARNESS_ROLE", "FEATURE_ID", "HARNESS_RUN_ID",
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path_factory: pytest.TempPathFactory,
                  monkeypatch: pytest.MonkeyPatch) -> Path:
-    """No harness variables leak in from the caller; identity lives in a temp folder."""
+    """No harness variables leak in from the caller; identity lives in a temp folder, and so
+    does the default one (XDG_DATA_HOME), so no test writes to the real ~/.local/share."""
     for name in HARNESS_VARS:
         monkeypatch.delenv(name, raising=False)
     # `doctor` proves a key with a free API call: never to a real address from a test
     monkeypatch.setenv("ANTHROPIC_BASE_URL", os.environ.get("ANTHROPIC_BASE_URL", CLOSED_URL))
     identity = tmp_path_factory.mktemp("identity")
     monkeypatch.setenv("HARNESS_IDENTITY_DIR", str(identity))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
     return identity
 
 

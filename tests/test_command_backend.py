@@ -130,8 +130,8 @@ def test_env_is_scrubbed_names_the_run_and_keeps_only_what_the_role_opts_into(tm
         "GITHUB_TOKEN": "ghp_passed_on_purpose",
         "DB_PASSWORD": "hunter2hunter2",
     }
-    env = build_env(session, ("ANTHROPIC_API_KEY",), environ)
-    assert "ANTHROPIC_API_KEY" not in env  # the preset's key only with pass_env
+    env = build_env(session, environ)
+    assert "ANTHROPIC_API_KEY" not in env  # pass_env names what is passed
     assert env["GITHUB_TOKEN"] == environ["GITHUB_TOKEN"]
     assert "FOO_API_KEY" not in env and "DB_PASSWORD" not in env
     assert env["HOME"] == "/root"
@@ -277,6 +277,24 @@ def test_generic_command_is_decided_by_exit_code(tmp_path, code, status):
     assert out.status == status
     assert "hello" in out.summary and "ran as worker for F-001" in out.summary
     assert out.detail == ("" if code == "0" else "exit code 3")
+
+
+def test_a_preset_gets_its_providers_key_and_endpoint_when_exported_unless_pass_env_says(
+        tmp_path):
+    environ = {"PATH": "/usr/bin", "ANTHROPIC_API_KEY": "sk-ant-exported-0000000000",
+               "ANTHROPIC_BASE_URL": "http://127.0.0.1:9", "OPENAI_API_KEY": "sk-openai-0000000",
+               "GITHUB_TOKEN": "ghp_not_for_agents"}
+    claude = build_env(make_session(tmp_path, preset="claude"), environ)
+    assert claude["ANTHROPIC_API_KEY"] == environ["ANTHROPIC_API_KEY"]
+    assert claude["ANTHROPIC_BASE_URL"] == environ["ANTHROPIC_BASE_URL"]
+    assert "OPENAI_API_KEY" not in claude and "GITHUB_TOKEN" not in claude
+    codex = build_env(make_session(tmp_path, preset="codex"), environ)
+    assert codex["OPENAI_API_KEY"] == environ["OPENAI_API_KEY"]
+    assert "ANTHROPIC_API_KEY" not in codex and "ANTHROPIC_BASE_URL" not in codex
+    logged_in = build_env(make_session(tmp_path, preset="claude", pass_env=[]), environ)
+    assert "ANTHROPIC_API_KEY" not in logged_in  # pass_env: [] uses the CLI's own login
+    own = build_env(make_session(tmp_path, preset="claude", command="./agent"), environ)
+    assert "ANTHROPIC_API_KEY" not in own  # a command of the role's own gets only pass_env
 
 
 def test_generic_command_printing_a_claude_result_is_parsed(tmp_path):

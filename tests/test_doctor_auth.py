@@ -67,7 +67,9 @@ def test_claude_code_not_given_the_exported_key_fails_naming_pass_env_and_the_fi
         paths: Paths, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     on_path(monkeypatch, tmp_path / "bin", "claude", "claude.py")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-exported")
-    check = auth(diagnose(paths, "command", options={"preset": "claude"}, cron=False))
+    # a role that passes no key (without pass_env the preset would pass the exported one)
+    options = {"preset": "claude", "pass_env": []}
+    check = auth(diagnose(paths, "command", options=options, cron=False))
     assert not check.ok and "claude: not logged in" in check.detail
     assert check.fix == ("ANTHROPIC_API_KEY is set but not passed to the CLI: add `options: "
                          f"{{pass_env: [ANTHROPIC_API_KEY]}}` to {paths.state}/roles/worker.yaml"

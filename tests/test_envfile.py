@@ -136,11 +136,67 @@ def test_doctor_under_cron_fails_for_a_key_only_in_the_shell(home: Path, project
 def test_cron_prints_ready_crontab_lines(invoke, state: Path, project: Path) -> None:
     out = invoke("cron").output.splitlines()
     jobs = [line for line in out if not line.startswith("#")]
+    assert [line.split(f"--state {state} ")[1].split(" >> ")[0] for line in jobs] == [
+        "loop --backend anthropic"]
+    out = invoke("cron", "worker", "validator", "curator").output.splitlines()
+    jobs = [line for line in out if not line.startswith("#")]
     commands = [line.split(f"--state {state} ")[1].split(" >> ")[0] for line in jobs]
-    assert commands == ["worker next", "validator next", "curator"]
+    assert commands == ["worker next --backend anthropic", "validator next --backend anthropic",
+                        "curator"]
     assert all(line.split()[5:8] == ["cd", str(project), "&&"] for line in jobs)
+    # cron has no HARNESS_IDENTITY_DIR: the lines name the folder this shell uses
+    identity = os.environ["HARNESS_IDENTITY_DIR"]
+    assert all(line.split()[8] == f"HARNESS_IDENTITY_DIR={identity}" for line in jobs)
     assert all(f"{RUN_SH} --state {state}" in line and line.endswith(" 2>&1") for line in jobs)
     assert f">> {state / 'cron-worker.log'} 2>&1" in jobs[0]
-    planner = invoke("cron", "planner").output
-    assert "planner >> " in planner and "worker" not in planner.split("doctor")[-1]
+    planner = [line for line in invoke("cron", "planner").output.splitlines()
+               if not line.startswith("#")]
+    assert len(planner) == 1 and "planner --backend anthropic >> " in planner[0]
     assert invoke("cron", "bogus").exit_code == 2
+
+
+def test_cron_lines_run_the_backend_and_preset_the_roles_name(project: Path,
+                                                              state: Path) -> None:
+    (state / "roles").mkdir()
+    for role in ("worker", "validator"):
+        (state / "roles" / f"{role}.yaml").write_text("backend: command\n"
+                                                       "options: {preset: claude}\n")
+    result = run_sh("cron", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert "# worker: command --preset claude, model claude-sonnet-4-5" in result.stdout
+    job = [line for line in result.stdout.splitlines() if not line.startswith("#")]
+    assert job[0].endswith(f"loop --backend command --preset claude >> "
+                           f"{state / 'cron-loop.log'} 2>&1")
+    (state / "roles" / "validator.yaml").write_text("backend: command\noptions: {preset: codex}\n")
+    lines = run_sh("cron", "loop", "validator", cwd=project).stdout.splitlines()
+    jobs = [line for line in lines if not line.startswith("#")]
+    assert f"--state {state} loop >> " in jobs[0]  # the roles differ: each from its file
+    assert "validator next --backend command --preset codex >> " in jobs[1]
+    given = run_sh("cron", "worker", "--backend", "command", "--preset", "codex",
+                   "--model", "gpt-5", cwd=project).stdout
+    assert "worker next --backend command --preset codex --model gpt-5 >> " in given
+    doctor = run_sh("doctor", "--no-cron", cwd=project).stdout
+    assert "ok    roles: planner: anthropic, model claude-sonnet-4-5; worker: command --preset " \
+           f"claude, model claude-sonnet-4-5 ({state / 'roles' / 'worker'}.yaml over the " \
+           "shipped file); validator: command --preset codex" in doctor
+    assert "; curator: its rules, no model (curator.mode: rules)\n" in doctor
+
+
+def test_cron_lines_name_no_identity_folder_when_cron_finds_the_same(project: Path,
+                                                                     state: Path) -> None:
+    import pwd
+
+    home = pwd.getpwuid(os.getuid()).pw_dir
+    default = Path(home) / ".local/share/autonomous-harness/identity"
+    result = run_sh("cron", cwd=project, env={"HARNESS_IDENTITY_DIR": str(default)})
+    assert result.returncode == 0 and "HARNESS_IDENTITY_DIR" not in result.stdout
+
+
+def test_doctor_warns_when_no_budget_bounds_a_loop_or_cron(project: Path, state: Path) -> None:
+    assert "ok    budget: budget_usd: 20" in run_sh("doctor", "--no-cron", cwd=project).stdout
+    (state / "config.yaml").write_text("max_attempts: 3\n")
+    result = run_sh("doctor", "--no-cron", cwd=project)
+    assert "warn  budget: no budget_usd: a loop or cron job may spend without a bound" in (
+        result.stdout)
+    assert f"fix: set `budget_usd: 20` (dollars for the whole mission) in " \
+           f"{state / 'config.yaml'}" in result.stdout

@@ -133,13 +133,47 @@ def test_codex_a_refused_key_or_unknown_model_is_a_usage_error_naming_the_fix(
 
 def test_codex_a_key_not_passed_names_the_variable_to_pass(codex, project):
     _, env = codex
-    worker_role(project / ".harness", "gpt-5-codex",
-                {"preset": "codex", "sandbox": "danger-full-access"})
+    worker_role(project / ".harness", "gpt-5-codex",  # a role that passes no key
+                {"preset": "codex", "sandbox": "danger-full-access", "pass_env": []})
     result = run_sh("worker", "F-004", cwd=project, env=env)
     assert result.returncode == 2
     said = " ".join((result.stdout + result.stderr).split())
     assert ("OPENAI_API_KEY is set, but no secret reaches the CLI unless asked: add `options: "
             f"{{pass_env: [OPENAI_API_KEY]}}` to {project / '.harness/roles/worker.yaml'}") in said
+
+
+def test_codex_quickstart_line_passes_the_exported_key(codex, project):
+    """The README's `run.sh validator next --backend command --preset codex` with
+    OPENAI_API_KEY exported; the one-line role file only turns Codex's own sandbox off,
+    which cannot start under a CODEX_HOME in /tmp."""
+    fake, env = codex
+    state = project / ".harness"
+    (state / "roles" / "worker.yaml").unlink()
+    (state / "roles" / "validator.yaml").write_text("options: {sandbox: danger-full-access}\n")
+    plan = json.loads((state / "features.json").read_text())
+    plan[3]["status"] = "in_progress"
+    del plan[3]["verify"]  # the example project has no F-004 yet; the verdict alone decides
+    (state / "features.json").write_text(json.dumps(plan))
+    fake.reply(message('{"verdict": "pass", "reason": "F-004 works", "notes": []}'))
+    result = run_sh("validator", "next", "--backend", "command", "--preset", "codex",
+                    cwd=project, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert feature_status(state) == "done"
+    assert fake.requests[0]["authorization"] == "Bearer sk-test"
+
+
+def test_codex_retries_are_shown_as_they_come(codex, project, tmp_path):
+    fake, env = codex
+    config = Path(env["CODEX_HOME"]) / "config.toml"
+    config.write_text(config.read_text().replace("stream_max_retries = 0",
+                                                 "stream_max_retries = 2"))
+    fake.fail("server_error", "boom")
+    fake.fail("server_error", "boom")
+    fake.reply(message("F-004 done."))
+    result = run_sh("worker", "F-004", cwd=project, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "retrying 1/2: stream disconnected before completion: boom" in result.stderr
+    assert "retrying 2/2: stream disconnected before completion: boom" in result.stderr
 
 
 def test_codex_a_usage_limit_is_exit_6_with_its_reset_time(codex, project):
@@ -180,6 +214,17 @@ def test_claude_runs_a_command_and_notes(claude, api, project):
     assert last_manifest(project / ".harness")["model"] == "claude-sonnet-4-5"
 
 
+def test_claude_quickstart_line_passes_the_exported_key(claude, api, project):
+    """The README's `export ANTHROPIC_API_KEY=...; run.sh worker next --backend command
+    --preset claude`, with no role file at all."""
+    (project / ".harness" / "roles" / "worker.yaml").unlink()
+    api.reply(text("F-004 done."), input=1100, output=20)
+    result = run_sh("worker", "next", "--backend", "command", "--preset", "claude",
+                    cwd=project, env=claude)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert api.headers[-1].get("x-api-key") == "test-key"
+
+
 @pytest.mark.parametrize(("status", "kind", "message", "code", "says"), [
     (500, "api_error", "Internal server error", 6, "model service failed"),
     (529, "overloaded_error", "Overloaded", 6, "model service failed"),
@@ -199,9 +244,22 @@ def test_claude_service_errors_map_to_the_contract(claude, api, project, status,
     assert feature_status(project / ".harness") == "pending"
 
 
+def test_claude_retries_are_shown_as_they_come(claude, api, project):
+    api.error(500, "api_error", "Internal server error", times=2)
+    api.reply(text("F-004 done."))
+    result = run_sh("worker", "F-004", cwd=project,
+                    env={**claude, "CLAUDE_CODE_MAX_RETRIES": "2"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = [line for line in result.stderr.splitlines() if "retrying" in line]
+    assert [line.split(": ", 2)[2].split(" in ")[0] for line in lines] == [
+        "retrying 1/2", "retrying 2/2"]
+    assert all(line.endswith(f": server_error (HTTP 500), {api.base_url}") for line in lines)
+
+
 def test_claude_not_given_the_exported_key_is_exit_2_naming_the_variable_and_the_file(
         claude, api, project):
-    worker_role(project / ".harness", "claude-sonnet-4-5", {"preset": "claude"})
+    worker_role(project / ".harness", "claude-sonnet-4-5",  # a role that passes no key
+                {"preset": "claude", "pass_env": []})
     result = run_sh("worker", "F-004", cwd=project, env=claude)
     assert result.returncode == 2, result.stdout + result.stderr
     said = " ".join((result.stdout + result.stderr).split())
@@ -214,7 +272,7 @@ def test_claude_not_given_the_exported_key_is_exit_2_naming_the_variable_and_the
 def test_doctor_asks_the_real_claude_code_its_login_and_proves_the_key_it_is_given(
         claude, api, project):
     state = project / ".harness"
-    worker_role(state, "claude-sonnet-4-5", {"preset": "claude"})  # the key is not passed
+    worker_role(state, "claude-sonnet-4-5", {"preset": "claude", "pass_env": []})  # no key
     result = run_sh("doctor", "--no-cron", cwd=project, env=claude)
     said = " ".join(result.stdout.split())
     assert result.returncode == 2 and "FAIL auth worker: claude: not logged in" in said

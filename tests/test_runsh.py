@@ -91,6 +91,32 @@ def test_demo_runs_the_whole_cycle_offline(tmp_path: Path) -> None:
     for run in state.glob("runs/*"):
         check = run_sh("--state", str(state), "reconstruct", run.name, "--check", cwd=tmp_path)
         assert check.returncode == 0, check.stderr
+    # the demo's lesson is in the demo's identity folder, and the report it names reads it
+    identity = tmp_path / "demo" / "identity"
+    lesson = "python3 -m unittest from the project root imports the package"
+    assert lesson in (identity / "worker.md").read_text()
+    assert f"HARNESS_IDENTITY_DIR={identity} run.sh --state {state} report" in result.stdout
+    report = run_sh("--state", str(state), "report", cwd=tmp_path,
+                    env={"HARNESS_IDENTITY_DIR": str(identity)})
+    assert report.returncode == 0, report.stderr
+    memory_page = (state / "report" / "memory.html").read_text()
+    assert lesson in memory_page and str(identity) in memory_page
+
+
+def test_demo_prints_each_step_as_it_ends(tmp_path: Path) -> None:
+    import subprocess
+    import time
+
+    proc = subprocess.Popen([str(RUN_SH), "demo", "--dir", str(tmp_path / "demo")],
+                            cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    seen = []
+    for line in proc.stdout:
+        seen.append((time.monotonic(), line))
+    assert proc.wait(timeout=300) == 0
+    first, last = (next(t for t, line in seen if line.startswith(f"{n}. ")) for n in (1, 5))
+    assert last - first > 0.3  # step 1 was printed while the later steps still ran
+    assert seen[0][1].startswith("setting up the demo mission in")
 
 
 def test_a_process_an_agent_detached_does_not_outlive_the_run(project: Path,
@@ -115,3 +141,58 @@ def test_a_process_an_agent_detached_does_not_outlive_the_run(project: Path,
     if alive:
         os.kill(pid, 9)
     assert not alive, "the detached sleep outlived run.sh"
+
+
+def checkout_with_a_fake_pip(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A checkout holding this run.sh, not yet installed: its venv's python is a stand-in
+    pip that logs its arguments, and `flock` on PATH fails as on macOS, where it is missing."""
+    home, bin_dir = tmp_path / "tool", tmp_path / "bin"
+    (home / ".venv" / "bin").mkdir(parents=True)
+    bin_dir.mkdir()
+    (home / "run.sh").write_bytes(RUN_SH.read_bytes())
+    (home / "run.sh").chmod(0o755)
+    (home / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    log = tmp_path / "pip.log"
+    stand_ins = {
+        home / ".venv" / "bin" / "python": f'#!/bin/sh\necho "$*" >> {log}\n'
+                                            'echo "Collecting click"\nsleep "${PIP_SECONDS:-0}"\n',
+        home / ".venv" / "bin" / "harness": '#!/bin/sh\necho "harness $*"\n',
+        bin_dir / "flock": "#!/bin/sh\necho 'flock: command not found' >&2\nexit 127\n",
+    }
+    for path, text in stand_ins.items():
+        path.write_text(text)
+        path.chmod(0o755)
+    return home, {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
+def test_first_use_installs_with_progress_and_no_flock(tmp_path: Path) -> None:
+    import subprocess
+
+    home, env = checkout_with_a_fake_pip(tmp_path)
+    result = subprocess.run([str(home / "run.sh"), "status"], cwd=tmp_path, text=True,
+                            capture_output=True, env={**os.environ, **env}, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "harness status\n"
+    assert "flock" not in result.stderr
+    assert "installing autonomous-harness and its dependencies" in result.stderr
+    assert "Collecting click" in result.stderr and "run.sh: installed" in result.stderr
+    pip = (tmp_path / "pip.log").read_text()
+    assert "pip install" in pip and "--quiet" not in pip
+    again = subprocess.run([str(home / "run.sh"), "status"], cwd=tmp_path, text=True,
+                           capture_output=True, env={**os.environ, **env}, timeout=60)
+    assert again.stderr == "" and len(pip.splitlines()) == 1  # installed once
+
+
+def test_two_first_uses_at_once_install_once(tmp_path: Path) -> None:
+    import subprocess
+
+    home, env = checkout_with_a_fake_pip(tmp_path)
+    env = {**os.environ, **env, "PIP_SECONDS": "2"}
+    procs = [subprocess.Popen([str(home / "run.sh"), "runs"], cwd=tmp_path, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=60) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0]
+    assert all(out == "harness runs\n" for out, _ in outs)
+    assert any("another run.sh is installing" in err for _, err in outs)
+    assert len((tmp_path / "pip.log").read_text().splitlines()) == 1

@@ -10,23 +10,15 @@ every symlink is then refused. `real_path` says where an open descriptor really 
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
-import sys
 from pathlib import Path
 
-SYS_OPENAT2 = 437  # one number on every Linux architecture
+from harness import platform
+
 RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS, RESOLVE_BENEATH = 0x02, 0x04, 0x08
 
-
-class _OpenHow(ctypes.Structure):
-    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64),
-                ("resolve", ctypes.c_uint64)]
-
-
-_libc = ctypes.CDLL(None, use_errno=True)
-_openat2_works = sys.platform.startswith("linux")
+_openat2_works = platform.is_linux()
 
 
 def relative_inside(root: Path, path: str) -> str | None:
@@ -44,14 +36,10 @@ def open_beneath(dir_fd: int, rel: str, flags: int, mode: int = 0o644,
     global _openat2_works
     if _openat2_works:
         resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | (RESOLVE_NO_SYMLINKS * no_symlinks)
-        how = _OpenHow(flags | os.O_CLOEXEC, mode if flags & os.O_CREAT else 0, resolve)
-        fd = _libc.syscall(SYS_OPENAT2, dir_fd, os.fsencode(rel), ctypes.byref(how),
-                           ctypes.sizeof(how))
-        if fd >= 0:
+        fd = platform.openat2(dir_fd, rel, flags | os.O_CLOEXEC,
+                              mode if flags & os.O_CREAT else 0, resolve)
+        if fd is not None:
             return fd
-        err = ctypes.get_errno()
-        if err not in (errno.ENOSYS, errno.EPERM):
-            raise OSError(err, os.strerror(err), rel)
         _openat2_works = False  # not here: walk instead, refusing every symlink
     return _walk(dir_fd, rel, flags, mode)
 
@@ -75,7 +63,5 @@ def _walk(dir_fd: int, rel: str, flags: int, mode: int) -> int:
 def real_path(fd: int, fallback: Path) -> Path:
     """Where the open descriptor `fd` is (Linux's /proc); `fallback` where that cannot be
     read (the walk, which follows no symlink, opened `fallback` itself)."""
-    try:
-        return Path(os.readlink(f"/proc/self/fd/{fd}"))
-    except OSError:
-        return fallback
+    path = platform.fd_path(fd)
+    return Path(path) if path else fallback

@@ -11,12 +11,12 @@ under it. What can still escape is in the README ("Nothing outlives the run").
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import sys
 
-from harness.agent.procs import PR_SET_PDEATHSIG, STOP, die_with_parent
+from harness import platform
+from harness.agent.procs import STOP, die_with_parent
 from harness.agent.reaper import adopt_orphans, stop_leftovers
 
 ROUNDS = 100  # each round kills the keeper's children; their orphans are next round's
@@ -41,7 +41,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, _pass)  # a handler, not SIG_IGN: exec resets it
     try:
         adopt_orphans()
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, STOP, 0, 0, 0)
+        platform.die_with_parent(STOP)
         if os.getppid() != harness:  # it died before we asked
             return 128 + STOP
         child = _spawn(command)

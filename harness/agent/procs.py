@@ -10,22 +10,19 @@ or in bwrap (harness/agent/sandbox.py), which take what it started down with it.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 import subprocess
-import sys
 
-PR_SET_PDEATHSIG = 1
+from harness import platform
+
 STOP = signal.SIGUSR1  # the keeper stops its whole tree on it; bwrap and bash just die
 STOP_GRACE = 5.0  # seconds the keeper gets to do so before its group is killed
 
 
 def die_with_parent() -> None:
     """preexec_fn: SIGKILL this child when the process that started it dies (Linux only)."""
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    platform.die_with_parent(signal.SIGKILL)
 
 
 def stop_tree(proc: subprocess.Popen) -> None:

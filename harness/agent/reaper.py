@@ -13,32 +13,17 @@ is killed with its process group. Only the run.sh process does this
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
-import sys
 from collections.abc import Iterator
 
-PR_SET_CHILD_SUBREAPER = 36
+from harness import platform
+
 ROUNDS = 5  # a killed orphan's own children are handed to us next: a few rounds take them
 
 
-def adopt_orphans() -> bool:
-    """Make this process the reaper of its descendants' orphans; False where unsupported."""
-    if not sys.platform.startswith("linux"):
-        return False
-    libc = ctypes.CDLL(None, use_errno=True)
-    return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-
-
-def children() -> list[int]:
-    """This process's children, from /proc (every thread's list)."""
-    pids: list[int] = []
-    with contextlib.suppress(OSError):
-        for tid in os.listdir("/proc/self/task"):
-            with contextlib.suppress(OSError), open(f"/proc/self/task/{tid}/children") as f:
-                pids += [int(p) for p in f.read().split()]
-    return pids
+adopt_orphans = platform.adopt_orphans  # False where unsupported (not Linux)
+children = platform.child_pids  # this process's children ([] without /proc)
 
 
 def stop_leftovers(rounds: int = ROUNDS) -> list[int]:

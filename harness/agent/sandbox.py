@@ -25,6 +25,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from harness import platform
 from harness.agent.seccomp import program_fd, seccomp_problem
 from harness.errors import SandboxError
 from harness.types import SandboxPolicy
@@ -46,8 +47,8 @@ RESOLVER = "/run/systemd/resolve"  # /etc/resolv.conf may point into /run
 def bwrap_problem() -> str | None:
     """Why bwrap cannot make the sandbox here (missing, user namespaces off, no libseccomp),
     or None."""
-    if not sys.platform.startswith("linux"):
-        return f"bubblewrap needs Linux; this is {sys.platform}"
+    if not platform.is_linux():
+        return f"bubblewrap needs Linux; this is {platform.name()}"
     exe = shutil.which("bwrap")
     if exe is None:
         return "bwrap is not installed (not on PATH)"
@@ -103,7 +104,7 @@ def confine(argv: list[str], policy: SandboxPolicy, workdir: Path,
         require(policy)
         filtered = [] if seccomp_fd is None else ["--seccomp", str(seccomp_fd)]
         argv = [str(shutil.which("bwrap")), *bwrap_args(policy, workdir), *filtered, "--", *argv]
-    if sys.platform.startswith("linux"):
+    if platform.is_linux():
         return [sys.executable, "-I", "-m", "harness.agent.keeper", str(os.getpid()), "--", *argv]
     return list(argv)
 

@@ -21,6 +21,7 @@ class Preset:
     argv: tuple[str, ...]
     parser: str  # "claude", "codex" or "generic"
     key_vars: tuple[str, ...] = ()  # credentials the CLI itself needs
+    endpoint_vars: tuple[str, ...] = ()  # where its provider's API is, passed with a key
     models: tuple[str, ...] = ()  # name prefixes of the models its provider serves
     default_model: str = ""  # for a role whose model is another provider's; "": CLI chooses
     reads_docs: tuple[str, ...] = ()  # project docs the CLI puts in its own context
@@ -33,6 +34,7 @@ PRESETS = {
         ("claude", "-p", "--output-format", "stream-json", "--verbose"),
         "claude",
         ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"),
+        endpoint_vars=("ANTHROPIC_BASE_URL",),
         models=("claude", "sonnet", "opus", "haiku"),
         reads_docs=("CLAUDE.md",),
         login="`claude login`; for cron `claude setup-token` gives CLAUDE_CODE_OAUTH_TOKEN",
@@ -44,6 +46,7 @@ PRESETS = {
         ("codex", "exec", "--json", "--skip-git-repo-check"),
         "codex",
         ("OPENAI_API_KEY", "CODEX_API_KEY"),
+        endpoint_vars=("OPENAI_BASE_URL",),
         models=("gpt", "o1", "o3", "o4", "codex"),
         reads_docs=("AGENTS.md",),
         login="`codex login`",
@@ -59,6 +62,18 @@ def preset_for(options: dict[str, Any]) -> tuple[str, Preset]:
     if name not in PRESETS:
         raise UsageError(f"unknown command preset {name!r}; use one of: {', '.join(PRESETS)}")
     return name, PRESETS[name]
+
+
+def passed_env(options: dict[str, Any], environ: dict[str, str]) -> list[str]:
+    """The secret-named variables an agent CLI gets: the role's `pass_env` when it names one
+    (`pass_env: []` passes none); else, for a preset run as shipped, its provider's key and
+    endpoint variables that are set (the person exported them and chose this CLI)."""
+    if "pass_env" in options:
+        return [str(name) for name in options["pass_env"] or []]
+    if options.get("command"):
+        return []
+    _, preset = preset_for(options)
+    return [n for n in (*preset.key_vars, *preset.endpoint_vars) if environ.get(n)]
 
 
 def cli_model(options: dict[str, Any], model: str) -> str:

@@ -19,8 +19,9 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from harness.backends.cli_answer import (
     wants_answer,
 )
 from harness.backends.cli_errors import CliRefused, Setup, fix_for
-from harness.backends.cli_presets import Preset, build_argv, cli_model
+from harness.backends.cli_presets import Preset, build_argv, cli_model, passed_env
 from harness.backends.cli_process import Output, wait_and_stop
 from harness.backends.cli_results import (
     ClaudeEvents,
@@ -47,6 +48,7 @@ from harness.backends.cli_results import (
     find_claude_result,
     raise_for_failure,
 )
+from harness.backends.cli_retries import retry_notice
 from harness.backends.pricing import known_cost
 from harness.errors import BackendError, HarnessError, UsageError
 from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session
@@ -54,15 +56,12 @@ from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session
 CLI_FIX = "install it or put it on PATH, or set the role's `command` option to its full path"
 
 
-def build_env(
-    session: Session, key_vars: Iterable[str], environ: dict[str, str] | None = None
-) -> dict[str, str]:
+def build_env(session: Session, environ: dict[str, str] | None = None) -> dict[str, str]:
     """The CLI's environment: secrets scrubbed, the run named, run.sh's folder first on PATH."""
-    # A CLI hands its environment to the commands the agent runs, so no secret is passed
-    # unless the role opts in with `pass_env` (e.g. [ANTHROPIC_API_KEY]). The default is a
-    # CLI logged in with stored credentials (`claude login`, `codex login`), which needs none;
-    # `key_vars` only names what a preset would take, for messages and `run.sh doctor`.
-    return agent_env(session, session.options.get("pass_env", []), environ)
+    # A CLI hands its environment to the commands the agent runs, so no other secret is
+    # passed: only the preset's own key (when exported) or what the role's `pass_env` names.
+    source = dict(os.environ if environ is None else environ)
+    return agent_env(session, passed_env(session.options, source), source)
 
 
 class CommandBackend:
@@ -111,7 +110,8 @@ def _run_cli(argv: list[str], preset: Preset, prompt: str,
              session: Session) -> tuple[Outcome, object]:
     """Run the CLI and read its outcome; also what it gave as its final answer (Codex's last
     message, Claude Code's `structured_output`), for the structured-answer channel."""
-    session.record({"type": "command", "argv": argv, "cwd": str(session.workdir)})
+    session.record({"type": "command", "argv": argv, "cwd": str(session.workdir),
+                    "pass_env": passed_env(session.options, dict(os.environ))})
     proc = _start(argv, session, preset)
     codex = CodexEvents() if preset.parser == "codex" else None
     fold = codex or ClaudeEvents()
@@ -140,7 +140,8 @@ def _run_cli(argv: list[str], preset: Preset, prompt: str,
 
 def cli_setup(preset: Preset, session: Session) -> Setup:
     """What a fix for a CLI's refusal names, from the preset, the role and the environment."""
-    return Setup(preset.login, preset.key_vars, tuple(session.options.get("pass_env", [])),
+    return Setup(preset.login, preset.key_vars,
+                 tuple(passed_env(session.options, dict(os.environ))),
                  os.environ, session.state, session.role)
 
 
@@ -186,7 +187,7 @@ def _served(outcome: Outcome, fold: ClaudeEvents | CodexEvents, session: Session
 def _start(argv: list[str], session: Session, preset: Preset) -> subprocess.Popen:
     """Start the CLI in its own process group, in the working directory, confined as the
     role says (in bwrap, else under the keeper)."""
-    env = build_env(session, preset.key_vars)
+    env = build_env(session)
     try:
         return sandbox.start(
             [_executable(argv[0], session.workdir, env), *argv[1:]], session.sandbox,
@@ -220,13 +221,26 @@ def _progress(fold: ClaudeEvents | CodexEvents, session: Session) -> Callable:
     """What to add to an event's record: the turns and cost so far, when the event added to
     them (the cost only where the price table knows the model)."""
 
+    endpoint = _endpoint(session)
+
     def so_far(event: dict[str, Any]) -> dict[str, Any] | None:
+        if notice := retry_notice(event, endpoint):  # shown as it comes, not after the run
+            print(f"run.sh: {session.run_id}: {notice}", file=sys.stderr, flush=True)
         if not fold.feed(event):
             return None
         cost = known_cost(fold.usage, session.model, session.prices)
         return {"turns": fold.turns, "cost_usd": None if cost is None else round(cost, 6)}
 
     return so_far
+
+
+def _endpoint(session: Session) -> str:
+    """The API a claude-preset CLI calls, for its retry lines (Codex names its own)."""
+    if session.options.get("preset") != "claude":
+        return ""
+    passed = passed_env(session.options, dict(os.environ))
+    base = os.environ.get("ANTHROPIC_BASE_URL") if "ANTHROPIC_BASE_URL" in passed else None
+    return base or "https://api.anthropic.com"
 
 
 def _wall_capped(fold: ClaudeEvents | CodexEvents, session: Session) -> Outcome:

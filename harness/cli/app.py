@@ -7,16 +7,17 @@ the commands that look at records are in harness/cli/look.py.)
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
+from harness.cli.demo import demo
 from harness.cli.look import reconstruct, report, runs, show, status
 from harness.cli.options import GLOBAL_OPTIONS, accept_global_options, paths_of
 from harness.cli.plans import export, import_
-from harness.errors import TASK_FAILED, USAGE, HarnessError, UsageError, file_error
+from harness.cli.unattended import cron, loop
+from harness.errors import USAGE, HarnessError, UsageError, file_error
 from harness.paths import check_state
 
 
@@ -211,6 +212,18 @@ def unblock(ctx: click.Context, feature_id: str) -> None:
 
 
 @cli.command()
+@click.argument("feature_id")
+@click.option("--reason", metavar="TEXT", help="Why, for the ledger and the next worker.")
+@click.pass_context
+def retry(ctx: click.Context, feature_id: str, reason: str | None) -> None:
+    """Return a failed or blocked feature to pending, its attempts reset."""
+    from harness.state.actions import retry_feature
+
+    retry_feature(check_state(paths_of(ctx).state), feature_id, reason)
+    click.echo(f"{feature_id} is pending again, attempts reset")
+
+
+@cli.command()
 @click.argument("file", type=click.File("rb"))
 @click.pass_context
 def plan(ctx: click.Context, file) -> None:
@@ -221,32 +234,6 @@ def plan(ctx: click.Context, file) -> None:
     state, source = check_state(paths_of(ctx).state), getattr(file, "name", "<stdin>")
     merged = submit_plan(state, decode(file.read(), source), source=source)
     click.echo(f"plan saved: {len(merged)} features")
-
-
-@cli.command()
-@click.option("--dir", "base", type=click.Path(file_okay=False),
-              help="Run in this (new or empty) folder instead of a fresh temporary one.")
-def demo(base: str | None) -> None:
-    """Run a whole mission cycle offline with the scripted backend, and show the records."""
-    from harness.ops.demo import curate_demo, feature_status, run_demo
-    from harness.paths import harness_home
-
-    paths, steps = run_demo(harness_home(), Path(base).resolve() if base else None)
-    click.echo(f"demo mission in {paths.workdir} (state {paths.state})\n")
-    for n, step in enumerate(steps, 1):
-        mark = "ok" if step.exit_code == step.expected else f"UNEXPECTED (wanted {step.expected})"
-        click.echo(f"{n}. {step.role:<9} {step.feature or '':<6} exit {step.exit_code}  {mark}")
-        click.echo(f"   {step.message}")
-    report = curate_demo(paths).replace("\n", "\n   ")
-    click.echo(f"{len(steps) + 1}. curator          exit 0\n   {report}")
-    status = feature_status(paths, "F-004")
-    click.echo(f"\nF-004 is now {status}. Records: {paths.state / 'runs'}/<run-id>/"
-               "{manifest.json,prompt.md,transcript.jsonl}")
-    click.echo(f"Look around:  run.sh --state {paths.state} status")
-    click.echo(f"              run.sh --state {paths.state} reconstruct {steps[3].run_id} --check")
-    click.echo(f"              git -C {paths.workdir} log --oneline")
-    ok = all(s.exit_code == s.expected for s in steps) and status == "done"
-    sys.exit(0 if ok else TASK_FAILED)
 
 
 @cli.command()
@@ -270,19 +257,8 @@ def doctor(ctx: click.Context, backend: str | None, preset: str | None,
     ctx.exit(doctor_exit_code(checks))
 
 
-@cli.command()
-@click.argument("roles", nargs=-1, type=click.Choice(["worker", "validator", "curator", "planner"]))
-@click.pass_context
-def cron(ctx: click.Context, roles: tuple[str, ...]) -> None:
-    """Print crontab lines for ROLES [default: worker validator curator]; paste into crontab -e."""
-    from harness.ops.cron import crontab
-
-    paths = paths_of(ctx)
-    check_state(paths.state)
-    click.echo(crontab(paths, roles))
-
-
-for _command in (status, runs, show, report, reconstruct, import_, export):
+for _command in (status, runs, show, report, reconstruct, import_, export, demo, loop,
+                 cron):
     cli.add_command(_command)
 for _command in cli.commands.values():
     accept_global_options(_command)

@@ -22,7 +22,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     from harness.ops.status import collect_status, format_status
 
     paths = paths_of(ctx)
-    report = collect_status(check_state(paths.state), paths.workdir)
+    report = collect_status(check_state(paths.state), paths.workdir, paths.identity)
     click.echo(json.dumps(report, indent=2) if as_json else format_status(report))
 
 

@@ -3,9 +3,11 @@ the command (`run.sh --state DIR worker F-001`) or after it (`run.sh worker F-00
 
 from __future__ import annotations
 
+import os
+
 import click
 
-from harness.paths import Paths, resolve_paths
+from harness.paths import Paths, move_checkout_identity, resolve_paths
 
 GLOBAL_OPTIONS = {
     "state": "State directory [$HARNESS_STATE or ./.harness]",
@@ -14,8 +16,15 @@ GLOBAL_OPTIONS = {
 
 
 def paths_of(ctx: click.Context) -> Paths:
-    """The paths from --state and --workdir (or their defaults)."""
-    return resolve_paths(ctx.find_root().obj["state"], ctx.find_root().obj["workdir"])
+    """The paths from --state and --workdir (or their defaults); lessons an earlier version
+    kept in the tool's checkout move to the identity folder first, with a message."""
+    paths = resolve_paths(ctx.find_root().obj["state"], ctx.find_root().obj["workdir"])
+    root = ctx.find_root()
+    if not root.meta.get("identity_checked") and not os.environ.get("HARNESS_IDENTITY_DIR"):
+        root.meta["identity_checked"] = True
+        for message in move_checkout_identity(paths.home, paths.identity):
+            click.echo(f"run.sh: {message}", err=True)
+    return paths
 
 
 def _remember(ctx: click.Context, param: click.Parameter, value: str | None) -> None:

@@ -4,8 +4,9 @@
 The API backend makes the Messages API's free `count_tokens` call, which checks the key and
 the model at no cost. An agent CLI is asked its own login status (`claude auth status`,
 `codex login status`) in the environment the harness gives it: secrets scrubbed but for the
-role's `pass_env`, as a run's. An Anthropic key Claude Code is given is checked by the same
-free call. A service that cannot be reached proves nothing either way: a warning.
+preset's own exported key or the role's `pass_env`, as a run's. An Anthropic key Claude Code
+is given is checked by the same free call. A service that cannot be reached proves nothing
+either way: a warning.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import anthropic
 
 from harness.backends.api_errors import APIRefused, Where, backend_error, role_file
 from harness.backends.cli_errors import KEY, CliRefused, Setup, fix_for
-from harness.backends.cli_presets import cli_model, preset_for
+from harness.backends.cli_presets import cli_model, passed_env, preset_for
 from harness.config import RoleConfig
 from harness.errors import UsageError
 from harness.ops.checks import Check
@@ -103,7 +104,8 @@ def cli_env(paths: Paths, config: RoleConfig) -> dict[str, str]:
     """The environment a run gives the role's CLI: secrets scrubbed but `pass_env`, and
     run.sh's folder first on PATH."""
     env = scrubbed_environ(dict(os.environ))
-    env.update({k: os.environ[k] for k in config.options.get("pass_env", []) if k in os.environ})
+    env.update({k: os.environ[k] for k in passed_env(config.options, dict(os.environ))
+                if k in os.environ})
     env["PATH"] = os.pathsep.join(p for p in (str(paths.home), env.get("PATH", "")) if p)
     return env
 
@@ -124,7 +126,8 @@ def cli_auth(prover: Prover, paths: Paths, role: str, config: RoleConfig) -> Che
         return Check("", True, f"{name}: could not ask its login status: {e}", warn=True)
     said = " ".join((proc.stdout.strip() or proc.stderr.strip()).split())[:200]
     # the fix is told what the harness has, which may hold a key the CLI is not given
-    setup = Setup(preset.login, preset.key_vars, tuple(config.options.get("pass_env", [])),
+    setup = Setup(preset.login, preset.key_vars,
+                  tuple(passed_env(config.options, dict(os.environ))),
                   dict(os.environ), paths.state, role)
     if name == "claude":
         return _claude_status(prover, proc, said, setup, config, env)

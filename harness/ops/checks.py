@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from harness import platform
 from harness.errors import DONE, USAGE
 
 PROBLEM = re.compile(r"^FAIL  (?P<name>.+?): (?P<detail>.*)$")  # a failed check, as printed
@@ -29,6 +30,16 @@ def attempt(name: str, fix: str, describe: Callable[[], str]) -> Check:
         return Check(name, True, describe())
     except Exception as e:  # a doctor reports whatever breaks; it must not crash on it
         return Check(name, False, str(e) or type(e).__name__, fix)
+
+
+def platform_check() -> Check:
+    """What this system gives: on Linux, everything; elsewhere the sandbox is off."""
+    note = platform.sandbox_note()
+    if note is None:
+        return Check("platform", True, "Linux: processes stop with their run; bwrap can "
+                                       "sandbox a role where installed")
+    return Check("platform", True, note, "run unattended roles in a Linux VM or container "
+                 "if they must be sandboxed", warn=True)
 
 
 def format_checks(checks: list[Check]) -> str:

@@ -29,9 +29,10 @@ from harness.config import ROLES, MissionConfig, RoleConfig, load_mission_config
 from harness.config import mission_name as mission_name_of
 from harness.errors import UsageError
 from harness.ops.auth import Prover, auth_check
-from harness.ops.checks import FIX_PREFIX, PROBLEM, Check, attempt
+from harness.ops.checks import FIX_PREFIX, PROBLEM, Check, attempt, platform_check
 from harness.ops.commitcheck import commit_check
-from harness.ops.worktrees import worktree_rows
+from harness.ops.cron import budget_check, roles_check
+from harness.ops.worktrees import worktree_check
 from harness.paths import Paths
 from harness.run import prompt
 from harness.run.prepare import FEATURE_ROLES, role_config_for
@@ -95,7 +96,8 @@ def diagnose(paths: Paths, backend: str | None = None, *,
         if config.sandbox == "bwrap":
             checks.append(attempt(f"sandbox {role}", sandbox.FIX,
                                   lambda c=config: sandbox_check(c)))
-    checks += [worktree_check(paths), commit_check(paths, mission)]
+    checks += [roles_check(paths, configs, mission), budget_check(mission, paths), platform_check(),
+               worktree_check(paths), commit_check(paths, mission)]
     if cron:
         checks += cron_checks(paths, doctor_argv(paths, backend, options), checks)
     return checks
@@ -105,20 +107,6 @@ def sandbox_check(config: RoleConfig) -> str:
     """That bwrap can make the role's sandbox here; raises what it cannot."""
     sandbox.require(SandboxPolicy(kind=config.sandbox))
     return "bwrap makes the sandbox" + (", network on" if config.sandbox_network else "")
-
-
-def worktree_check(paths: Paths) -> Check:
-    """Orphaned feature worktrees or branches, each with the command that clears it."""
-    try:
-        rows = worktree_rows(paths.state, paths.workdir)
-    except Exception as e:  # a broken plan is reported by its own check
-        return Check("worktrees", False, str(e), "correct the file named")
-    orphans = [r for r in rows if r["state"].startswith("orphaned")]
-    if not orphans:
-        return Check("worktrees", True, "no orphaned feature worktree or branch")
-    return Check("worktrees", True, f"{len(orphans)} orphaned: " + "; ".join(
-        f"{r['branch']} ({r['state']})" for r in orphans),
-        " && ".join(r["fix"] for r in orphans), warn=True)
 
 
 def python_checks(home: Path) -> list[Check]:

@@ -11,9 +11,14 @@ from harness.state.memory import MEMORY_SECTIONS, SUMMARY_SECTIONS, render_secti
 from harness.state.store import atomic_write
 
 CONFIG = """\
-# Mission config for autonomous-harness. Every key is optional; the values shown are defaults.
+# Mission config for autonomous-harness. Every key is optional; commented-out values are
+# the defaults.
 # mission: my-project        # name used for cross-mission promotion (default: project folder)
-# budget_usd: 50             # mission-wide dollar budget, checked before each model call
+budget_usd: 20               # dollars for the whole mission, checked before each model call:
+                             # once spent, runs exit 4 and `run.sh loop` stops. Raise it here
+                             # to spend more; deleting the line removes the bound (not on cron).
+run_budget_usd: 3            # dollars per run, any role (a role's own `caps.dollars` in
+                             # roles/<role>.yaml still holds when lower); change it here.
 max_attempts: 3              # validator fails before a feature becomes `failed`
 # stuck_after: 3
 # prompt:                    # hard caps per prompt block (characters, lines or entries)

@@ -50,9 +50,11 @@ def state_warnings(state: Path) -> list[str]:
     return warnings
 
 
-def collect_status(state: Path, workdir: Path | None = None) -> dict[str, Any]:
+def collect_status(state: Path, workdir: Path | None = None,
+                   identity: Path | None = None) -> dict[str, Any]:
     """Features by status, runs in flight or interrupted, spend, memory sizes; with the
-    working directory, the features' worktrees and the last merges too."""
+    working directory, the features' worktrees and the last merges too; with the identity
+    folder, where cross-mission memory is and its files' sizes."""
     plan = load_plan(state)
     runs = list_runs(state)
     return {
@@ -79,6 +81,9 @@ def collect_status(state: Path, workdir: Path | None = None) -> dict[str, Any]:
             "memory_lines": count_lines(state / "MEMORY.md"),
             "long_notes": len(list((state / "memory").glob("*.md"))),
         },
+        "identity": {"dir": str(identity), "lines": {
+            p.stem: count_lines(p) for p in sorted(identity.glob("*.md")) if p.name != "README.md"
+        }} if identity else None,
     }
 
 
@@ -120,4 +125,8 @@ def format_status(report: dict[str, Any]) -> str:
         + f", summary.md {mem['summary_lines']} lines, MEMORY.md {mem['memory_lines']} lines,"
         f" {mem['long_notes']} long-form notes"
     )
+    if report.get("identity"):
+        sizes = ", ".join(f"{role}.md {n} lines" for role, n in report["identity"]["lines"].items())
+        lines.append(f"identity (cross-mission): {report['identity']['dir']}"
+                     + (f" ({sizes})" if sizes else " (no lessons yet)"))
     return "\n".join(lines)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from harness.ops.checks import Check
+from harness.paths import Paths
 from harness.run.git import is_repo, run_git
 from harness.run.worktree import BRANCH_PREFIX, worktrees_dir
 from harness.state.ledger import merges_path
@@ -69,3 +71,17 @@ def _state_of(state: Path, repo: Path, row: dict[str, Any], tree: Path | None) -
 def recent_merges(state: Path, n: int = 5) -> list[str]:
     """The last landings of features on the base branch (merges.log)."""
     return read_tail(merges_path(state), n)
+
+
+def worktree_check(paths: Paths) -> Check:
+    """Orphaned feature worktrees or branches, each with the command that clears it."""
+    try:
+        rows = worktree_rows(paths.state, paths.workdir)
+    except Exception as e:  # a broken plan is reported by its own check
+        return Check("worktrees", False, str(e), "correct the file named")
+    orphans = [r for r in rows if r["state"].startswith("orphaned")]
+    if not orphans:
+        return Check("worktrees", True, "no orphaned feature worktree or branch")
+    return Check("worktrees", True, f"{len(orphans)} orphaned: " + "; ".join(
+        f"{r['branch']} ({r['state']})" for r in orphans),
+        " && ".join(r["fix"] for r in orphans), warn=True)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.backends import load_backend
+from harness.config import run_caps
 from harness.errors import BACKEND, BackendError, BudgetError, HarnessError
 from harness.paths import Paths
 from harness.run.outcome import Interrupted, Judged, judge_error, outcome_fields
@@ -123,7 +124,7 @@ def make_session(paths: Paths, prepared: Prepared) -> Session:
         run_id=record.run_id, role=prepared.role,
         feature_id=prepared.feature.id if prepared.feature else None,
         workdir=paths.workdir, state=paths.state, home=paths.home, model=cfg.model,
-        caps=cfg.caps.model_copy(), tools=list(cfg.tools), prices=mission.prices,
+        caps=run_caps(cfg.caps, mission), tools=list(cfg.tools), prices=mission.prices,
         record=record.record, check_budget=check_budget, options=dict(cfg.options),
         sandbox=sandbox_policy(cfg, paths),
     )

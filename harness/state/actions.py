@@ -9,6 +9,7 @@ from pathlib import Path
 
 from harness.errors import UsageError
 from harness.state import plan as plan_mod
+from harness.state.ledger import append_verdict
 from harness.state.reading import read_json_object
 from harness.state.redact import redact
 from harness.state.runs import check_run_id, load_manifest
@@ -100,6 +101,30 @@ def unblock_feature(state: Path, feature_id: str) -> plan_mod.Feature:
         return f.model_copy(update={"status": "pending", "blocked_reason": None})
 
     return plan_mod.update_feature(state, feature_id, change)
+
+
+RETRYABLE = ("failed", "blocked")
+
+
+def retry_feature(state: Path, feature_id: str, reason: str | None = None) -> plan_mod.Feature:
+    """Return a failed or blocked feature to pending with its attempts reset; the reason (a
+    person's) goes to its ledger, where the next worker's prompt shows it."""
+    plan_mod.check_feature_id(feature_id)
+    before: list[plan_mod.Feature] = []
+
+    def change(f: plan_mod.Feature) -> plan_mod.Feature:
+        if f.status not in RETRYABLE:
+            raise UsageError(f"{feature_id} is {f.status}; retry takes a failed or blocked "
+                             "feature (a pending one is already waiting for a worker)")
+        before.append(f)
+        return f.model_copy(update={"status": "pending", "attempts": 0, "blocked_reason": None})
+
+    updated = plan_mod.update_feature(state, feature_id, change)
+    text = " ".join((reason or "").split()) or "a person returned it to pending"
+    append_verdict(state, feature_id, {
+        "run_id": "retry", "verdict": "retry", "reason": redact(text),
+        "status_before": before[0].status, "attempts_before": before[0].attempts})
+    return updated
 
 
 def record_curation(state: Path, run_id: str, summary: str, memory: str,

@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+from harness import platform
 from harness.errors import BusyError, UsageError
 
 
@@ -126,23 +127,12 @@ class hold_lock:  # noqa: N801 - used like a function: `with hold_lock(path):`
 
 
 def _holder_in_proc(fd: int) -> str:
-    """Who holds an flock on the file of `fd` by /proc/locks, for a holder that wrote no
+    """Who holds an flock on the file of `fd` (the kernel says), for a holder that wrote no
     words into the lock file (not the harness, or a full disk): pid and command, or ''."""
     from harness.names import escape_controls
 
-    st = os.fstat(fd)
-    ident = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
-    try:
-        with open("/proc/locks") as locks:
-            pids = [p[4] for p in map(str.split, locks)
-                    if len(p) > 5 and p[1] == "FLOCK" and p[5] == ident]
-        if not pids:
-            return ""
-        with open(f"/proc/{pids[0]}/cmdline", "rb") as f:
-            command = f.read(200).replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
-        return ""
-    return f"pid {pids[0]} ({escape_controls(command)})"
+    holder = platform.flock_holder(fd)  # None without /proc (macOS)
+    return f"pid {holder[0]} ({escape_controls(holder[1])})" if holder else ""
 
 
 def _is_at(fd: int, path: Path) -> bool:

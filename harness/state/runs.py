@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import FORMAT_VERSION, __version__, names
+from harness import FORMAT_VERSION, __version__, names, platform
 from harness.errors import UsageError
 from harness.state.memory import utc_now
 from harness.state.reading import check_types, parse_json_line, read_json, type_name
@@ -54,13 +54,7 @@ def claim_run_id(state: Path, role: str, feature: str | None, now: float | None 
     raise RuntimeError(f"could not claim a run id under {runs_dir(state)}")
 
 
-def _process_start(pid: int) -> str | None:
-    """The kernel's start time of `pid` (to tell a live process from a reused pid), if known."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
+_process_start = platform.process_start  # None where unknown: a live pid then counts
 
 
 def _alive(pid: int, started: str | None) -> bool:

@@ -147,6 +147,12 @@ elif mode == "answer":  # claude.py answer JSON [flags]: the structured output, 
     answer = json.loads(sys.argv[2])
     assert set(schema["required"]) == set(answer), (schema["required"], answer)
     result(text="", structured_output=answer)
+elif mode == "retries":  # the API failed twice, shown as Claude Code shows it, then answered
+    for attempt, status, error in ((1, 500, "server_error"), (2, None, "unknown")):
+        event("system", subtype="api_retry", attempt=attempt, max_retries=10,
+              retry_delay_ms=1200.5, error_status=status, error=error)
+        time.sleep(1)
+    result()
 elif mode == "dump":
     with open(sys.argv[2], "w", encoding="utf-8") as f:
         json.dump({"env": dict(os.environ), "cwd": os.getcwd(), "stdin": prompt.decode("utf-8")}, f)

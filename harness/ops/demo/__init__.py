@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,7 +43,9 @@ def make_project(base: Path, home: Path) -> Paths:
     project = base / "textstats"
     shutil.copytree(HERE / "project", project, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(home / ".harness.example", project / ".harness")
-    shutil.copytree(home / "identity", base / "identity")
+    # the demo's lessons stay in the demo: a folder of its own, not the person's identity
+    (base / "identity").mkdir()
+    shutil.copy(home / "identity" / "README.md", base / "identity" / "README.md")
     (project / ".gitignore").write_text(".harness/\n__pycache__/\n")
     git = ["git", "-C", str(project), "-c", "user.name=demo", "-c", "user.email=demo@localhost"]
     subprocess.run([*git, "init", "-q"], check=True)
@@ -52,17 +55,18 @@ def make_project(base: Path, home: Path) -> Paths:
                  identity=base / "identity")
 
 
-def run_demo(home: Path, base: Path | None = None) -> tuple[Paths, list[Step]]:
-    """Run every step of the demo; returns where it ran and how each step ended."""
-    base = base or Path(tempfile.mkdtemp(prefix="harness-demo-"))
-    paths = make_project(base, home)
-    steps = []
+def demo_steps(paths: Paths) -> Iterator[Step]:
+    """Run the demo's role steps one by one, yielding each as it ends."""
     for role, feature, script, expected in STEPS:
         result = run_role(paths, role, feature, backend="scripted",
                           backend_options={"script": str(HERE / "scripts" / script)})
-        steps.append(Step(role, feature, result.exit_code, expected, result.run_id,
-                          result.message))
-    return paths, steps
+        yield Step(role, feature, result.exit_code, expected, result.run_id, result.message)
+
+
+def run_demo(home: Path, base: Path | None = None) -> tuple[Paths, list[Step]]:
+    """Run every step of the demo; returns where it ran and how each step ended."""
+    paths = make_project(base or Path(tempfile.mkdtemp(prefix="harness-demo-")), home)
+    return paths, list(demo_steps(paths))
 
 
 def curate_demo(paths: Paths) -> str:
