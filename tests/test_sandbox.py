@@ -288,3 +288,14 @@ def test_a_validator_run_with_the_sandbox_runs_verify_in_it(project, tmp_path):
                           .read_text())
     assert manifest["sandbox"] == "bwrap" and manifest["verify"]["exit_code"] == 1, manifest
     assert (project / "seen.txt").read_text() == ""  # the state directory looked empty
+
+
+def test_an_agent_cli_preset_gets_its_login_folders_and_the_network_and_no_more():
+    from harness.backends.cli_presets import PRESETS, sandbox_for
+
+    policy = sandbox_for(PRESETS["claude"], SandboxPolicy("bwrap", paths={"~/.claude": "ro"}))
+    assert policy.network and policy.paths == {"~/.claude": "ro", "~/.claude.json": "rw"}
+    assert sandbox_for(PRESETS["codex"], SandboxPolicy("bwrap")).paths == {"~/.codex": "rw"}
+    generic = SandboxPolicy("bwrap")
+    assert sandbox_for(PRESETS["generic"], generic) is generic  # a command of the role's own
+    assert sandbox_for(PRESETS["claude"], SandboxPolicy("none")).paths == {}

@@ -7,11 +7,12 @@ reads by itself (so the harness's prompt leaves them out) and which caps it can 
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.backends.pricing import priced
 from harness.errors import UsageError
+from harness.types import SandboxPolicy
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,9 @@ class Preset:
     reads_docs: tuple[str, ...] = ()  # project docs the CLI puts in its own context
     login: str = "its login command"  # how a person logs the CLI in
     status: tuple[str, ...] = ()  # the argv (after the CLI's name) that says if it is logged in
+    # under `sandbox: bwrap`: where it keeps its login and state, shown writable, and the
+    # network it needs for its API (docs/SANDBOX.md says what that opens)
+    home_paths: tuple[str, ...] = ()
 
 
 PRESETS = {
@@ -39,6 +43,7 @@ PRESETS = {
         reads_docs=("CLAUDE.md",),
         login="`claude login`; for cron `claude setup-token` gives CLAUDE_CODE_OAUTH_TOKEN",
         status=("auth", "status"),
+        home_paths=("~/.claude", "~/.claude.json"),
     ),
     "codex": Preset(
         # --skip-git-repo-check: the harness, not Codex, decides where the agent works; without
@@ -51,9 +56,19 @@ PRESETS = {
         reads_docs=("AGENTS.md",),
         login="`codex login`",
         status=("login", "status"),
+        home_paths=("~/.codex",),
     ),
     "generic": Preset((), "generic"),
 }
+
+
+def sandbox_for(preset: Preset, policy: SandboxPolicy) -> SandboxPolicy:
+    """The role's sandbox with what the preset's CLI needs to run in it: its folders in
+    $HOME, writable (the role's own `sandbox_paths` win), and the network for its API."""
+    if policy.kind != "bwrap" or not preset.home_paths:
+        return policy
+    paths = {**{path: "rw" for path in preset.home_paths}, **policy.paths}
+    return replace(policy, paths=paths, network=True)
 
 
 def preset_for(options: dict[str, Any]) -> tuple[str, Preset]:

@@ -38,7 +38,7 @@ from harness.backends.cli_answer import (
     wants_answer,
 )
 from harness.backends.cli_errors import CliRefused, Setup, fix_for
-from harness.backends.cli_presets import Preset, build_argv, cli_model, passed_env
+from harness.backends.cli_presets import Preset, build_argv, cli_model, passed_env, sandbox_for
 from harness.backends.cli_process import Output, wait_and_stop
 from harness.backends.cli_results import (
     ClaudeEvents,
@@ -71,8 +71,9 @@ class CommandBackend:
         """Run the CLI once under the session's wall-clock cap."""
         argv, preset = build_argv(session.options, session.model, session.caps.turns,
                                   session.caps.dollars)
-        # priced as the model the CLI runs
-        session = replace(session, model=cli_model(session.options, session.model))
+        # priced as the model the CLI runs, sandboxed with what its preset needs
+        session = replace(session, model=cli_model(session.options, session.model),
+                          sandbox=sandbox_for(preset, session.sandbox))
         if not session.workdir.is_dir():
             raise UsageError(f"working directory {session.workdir} does not exist")
         session.check_budget(0.0)
