@@ -119,6 +119,10 @@ def before_call(paths: Paths, role: str, claimed: Claim, mission: MissionConfig,
 def check_budget_left(paths: Paths, mission: MissionConfig) -> None:
     """BudgetError (exit 4) when the mission's budget is already spent."""
     if mission.budget_usd is not None and ledger.spent(paths.state) >= mission.budget_usd:
-        raise BudgetError(f"mission budget ${mission.budget_usd:.2f} is spent")
+        from harness.run.events import emit
+
+        error = BudgetError(f"mission budget ${mission.budget_usd:.2f} is spent")
+        emit(paths, mission, "budget.exhausted", reason=str(error), exit_code=error.exit_code)
+        raise error
 
 
