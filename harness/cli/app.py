@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from harness.cli.look import reconstruct, report, runs, show, status
+from harness.cli.look import reconstruct, report, runs, show, status, summary
 from harness.cli.options import GLOBAL_OPTIONS, accept_global_options, paths_of
 from harness.cli.plans import export, import_
 from harness.cli.steer import answer, guide
@@ -274,7 +274,8 @@ def cron(ctx: click.Context, roles: tuple[str, ...]) -> None:
     click.echo(crontab(paths, roles))
 
 
-for _command in (status, runs, show, report, reconstruct, import_, export, answer, guide):
+for _command in (status, runs, show, report, reconstruct, import_, export, answer, guide,
+                 summary):
     cli.add_command(_command)
 for _command in cli.commands.values():
     accept_global_options(_command)

@@ -75,7 +75,8 @@ def close_run(paths: Paths, prepared: Prepared, outcome: Outcome | None,
                                        record.run_id, judged.result, judged.exit_code, cost),
         lambda: record.finish("interrupted" if interrupted else "finished", judged.exit_code,
                               cost_usd=None if cost is None else round(cost, 6),
-                              **{"result": judged.result, **unknown, **judged.fields}))
+                              **{"result": judged.result, "message": judged.message,
+                                 **unknown, **judged.fields}))
     if unwritten:  # its manifest may say "started": with no live process, status says interrupted
         return RunResult(BACKEND, record.run_id, f"{record.run_id}: {judged.message}; and "
                          f"{unwritten[0]}, so its records are not finished")
