@@ -94,6 +94,10 @@ def test_guidance_is_in_each_next_prompt_until_removed(project: Path, tmp_path: 
     shown = run_sh("show", run_id, cwd=project)
     assert "guidance on F-004 now: 1. keep the CLI flags backwards compatible" in shown.stdout
 
+    assert run_sh("report", cwd=project).returncode == 0
+    board = (project / ".harness" / "report" / "index.html").read_text()
+    assert "<li>use orjson for --json</li>" in board
+
     removed = run_sh("guide", "F-004", "--remove", "1", cwd=project)
     assert removed.returncode == 0 and "keep the CLI flags" in removed.stdout
     _, prompt = worker(project, tmp_path, FINISH)

@@ -94,3 +94,16 @@ def test_spans(span: str, seconds: float) -> None:
     assert parse_since(span) == seconds
     with pytest.raises(UsageError):
         parse_since("12 hours")
+
+
+def test_show_names_the_commit_a_run_made_and_the_report_says_why_runs_failed(
+        project: Path, tmp_path: Path) -> None:
+    a_night(project, tmp_path)
+    worker_run = next((project / ".harness" / "runs").glob("*-worker-F-004")).name
+    shown = run_sh("show", worker_run, cwd=project).stdout
+    assert "commit: " in shown and "F-004: --json output" in shown
+    assert "json_out.py | 1 +" in shown
+    assert run_sh("report", cwd=project).returncode == 0
+    pages = (project / ".harness" / "report" / "runs").glob("page-*.html")
+    table = "".join(page.read_text() for page in pages)
+    assert "no tests for --top" in table and "awaits validation" in table

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness.ops.summary import commit_stat
 from harness.state import steering
 from harness.state.actions import read_verdict
 from harness.state.memory import estimate_tokens
@@ -100,7 +101,9 @@ def footer(state: Path, manifest: dict[str, Any]) -> list[str]:
                f"{s.cache_read_tokens:,}, cache write {s.cache_write_tokens:,}")
     out.append(f"cost: {s.cost_text}")
     if manifest.get("commit"):
-        out.append(f"commit: {manifest['commit']}")
+        subject, stat = commit_stat(Path(manifest.get("workdir") or "."), manifest["commit"])
+        out.append(f"commit: {manifest['commit']} {subject}".rstrip())
+        out += [f"  {line}" for line in stat]
     if s.feature.startswith("F-"):
         guidance = steering.current(state, s.feature)["guidance"]
         out += [f"guidance on {s.feature} now: {n}. {clip(g, 300)}"

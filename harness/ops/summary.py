@@ -6,6 +6,7 @@ with their diffstat, and the runs that erred (infrastructure, not the agent's at
 from __future__ import annotations
 
 import re
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -70,16 +71,22 @@ def _erred(r: RunSummary) -> bool:
         or r.exit_code in (2, 6)
 
 
-def _commit(workdir: Path, manifest: dict[str, Any], r: RunSummary) -> dict[str, Any]:
-    sha = str(manifest["commit"])
+def commit_stat(workdir: Path, sha: str) -> tuple[str, list[str]]:
+    """A commit's subject and diffstat lines; ("", []) when git cannot show it."""
     try:
         shown = run_git(workdir, "show", f"--stat=100,80,{STAT_FILES}", "--format=%s",
                         sha, check=False)
         lines = shown.stdout.strip().splitlines() if shown.returncode == 0 else []
-    except OSError:
+    except (OSError, subprocess.SubprocessError):
         lines = []
-    return {"commit": sha, "run_id": r.run_id, "feature": r.feature,
-            "subject": lines[0] if lines else "", "stat": [s.strip() for s in lines[1:] if s]}
+    return (lines[0] if lines else ""), [s.strip() for s in lines[1:] if s.strip()]
+
+
+def _commit(workdir: Path, manifest: dict[str, Any], r: RunSummary) -> dict[str, Any]:
+    sha = str(manifest["commit"])
+    subject, stat = commit_stat(workdir, sha)
+    return {"commit": sha, "run_id": r.run_id, "feature": r.feature, "subject": subject,
+            "stat": stat}
 
 
 def format_summary(data: dict[str, Any], span: str) -> str:

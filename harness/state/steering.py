@@ -73,16 +73,25 @@ def remove_guidance(state: Path, feature_id: str, which: str) -> str:
 
 def current(state: Path, feature_id: str) -> dict[str, Any]:
     """The feature's guidance (oldest first) and its latest answers, from its ledger."""
-    guidance: list[str] = []
-    answers: list[dict[str, str]] = []
+    records = []
     try:
         lines = ledger_path(state, feature_id).read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
         lines = []
     for line in lines:
         try:
-            record = json.loads(line)
+            records.append(json.loads(line))
         except json.JSONDecodeError:
+            continue
+    return fold(records)
+
+
+def fold(records: list[Any]) -> dict[str, Any]:
+    """The guidance added and not removed, and the latest answers, in ledger records."""
+    guidance: list[str] = []
+    answers: list[dict[str, str]] = []
+    for record in records:
+        if not isinstance(record, dict):
             continue
         kind, text = record.get("verdict"), str(record.get("reason", ""))
         if kind == GUIDE:
