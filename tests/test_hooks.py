@@ -75,12 +75,15 @@ def test_a_failing_or_hanging_hook_is_logged_and_never_fails_the_run(project: Pa
 
 
 def test_hooks_run_without_the_secrets(project: Path, tmp_path: Path) -> None:
-    seen = tmp_path / "env.txt"
-    configure(project / ".harness", f"hooks:\n  run.finished: env > {seen}\n")
-    result = worker(project, script(tmp_path, FINISH), SERVICE_API_KEY="s3cret-value-42")
-    assert result.returncode == 0, result.stderr
+    seen, told = tmp_path / "env.txt", tmp_path / "told.json"
+    configure(project / ".harness", f"hooks:\n  run.finished: env > {seen}\n"
+                                    f"  feature.blocked: cat > {told}\n")
+    leaky = BLOCKED.replace("which database", "is s3cret-value-42 the key for which database")
+    result = worker(project, script(tmp_path, leaky), SERVICE_API_KEY="s3cret-value-42")
+    assert result.returncode == 7, result.stderr
     env = seen.read_text()
     assert "s3cret-value-42" not in env and "HARNESS_EVENT=run.finished" in env
+    assert "s3cret-value-42" not in told.read_text() and "[REDACTED]" in told.read_text()
 
 
 def test_an_unknown_event_is_exit_2_naming_the_file_and_key(project: Path,

@@ -17,6 +17,7 @@ from harness.agent.shell import Shell
 from harness.errors import BusyError, UsageError
 from harness.state import actions, memory
 from harness.state.memory import utc_now
+from harness.state.redact import redact_data
 from harness.types import Session, ToolResult
 
 FEATURE_SCHEMA = {
@@ -158,9 +159,9 @@ class ToolBox:
         s = self.session
         if not s.tool_hooks or name not in GUARDED:
             return None
-        event = {"event": "tool.before", "mission": s.mission, "time": utc_now(),
+        event = redact_data({"event": "tool.before", "mission": s.mission, "time": utc_now(),
                  "run_id": s.run_id, "role": s.role, "feature": s.feature_id, "tool": name,
-                 "input": args}
+                 "input": args})
         return hooks.vetoed(hooks.run_hooks(s.state, s.workdir, s.tool_hooks, event,
                                             s.hook_timeout))
 

@@ -15,13 +15,15 @@ from harness.run.notify import notify
 from harness.state import actions
 from harness.state import plan as plan_mod
 from harness.state.memory import utc_now
+from harness.state.redact import redact_data
 from harness.state.store import append_record, lock_path
 
 
 def emit(paths: Paths, mission: MissionConfig, event: str, **fields: Any) -> None:
-    """Fire `event` with `fields` (None values left out): hooks first, then notifications."""
-    payload = {"event": event, "mission": mission_name(mission, paths.state), "time": utc_now(),
-               **{k: v for k, v in fields.items() if v is not None}}
+    """Fire `event` with `fields` (None values left out, secrets redacted): hooks first, then
+    notifications."""
+    payload = redact_data({"event": event, "mission": mission_name(mission, paths.state),
+                           "time": utc_now(), **{k: v for k, v in fields.items() if v is not None}})
     try:
         commands = mission.hooks.get(event, [])  # type: ignore[call-overload]
         if commands:
