@@ -63,6 +63,26 @@ class CuratorConfig(Strict):
     questions: int = Field(default=20, ge=0, le=200)
 
 
+# what a hook or a notification may be for (docs/hooks.md); tool.before is a hook's alone
+EVENTS = ("run.finished", "feature.done", "feature.failed", "feature.blocked", "merge.waiting",
+          "budget.exhausted", "mission.done", "lesson.promoted")
+Event = Literal["run.finished", "feature.done", "feature.failed", "feature.blocked",
+                "merge.waiting", "budget.exhausted", "mission.done", "lesson.promoted"]
+HookEvent = Literal[Event, "tool.before"]
+
+
+class NotifyConfig(Strict):
+    """`notify:` apprise URLs (more in HARNESS_NOTIFY_URLS) and the events they are told."""
+
+    urls: list[str] = Field(default_factory=list)
+    events: list[Event] = Field(default_factory=lambda: [
+        "feature.done", "feature.failed", "feature.blocked", "merge.waiting",
+        "budget.exhausted", "mission.done"])
+    # one message per feature and event within this long; what else happened, in a digest
+    quiet_minutes: float = Field(default=360, ge=0)
+    digest_minutes: float = Field(default=60, gt=0)
+
+
 class MissionConfig(Strict):
     """`<state>/config.yaml`."""
 
@@ -88,6 +108,18 @@ class MissionConfig(Strict):
     # Whether worker runs commit their changes (harness/run/commits.py); false: no commits,
     # and no git needed (a detached HEAD, no repository or no git is then no error)
     commit: bool = True
+    # event -> shell commands given the event as JSON on stdin (harness/agent/hooks.py)
+    hooks: dict[HookEvent, list[str]] = Field(default_factory=dict)
+    hook_timeout: float = Field(default=30, gt=0)  # seconds, per command
+    notify: NotifyConfig = Field(default_factory=NotifyConfig)
+
+    @field_validator("hooks", mode="before")
+    @classmethod
+    def _one_command(cls, hooks: Any) -> Any:
+        """`event: command` is `event: [command]`."""
+        if isinstance(hooks, dict):
+            return {k: [v] if isinstance(v, str) else v for k, v in hooks.items()}
+        return hooks
 
 
 # the tools a role may name (harness/agent/tools.py's TOOL_SPECS; a test keeps them equal)

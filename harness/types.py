@@ -95,6 +95,9 @@ class Session:
     check_budget: Callable[[float], None]  # raises BudgetError when the mission budget is spent
     options: dict[str, Any] = field(default_factory=dict)  # backend-specific, from the role YAML
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
+    mission: str = ""  # its name, as hooks are told it
+    tool_hooks: list[str] = field(default_factory=list)  # `tool.before` hooks: may refuse a call
+    hook_timeout: float = 30.0
 
 
 @dataclass

@@ -22,7 +22,7 @@ def test_show_tells_the_run_as_text(invoke, state: Path) -> None:
     run_id = scripted_run(invoke)
     out = invoke("show", run_id).output
     lines = out.splitlines()
-    assert lines[0] == f"{run_id}  worker F-004  finished  exit 0 (in_progress)"
+    assert lines[0] == f"{run_id}  worker F-004  finished  exit 0 (awaits validation)"
     assert "prompt.md: " in out and "sections" in out and "  You are a worker" in out
     assert "turn 1\n  Looking at <b>the</b> output first.\n  > bash: $ printf" in out
     assert "  > bash: $ seq 1 200\n    1\n    2\n" in out

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.agent import sandbox
+from harness.agent import hooks, sandbox
 from harness.agent.editor import Editor
 from harness.agent.env import agent_env
 from harness.agent.shell import Shell
 from harness.errors import BusyError, UsageError
 from harness.state import actions, memory
+from harness.state.memory import utc_now
+from harness.state.redact import redact_data
 from harness.types import Session, ToolResult
 
 FEATURE_SCHEMA = {
@@ -29,6 +31,8 @@ FEATURE_SCHEMA = {
     },
     "required": ["id", "title", "description", "acceptance_criteria"],
 }
+
+GUARDED = ("bash", "str_replace_based_edit_tool")  # the calls a `tool.before` hook may refuse
 
 TOOL_SPECS: dict[str, dict[str, Any]] = {
     "bash": {"type": "bash_20250124", "name": "bash"},
@@ -142,10 +146,24 @@ class ToolBox:
                               f"{', '.join(self.session.tools)}", True)
         if not isinstance(args, dict):
             return ToolResult(f"{name} takes a JSON object of arguments", True)
+        refused = self._refused(name, args)
+        if refused:
+            return ToolResult(refused, True)
         try:
             return getattr(self, f"_{name}")(args)
         except UsageError as e:
             return ToolResult(str(e), True)
+
+    def _refused(self, name: str, args: dict[str, Any]) -> str | None:
+        """Why a `tool.before` hook refused this call of the shell or the editor, if one did."""
+        s = self.session
+        if not s.tool_hooks or name not in GUARDED:
+            return None
+        event = redact_data({"event": "tool.before", "mission": s.mission, "time": utc_now(),
+                 "run_id": s.run_id, "role": s.role, "feature": s.feature_id, "tool": name,
+                 "input": args})
+        return hooks.vetoed(hooks.run_hooks(s.state, s.workdir, s.tool_hooks, event,
+                                            s.hook_timeout))
 
     def _bash(self, args: dict[str, Any]) -> ToolResult:
         if args.get("restart"):

@@ -13,9 +13,10 @@ from typing import Any
 import click
 
 from harness.cli.demo import demo
-from harness.cli.look import reconstruct, report, runs, show, status
+from harness.cli.look import reconstruct, report, runs, show, status, summary
 from harness.cli.options import GLOBAL_OPTIONS, accept_global_options, paths_of
 from harness.cli.plans import export, import_
+from harness.cli.steer import answer, guide
 from harness.cli.unattended import cron, loop
 from harness.errors import USAGE, HarnessError, UsageError, file_error
 from harness.paths import check_state
@@ -258,7 +259,7 @@ def doctor(ctx: click.Context, backend: str | None, preset: str | None,
 
 
 for _command in (status, runs, show, report, reconstruct, import_, export, demo, loop,
-                 cron):
+                 cron, answer, guide, summary):
     cli.add_command(_command)
 for _command in cli.commands.values():
     accept_global_options(_command)

@@ -1,4 +1,4 @@
-"""The commands that look at the mission and its records: status, runs, show, report,
+"""The commands that look at the mission and its records: status, runs, show, report, summary,
 reconstruct."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def runs(ctx: click.Context, limit: int, feature: str | None, role: str | None,
         code = "-" if r.exit_code is None else r.exit_code
         click.echo(f"{r.started_at or '?':<20} {r.run_id:<36} {format_duration(r.seconds):>7} "
                    f"{r.turns:>5} {format_tokens(r.tokens):>7} {r.cost_text:>8} "
-                   f"{code:>4}  {r.result}")
+                   f"{code:>4}  {r.result}" + (f": {r.reason}" if failed and r.reason else ""))
     if len(rows) > len(shown):
         click.echo(f"({len(rows) - len(shown)} earlier runs not shown; -n to show more)")
 
@@ -129,3 +129,18 @@ def reconstruct(ctx: click.Context, run_id: str, check: bool, templates_dir: str
         click.echo(f"{run_id}: prompt rebuilt, sha256 {digest} matches")
         return
     sys.stdout.write(text)
+
+
+@click.command()
+@click.option("--since", "span", default="12h", show_default=True, metavar="SPAN",
+              help="How far back: 30m, 12h, 2d.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def summary(ctx: click.Context, span: str, as_json: bool) -> None:
+    """What happened: features done, failed, blocked; spend; commits; runs that erred."""
+    from harness.ops.summary import collect, format_summary, parse_since
+
+    paths = paths_of(ctx)
+    seconds = parse_since(span)
+    data = collect(check_state(paths.state), paths.workdir, seconds)
+    click.echo(json.dumps(data, indent=2) if as_json else format_summary(data, span))

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness.ops.summary import commit_stat
+from harness.state import steering
 from harness.state.actions import read_verdict
 from harness.state.memory import estimate_tokens
 from harness.state.run_summary import format_duration, format_tokens, summarize
@@ -98,6 +100,14 @@ def footer(state: Path, manifest: dict[str, Any]) -> list[str]:
     out.append(f"tokens: input {s.input_tokens:,}, output {s.output_tokens:,}, cache read "
                f"{s.cache_read_tokens:,}, cache write {s.cache_write_tokens:,}")
     out.append(f"cost: {s.cost_text}")
+    if manifest.get("commit"):
+        subject, stat = commit_stat(Path(manifest.get("workdir") or "."), manifest["commit"])
+        out.append(f"commit: {manifest['commit']} {subject}".rstrip())
+        out += [f"  {line}" for line in stat]
+    if s.feature.startswith("F-"):
+        guidance = steering.current(state, s.feature)["guidance"]
+        out += [f"guidance on {s.feature} now: {n}. {clip(g, 300)}"
+                for n, g in enumerate(guidance, 1)]
     folder = runs_dir(state) / s.run_id
     out += [f"{name}: {folder / name}" for name in ("prompt.md", "transcript.jsonl",
                                                      "verdict.json") if (folder / name).exists()]

@@ -30,6 +30,7 @@ from harness.curator.judge import Judgments, about_identity
 from harness.curator.promotion import Promotion
 from harness.errors import DONE, UsageError
 from harness.paths import Paths, check_state
+from harness.run.events import emit
 from harness.run.lifecycle import call_and_close
 from harness.run.outcome import Interrupted, Judged, judge_error, outcome_fields
 from harness.run.prepare import Prepared, prepare
@@ -77,11 +78,17 @@ def _run_curator(paths: Paths, dry_run: bool) -> CuratorReport:
     config = load_mission_config(state)
     if config.curator.mode == "model" and not dry_run:
         load_env_files(state)  # cron reads no profile: keys may live in env files
-        return ModelCuration(paths, config).run()
-    report = curate(state, paths.identity, mission_name(config, state), settings_for(config),
-                    dry_run=dry_run)
+        report = ModelCuration(paths, config).run()
+    else:
+        report = curate(state, paths.identity, mission_name(config, state),
+                        settings_for(config), dry_run=dry_run)
+        if not dry_run:
+            ledger.append_progress(state, "curator", None, "-", "done", 0, 0.0)
     if not dry_run:
-        ledger.append_progress(state, "curator", None, "-", "done", 0, 0.0)
+        for promotion in report.promoted:
+            emit(paths, config, "lesson.promoted", role=promotion.role, kind=promotion.kind,
+                 lesson=promotion.text, reason=promotion.line,
+                 identity=str(paths.identity / f"{promotion.role}.md"))
     return report
 
 

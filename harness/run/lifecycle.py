@@ -11,9 +11,10 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.backends import load_backend
-from harness.config import run_caps
+from harness.config import mission_name, run_caps
 from harness.errors import BACKEND, BackendError, BudgetError, HarnessError
 from harness.paths import Paths
+from harness.run.events import after_run
 from harness.run.outcome import Interrupted, Judged, judge_error, outcome_fields
 from harness.run.prepare import Prepared, sandbox_policy
 from harness.state import ledger
@@ -74,10 +75,12 @@ def close_run(paths: Paths, prepared: Prepared, outcome: Outcome | None,
                                        record.run_id, judged.result, judged.exit_code, cost),
         lambda: record.finish("interrupted" if interrupted else "finished", judged.exit_code,
                               cost_usd=None if cost is None else round(cost, 6),
-                              **{"result": judged.result, **unknown, **judged.fields}))
+                              **{"result": judged.result, "message": judged.message,
+                                 **unknown, **judged.fields}))
     if unwritten:  # its manifest may say "started": with no live process, status says interrupted
         return RunResult(BACKEND, record.run_id, f"{record.run_id}: {judged.message}; and "
                          f"{unwritten[0]}, so its records are not finished")
+    after_run(paths, prepared, judged, cost)
     return RunResult(judged.exit_code, record.run_id, f"{record.run_id}: {judged.message}")
 
 
@@ -126,7 +129,8 @@ def make_session(paths: Paths, prepared: Prepared) -> Session:
         workdir=paths.workdir, state=paths.state, home=paths.home, model=cfg.model,
         caps=run_caps(cfg.caps, mission), tools=list(cfg.tools), prices=mission.prices,
         record=record.record, check_budget=check_budget, options=dict(cfg.options),
-        sandbox=sandbox_policy(cfg, paths),
+        sandbox=sandbox_policy(cfg, paths), mission=mission_name(mission, paths.state),
+        tool_hooks=list(mission.hooks.get("tool.before", [])), hook_timeout=mission.hook_timeout,
     )
 
 

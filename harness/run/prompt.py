@@ -23,6 +23,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from harness.agent.treefile import Refused, TreeFile
 from harness.config import PromptCaps
 from harness.errors import UsageError
+from harness.state import steering
 from harness.state.memory import long_note_titles, tail_entries
 from harness.state.plan import Feature
 from harness.state.reading import parse_json, parse_json_line, read_object
@@ -84,6 +85,7 @@ class Sources:
     summary: str = ""
     long_notes: list[dict[str, str]] = field(default_factory=list)
     ledger: list[str] = field(default_factory=list)
+    steering: dict[str, Any] = field(default_factory=dict)  # a person's guidance and answers
     progress: list[str] = field(default_factory=list)
     raw: list[str] = field(default_factory=list)
     spec: str | None = None
@@ -107,7 +109,7 @@ def read_sources(role: str, feature_id: str | None, state: Path, workdir: Path,
         project_docs=docs,
         summary=read_start(state / "summary.md", caps.summary_chars) or "",
         long_notes=long_note_titles(state, caps.note_titles),
-        ledger=ledger,
+        ledger=ledger, steering=steering.current(state, feature_id) if feature_id else {},
         progress=read_tail(state / "progress.log", caps.progress_lines),
         raw=tail_entries(state, caps.raw_entries),
         spec=read_in_tree(state, "spec.md", caps.spec_chars) if role == "planner" else None,
@@ -152,10 +154,13 @@ def plan_view(plan: list[Feature], current: str | None, limit: int) -> dict[str,
 
 
 def ledger_view(lines: list[str], limit: int) -> list[dict[str, Any]]:
-    """Ledger verdicts, oldest first; a line that is not JSON is shown as its text."""
+    """Ledger verdicts, oldest first (a person's steering apart); a line that is not JSON is
+    shown as its text."""
     out = []
     for line in lines:
         record = parse_json_line(line) or {"verdict": "?", "reason": line}
+        if record.get("verdict") in steering.KINDS:  # shown in their own block
+            continue
         record["reason"] = cap_text(str(record.get("reason", "")), limit // max(len(lines), 1))
         out.append(record)
     return out
@@ -183,6 +188,7 @@ def build_context(*, role: str, feature: Feature | None, plan: list[Feature], so
         "long_notes": sources.long_notes,
         "feature": feature_view(feature, caps.feature_chars),
         "ledger": ledger_view(sources.ledger, caps.ledger_chars),
+        **steering.prompt_view(sources.steering, caps.ledger_chars),
         "progress": sources.progress,
         "raw": raw_text.splitlines() if raw_text else [],
         "spec": cap_text(sources.spec, caps.spec_chars) if sources.spec is not None else None,

@@ -118,10 +118,15 @@ def before_call(paths: Paths, role: str, claimed: Claim, mission: MissionConfig,
 
 
 def check_budget_left(paths: Paths, mission: MissionConfig) -> None:
-    """BudgetError (exit 4) when the mission's budget is already spent; UsageError (exit 2)
-    when its spend record is damaged, before a run could add to it."""
+    """BudgetError (exit 4) when the mission's budget is already spent (the event
+    `budget.exhausted` fired); UsageError (exit 2) when its spend record is damaged, before
+    a run could add to it."""
     spent = ledger.spent(paths.state)
     if mission.budget_usd is not None and spent >= mission.budget_usd:
-        raise BudgetError(f"mission budget ${mission.budget_usd:.2f} is spent")
+        from harness.run.events import emit
+
+        error = BudgetError(f"mission budget ${mission.budget_usd:.2f} is spent")
+        emit(paths, mission, "budget.exhausted", reason=str(error), exit_code=error.exit_code)
+        raise error
 
 

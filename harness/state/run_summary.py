@@ -13,6 +13,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 DONE_STATUSES = ("finished", "dry-run")
+# a result as people read it: a finished worker run is not still running
+RESULT_WORDS = {"in_progress": "awaits validation"}
 STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", re.ASCII)
 
 
@@ -52,6 +54,7 @@ class RunSummary:
     result: str
     detail: str
     cost_unknown: bool = False  # the price table did not know the model
+    reason: str = ""  # what the harness said of how it ended (a fail's reason, an error)
 
     @property
     def cost_text(self) -> str:
@@ -86,6 +89,8 @@ def summarize(manifest: dict[str, Any]) -> RunSummary:
     usage = manifest.get("usage") if isinstance(manifest.get("usage"), dict) else {}
     start, end = parse_time(manifest.get("started_at")), parse_time(manifest.get("finished_at"))
     code = manifest.get("exit_code")
+    result = str(manifest.get("result") or manifest.get("outcome") or manifest.get("status")
+                 or "?")
     try:
         cost = float(manifest.get("cost_usd") or 0.0)
     except (TypeError, ValueError):
@@ -104,10 +109,11 @@ def summarize(manifest: dict[str, Any]) -> RunSummary:
         cache_write_tokens=_int(usage.get("cache_creation_input_tokens")),
         cost_usd=cost,
         exit_code=code if isinstance(code, int) else None,
-        result=str(manifest.get("result") or manifest.get("outcome") or manifest.get("status")
-                   or "?"),
+        result=RESULT_WORDS.get(result, result),
         detail=" ".join(str(manifest.get("error") or manifest.get("detail") or "").split()),
         cost_unknown=bool(manifest.get("cost_unknown")),
+        reason=" ".join(str(manifest.get("message") or manifest.get("blocked_reason")
+                            or manifest.get("error") or manifest.get("detail") or "").split()),
     )
 
 

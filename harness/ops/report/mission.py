@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from harness.state import steering
 from harness.state.ledger import ledger_path
 from harness.state.plan import Feature, load_plan
 from harness.state.run_summary import RunSummary
@@ -53,7 +54,9 @@ def plan_board(state: Path, rows: list[RunSummary]) -> dict[str, list[dict[str, 
 
 
 def card(state: Path, feature: Feature, runs: list[str]) -> dict[str, Any]:
-    return {**feature.model_dump(), "verdicts": read_ledger(state, feature.id), "runs": runs}
+    verdicts = read_ledger(state, feature.id)
+    return {**feature.model_dump(), "verdicts": verdicts, "runs": runs,
+            "guidance": steering.fold(verdicts)["guidance"]}
 
 
 def read_text(path: Path) -> str | None:

@@ -1,0 +1,113 @@
+"""Notifications through apprise (ntfy, Slack, Telegram, email, JSON and form webhooks...).
+
+Rate-limited, with the state on disk (`<state>/notify.json`): one message per feature and
+event within `notify.quiet_minutes`; what is held back meanwhile goes out in one digest at
+most every `notify.digest_minutes`, with the next event that comes. A loop failing all
+night sends a message per feature and a digest an hour, not thousands. Never raises.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.config import NotifyConfig
+from harness.errors import UsageError
+from harness.state.envfile import env_files, read_env_file
+from harness.state.memory import utc_now
+from harness.state.store import append_record, hold_lock, lock_path, write_json
+
+URLS_VAR = "HARNESS_NOTIFY_URLS"  # space- or comma-separated apprise URLs
+HELD_MAX = 200  # held-back events kept for the digest; more are counted
+
+
+def notify_urls(state: Path, config: NotifyConfig) -> list[str]:
+    """The config's URLs, then those of HARNESS_NOTIFY_URLS (environment, else env files)."""
+    extra = os.environ.get(URLS_VAR, "")
+    for path in reversed(env_files(state)):  # the state's file over the user's
+        if extra:
+            break
+        try:
+            extra = read_env_file(path).get(URLS_VAR, "")
+        except UsageError:
+            continue
+    return [*config.urls, *extra.replace(",", " ").split()]
+
+
+def notify(state: Path, config: NotifyConfig, event: dict[str, Any]) -> None:
+    """Tell the person about `event` if the config asks for it and the rate limit allows."""
+    if event["event"] not in config.events:
+        return
+    urls = notify_urls(state, config)
+    if not urls:
+        return
+    messages = _due(state, config, event)
+    for title, body in messages:
+        _send(state, urls, title, body)
+
+
+def message(event: dict[str, Any]) -> tuple[str, str]:
+    """A title and body for one event."""
+    feature = event.get("feature")
+    title = f"[{event.get('mission')}] {event['event']}" + (f" {feature}" if feature else "")
+    lines = [str(event[key]) for key in ("title", "reason") if event.get(key)]
+    if event.get("needs"):
+        lines.append(f"Needs: {event['needs']}")
+        lines.append(f"Answer with: run.sh answer {feature} 'YOUR ANSWER'")
+    lines += [f"{key}: {event[key]}" for key in ("run_id", "cost", "commit") if event.get(key)]
+    return title, "\n".join(lines) or event["event"]
+
+
+def _due(state: Path, config: NotifyConfig, event: dict[str, Any]) -> list[tuple[str, str]]:
+    """The messages to send now; the rate limit's state updated under its lock."""
+    path, now = state / "notify.json", time.time()
+    key = f"{event['event']} {event.get('feature') or '-'}"
+    with hold_lock(lock_path(state, "notify")):
+        try:
+            limits = json.loads(path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            limits = {}
+        sent, held = limits.setdefault("sent", {}), limits.setdefault("held", [])
+        limits.setdefault("digest_at", now)
+        out = []
+        if now - sent.get(key, -1e12) >= config.quiet_minutes * 60:
+            sent[key] = now
+            out.append(message(event))
+        else:
+            held.append(f"{event.get('time', utc_now())} {key}: {event.get('reason', '')}"[:300])
+            limits["dropped"] = limits.get("dropped", 0) + max(0, len(held) - HELD_MAX)
+            del held[:-HELD_MAX]
+        if held and now - limits["digest_at"] >= config.digest_minutes * 60:
+            out.append(_digest(event.get("mission"), held, limits.pop("dropped", 0)))
+            limits["held"], limits["digest_at"] = [], now
+        write_json(path, limits)
+    return out
+
+
+def _digest(mission: Any, held: list[str], dropped: int) -> tuple[str, str]:
+    more = [f"... and {dropped} more"] if dropped else []
+    return (f"[{mission}] digest: {len(held) + dropped} more events",
+            "\n".join([*held[-30:], *more]))
+
+
+def _send(state: Path, urls: list[str], title: str, body: str) -> None:
+    try:
+        import apprise  # imported here: a run without notifications never pays for it
+
+        logging.getLogger("apprise").setLevel(logging.CRITICAL)
+        sender = apprise.Apprise()
+        for url in urls:
+            sender.add(url)
+        ok = bool(sender.notify(title=title, body=body))
+        said = "sent" if ok else "not sent (a service refused or could not be reached)"
+    except Exception as e:  # never the run's failure
+        said = f"not sent: {type(e).__name__}: {e}"
+    try:
+        append_record(state / "hooks.log", f"{utc_now()} notify {title!r}: {said}\n",
+                      lock_path(state, "hooks"))
+    except OSError:
+        pass

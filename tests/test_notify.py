@@ -1,0 +1,120 @@
+"""Notifications through apprise, to a real HTTP server on 127.0.0.1 (json:// and form://),
+rate-limited on disk: a loop failing all night sends one message per feature and event and
+a digest, not thousands."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs
+
+import pytest
+from conftest import run_sh
+
+from harness.config import NotifyConfig
+from harness.run.notify import notify
+
+BLOCKED = ("- tools: [{name: finish, input: {summary: stuck, status: blocked, "
+           "needs: 'which database should the JSON go to?'}}]\n")
+
+
+class Sink:
+    """A web server on 127.0.0.1 keeping what was posted to it."""
+
+    def __init__(self) -> None:
+        self.posts: list[tuple[str, str, str]] = []  # path, content type, body
+        sink = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                sink.posts.append((self.path, self.headers.get("Content-Type", ""),
+                                   body.decode()))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def url(self, scheme: str, path: str = "notify") -> str:
+        return f"{scheme}://127.0.0.1:{self.port}/{path}"
+
+    def json_messages(self) -> list[dict]:
+        return [json.loads(body) for _, kind, body in self.posts if "json" in kind]
+
+
+@pytest.fixture(name="sink")
+def sink_fixture() -> Iterator[Sink]:
+    sink = Sink()
+    yield sink
+    sink.server.shutdown()
+
+
+def blocked_worker(project: Path, tmp_path: Path) -> None:
+    script = tmp_path / "blocked.yaml"
+    script.write_text(BLOCKED)
+    result = run_sh("worker", "F-004", "--backend", "scripted", "--script", str(script),
+                    cwd=project)
+    assert result.returncode == 7, result.stderr
+
+
+def test_a_blocked_features_question_reaches_a_json_webhook(project: Path, tmp_path: Path,
+                                                            sink: Sink) -> None:
+    with (project / ".harness" / "config.yaml").open("a") as config:
+        config.write(f"notify:\n  urls: ['{sink.url('json')}']\n")
+    blocked_worker(project, tmp_path)
+    (message,) = sink.json_messages()  # run.finished is not among the default events
+    assert message["title"] == "[textstats] feature.blocked F-004"
+    assert "Needs: which database should the JSON go to?" in message["message"]
+    assert "run.sh answer F-004" in message["message"]
+    assert "notify '[textstats] feature.blocked F-004': sent" in (
+        project / ".harness" / "hooks.log").read_text()
+
+
+def test_urls_from_the_state_env_file_reach_a_form_webhook(project: Path, tmp_path: Path,
+                                                          sink: Sink) -> None:
+    env = project / ".harness" / "env"
+    env.write_text(f"HARNESS_NOTIFY_URLS={sink.url('form', 'hook')}\n")
+    env.chmod(0o600)
+    blocked_worker(project, tmp_path)
+    ((path, kind, body),) = sink.posts
+    form = parse_qs(body)
+    assert path == "/hook" and "form" in kind
+    assert form["title"] == ["[textstats] feature.blocked F-004"]
+    assert "which database" in form["message"][0]
+
+
+def test_a_loop_failing_all_night_sends_one_message_and_a_digest(tmp_path: Path,
+                                                                 sink: Sink) -> None:
+    config = NotifyConfig(urls=[sink.url("json")], events=["feature.failed"])
+    failed = {"event": "feature.failed", "mission": "m", "feature": "F-001", "reason": "red"}
+    for _ in range(100):
+        notify(tmp_path, config, failed)
+    notify(tmp_path, config, {**failed, "feature": "F-002"})
+    notify(tmp_path, config, {**failed, "event": "run.finished"})  # not asked for
+    assert [m["title"] for m in sink.json_messages()] == ["[m] feature.failed F-001",
+                                                          "[m] feature.failed F-002"]
+    limits = json.loads((tmp_path / "notify.json").read_text())
+    assert len(limits["held"]) == 99
+    limits["digest_at"] = time.time() - 3601  # an hour on
+    (tmp_path / "notify.json").write_text(json.dumps(limits))
+    notify(tmp_path, config, failed)
+    digest = sink.json_messages()[-1]
+    assert len(sink.posts) == 3 and digest["title"] == "[m] digest: 100 more events"
+    assert "feature.failed F-001: red" in digest["message"]
+
+
+def test_an_unreachable_service_is_logged_and_never_fails_the_run(project: Path,
+                                                                  tmp_path: Path) -> None:
+    with (project / ".harness" / "config.yaml").open("a") as config:
+        config.write("notify:\n  urls: ['json://127.0.0.1:9/nothing']\n")
+    blocked_worker(project, tmp_path)
+    assert "not sent" in (project / ".harness" / "hooks.log").read_text()
