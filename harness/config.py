@@ -74,6 +74,19 @@ class MissionConfig(Strict):
     # Whether worker runs commit their changes (harness/run/commits.py); false: no commits,
     # and no git needed (a detached HEAD, no repository or no git is then no error)
     commit: bool = True
+    # project files (AGENTS.md, CLAUDE.md) that keep a managed block of every role's
+    # promoted lessons, rewritten after each curator pass (harness/run/export.py)
+    identity_export: list[str] = Field(default_factory=list)
+
+    @field_validator("identity_export")
+    @classmethod
+    def _in_project(cls, names: list[str]) -> list[str]:
+        for name in names:
+            parts = Path(name).parts
+            if not parts or Path(name).is_absolute() or ".." in parts:
+                raise ValueError(f"{name!r} must be a file name relative to the project, "
+                                 "e.g. AGENTS.md")
+        return names
 
 
 class RoleConfig(Strict):

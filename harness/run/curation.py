@@ -30,6 +30,7 @@ from harness.curator.judge import Judgments, about_identity
 from harness.curator.promotion import Promotion
 from harness.errors import DONE, UsageError
 from harness.paths import Paths, check_state
+from harness.run.export import export_identity
 from harness.run.lifecycle import call_and_close
 from harness.run.outcome import Interrupted, Judged, judge_error, outcome_fields
 from harness.run.prepare import Prepared, prepare
@@ -77,10 +78,14 @@ def _run_curator(paths: Paths, dry_run: bool) -> CuratorReport:
     config = load_mission_config(state)
     if config.curator.mode == "model" and not dry_run:
         load_env_files(state)  # cron reads no profile: keys may live in env files
-        return ModelCuration(paths, config).run()
-    report = curate(state, paths.identity, mission_name(config, state), settings_for(config),
-                    dry_run=dry_run)
+        report = ModelCuration(paths, config).run()
+    else:
+        report = curate(state, paths.identity, mission_name(config, state),
+                        settings_for(config), dry_run=dry_run)
     if not dry_run:
+        report.changes += export_identity(paths.workdir, paths.identity,
+                                          config.identity_export)
+    if not dry_run and config.curator.mode != "model":
         ledger.append_progress(state, "curator", None, "-", "done", 0, 0.0)
     return report
 

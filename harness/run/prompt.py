@@ -23,6 +23,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from harness.agent.treefile import Refused, TreeFile
 from harness.config import PromptCaps
 from harness.errors import UsageError
+from harness.run.export import identity_beside, without_block
 from harness.state.memory import long_note_titles, tail_entries
 from harness.state.plan import Feature
 from harness.state.store import get_object, read_head, read_tail
@@ -96,13 +97,14 @@ def read_sources(role: str, feature_id: str | None, state: Path, workdir: Path,
     docs = []
     for name in (d for d in PROJECT_DOCS if d not in skip_docs):
         text = read_in_tree(workdir, name, caps.project_docs_chars)
-        if text is not None:
-            docs.append({"name": name, "text": cap_text(text, caps.project_docs_chars)})
+        if text is not None and ((shown := without_block(text)) == text or shown.strip()):
+            docs.append({"name": name, "text": cap_text(shown, caps.project_docs_chars)})
     ledger = []
     if feature_id:
         ledger = read_tail(state / "ledger" / f"{feature_id}.jsonl", caps.ledger_entries)
     return Sources(
-        identity=read_start(identity_dir / f"{role}.md", caps.identity_chars) or "",
+        identity=identity_beside(read_start(identity_dir / f"{role}.md", caps.identity_chars)
+                                 or "", workdir, skip_docs),
         project_docs=docs,
         summary=read_start(state / "summary.md", caps.summary_chars) or "",
         long_notes=long_note_titles(state, caps.note_titles),
