@@ -15,7 +15,7 @@ import click
 
 from harness.cli.look import reconstruct, report, runs, show, status
 from harness.cli.options import GLOBAL_OPTIONS, accept_global_options, paths_of
-from harness.cli.plans import export, import_
+from harness.cli.plans import export, import_, import_notes
 from harness.errors import TASK_FAILED, HarnessError, UsageError
 from harness.paths import check_state
 
@@ -273,7 +273,7 @@ def cron(ctx: click.Context, roles: tuple[str, ...]) -> None:
     click.echo(crontab(paths, roles))
 
 
-for _command in (status, runs, show, report, reconstruct, import_, export):
+for _command in (status, runs, show, report, reconstruct, import_, export, import_notes):
     cli.add_command(_command)
 for _command in cli.commands.values():
     accept_global_options(_command)
