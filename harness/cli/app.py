@@ -19,6 +19,8 @@ from harness.cli.plans import export, import_, import_notes
 from harness.errors import TASK_FAILED, HarnessError, UsageError
 from harness.paths import check_state
 
+PRESETS = click.Choice(["claude", "codex", "gemini", "opencode", "generic"])  # cli_presets
+
 
 class HarnessGroup(click.Group):
     """Turns HarnessError into `run.sh: message` on stderr and the error's exit code."""
@@ -68,7 +70,7 @@ def _role_command(role: str, doc: str) -> click.Command:
     @click.option("--dry-run", is_flag=True, help="Render and record the prompt; call no model.")
     @click.option("--backend", type=click.Choice(["anthropic", "openai", "command", "scripted"]),
                   help="Override the role's backend.")
-    @click.option("--preset", type=click.Choice(["claude", "codex", "generic"]),
+    @click.option("--preset", type=PRESETS,
                   help="With --backend command: which agent CLI.")
     @click.option("--command", "command_line", metavar="CMD",
                   help="With --backend command: the command line to run.")
@@ -243,7 +245,7 @@ def demo(base: str | None) -> None:
 @cli.command()
 @click.option("--backend", type=click.Choice(["anthropic", "openai", "command", "scripted"]),
               help="Check this backend for every role instead of the configured ones.")
-@click.option("--preset", type=click.Choice(["claude", "codex", "generic"]))
+@click.option("--preset", type=PRESETS)
 @click.option("--command", "command_line", metavar="CMD")
 @click.option("--script", type=click.Path(dir_okay=False))
 @click.option("--no-cron", is_flag=True, help="Skip the check under a cron-like environment.")
