@@ -23,11 +23,12 @@ from harness.types import FINISHED
 def test_gemini_argv_is_headless_yolo_with_a_gemini_model():
     argv, preset = build_argv({"preset": "gemini"}, "gemini-2.5-pro", 12)
     assert argv == ["gemini", "--output-format", "stream-json", "-m", "gemini-2.5-pro",
-                    "--approval-mode", "yolo"]
+                    "--approval-mode", "yolo", "--skip-trust"]
     assert preset.parser == "gemini"
     argv, _ = build_argv({"preset": "gemini", "approval_mode": "auto_edit"},
                          "claude-sonnet-4-5", None)
-    assert argv == ["gemini", "--output-format", "stream-json", "--approval-mode", "auto_edit"]
+    assert argv == ["gemini", "--output-format", "stream-json", "--approval-mode", "auto_edit",
+                    "--skip-trust"]
     assert docs_read_by("command", {"preset": "gemini"}) == ("GEMINI.md",)
 
 

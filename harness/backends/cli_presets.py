@@ -149,8 +149,10 @@ def build_argv(options: dict[str, Any], model: str, turns: int | None,
         return argv + extra, preset
     if name == "gemini":
         argv += ["-m", model] if model else []
-        # headless, nobody approves a tool call: yolo lets edits and shell commands go ahead
-        argv += ["--approval-mode", str(options.get("approval_mode", "yolo"))]
+        # headless, nobody approves a tool call: yolo lets edits and shell commands go ahead;
+        # in a folder the person never trusted it would be turned back to asking, so the
+        # run trusts the working directory the harness chose (--skip-trust)
+        argv += ["--approval-mode", str(options.get("approval_mode", "yolo")), "--skip-trust"]
         return argv + extra, preset
     if name == "opencode":
         return argv + (["-m", model] if model else []) + extra, preset
