@@ -7,13 +7,13 @@ and the key (or line, for YAML syntax errors).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from harness.errors import UsageError
-from harness.types import Caps
+from harness.types import MAX_SECONDS, Caps
 
 ROLES = ("planner", "worker", "validator", "curator")
 
@@ -25,23 +25,33 @@ class Strict(BaseModel):
 IDENTITY_CHARS = 4000  # identity/<role>.md: the curator keeps it within what prompts show
 
 
+def _chars(default: int) -> Any:
+    """A prompt block's cap in characters: at least 1, so a block is never silently dropped."""
+    return Field(default=default, ge=1, le=10_000_000)
+
+
+def _count(default: int) -> Any:
+    """A prompt block's cap in lines or entries: 0 shows none of them."""
+    return Field(default=default, ge=0, le=100_000)
+
+
 class PromptCaps(Strict):
     """Hard caps per prompt block: characters, lines or entries as named."""
 
-    identity_chars: int = IDENTITY_CHARS  # the whole file shows; the curator keeps it within
-    project_docs_chars: int = 6000  # AGENTS.md and CLAUDE.md, each
-    plan_chars: int = 6000
-    summary_chars: int = 4000
-    note_titles: int = 10  # the newest; the list fills up early and then stays this long
-    feature_chars: int = 4000
-    ledger_entries: int = 5
-    ledger_chars: int = 3000
-    progress_lines: int = 30
-    raw_entries: int = 20
-    raw_chars: int = 6000
-    spec_chars: int = 12000
-    verify_chars: int = 4000
-    diff_chars: int = 12000
+    identity_chars: int = _chars(IDENTITY_CHARS)  # the whole file shows; the curator keeps it
+    project_docs_chars: int = _chars(6000)  # AGENTS.md and CLAUDE.md, each
+    plan_chars: int = _chars(6000)
+    summary_chars: int = _chars(4000)
+    note_titles: int = _count(10)  # the newest; the list fills up early and then stays this long
+    feature_chars: int = _chars(4000)
+    ledger_entries: int = _count(5)
+    ledger_chars: int = _chars(3000)
+    progress_lines: int = _count(30)
+    raw_entries: int = _count(20)
+    raw_chars: int = _chars(6000)
+    spec_chars: int = _chars(12000)
+    verify_chars: int = _chars(4000)
+    diff_chars: int = _chars(12000)
 
 
 class CuratorConfig(Strict):
@@ -57,11 +67,13 @@ class MissionConfig(Strict):
     """`<state>/config.yaml`."""
 
     mission: str | None = None  # name for cross-mission promotion; default: project folder
-    budget_usd: float | None = None  # mission-wide dollar budget
-    max_attempts: int = Field(default=3, ge=1)
-    stuck_after: int = Field(default=3, ge=1)
+    budget_usd: float | None = Field(default=None, ge=0, le=1e9)  # mission-wide dollar budget
+    max_attempts: int = Field(default=3, ge=1, le=1_000_000)
+    stuck_after: int = Field(default=3, ge=1, le=1_000_000)
     prompt: PromptCaps = Field(default_factory=PromptCaps)
-    prices: dict[str, dict[str, float]] = Field(default_factory=dict)
+    # model -> $ per million tokens by usage field
+    prices: dict[str, dict[str, Annotated[float, Field(ge=0, le=1e6)]]] = Field(
+        default_factory=dict)
     curator: CuratorConfig = Field(default_factory=CuratorConfig)
     # shared: one worker or validating run per working tree; worktrees: one git worktree
     # per feature, merged into base_branch on a pass (DESIGN.md, Workspaces)
@@ -89,6 +101,14 @@ class MissionConfig(Strict):
         return names
 
 
+# the tools a role may name (harness/agent/tools.py's TOOL_SPECS; a test keeps them equal)
+TOOLS = ("bash", "str_replace_based_edit_tool", "note", "verdict", "plan", "curation", "finish")
+# `options` the harness reads as numbers: their ranges (seconds, or a count of retries)
+NUMERIC_OPTIONS = {"verify_timeout": (0.1, MAX_SECONDS), "timeout": (0.1, MAX_SECONDS),
+                   "kill_grace": (0, 3600), "max_retries": (0, 100)}
+WHOLE_OPTIONS = ("max_retries",)
+
+
 class RoleConfig(Strict):
     """`roles/<role>.yaml`: which template, backend, model, tools and caps a role runs with."""
 
@@ -104,6 +124,30 @@ class RoleConfig(Strict):
     sandbox: Literal["none", "bwrap"] | None = None
     sandbox_paths: dict[str, Literal["ro", "rw"]] = Field(default_factory=dict)
     sandbox_network: bool | None = None
+
+    @field_validator("tools")
+    @classmethod
+    def _known_tools(cls, tools: list[str]) -> list[str]:
+        unknown = [t for t in tools if t not in TOOLS]
+        if unknown:
+            raise ValueError(f"unknown tool(s) {', '.join(map(repr, unknown))}; known: "
+                             f"{', '.join(TOOLS)}")
+        return tools
+
+    @field_validator("options")
+    @classmethod
+    def _numbers_in_range(cls, options: dict[str, Any]) -> dict[str, Any]:
+        for key, (low, high) in NUMERIC_OPTIONS.items():
+            value = options.get(key)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError(f"{key}: expected a number, found {value!r}")
+            if not low <= value <= high:
+                raise ValueError(f"{key}: {value!r} is out of range; give {low} to {high}")
+            if key in WHOLE_OPTIONS and value != int(value):
+                raise ValueError(f"{key}: expected a whole number, found {value!r}")
+        return options
 
     @field_validator("sandbox_paths")
     @classmethod
@@ -124,10 +168,19 @@ def with_mission_sandbox(role: RoleConfig, mission: MissionConfig) -> RoleConfig
 
 
 def _load_yaml(path: Path) -> Any:
+    """The YAML in `path`; any damage (not UTF-8, a folder, too deep) is a UsageError."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise UsageError(f"{path}: file not found") from None
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read it: {e.strerror or e}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise UsageError(f"{path} line {line}: not UTF-8 text (byte "
+                         f"0x{data[e.start]:02x}); save it as UTF-8") from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as e:
@@ -135,6 +188,10 @@ def _load_yaml(path: Path) -> Any:
         where = f" line {mark.line + 1}" if mark else ""
         problem = getattr(e, "problem", None) or str(e)
         raise UsageError(f"{path}{where}: invalid YAML: {problem}") from None
+    except RecursionError:
+        raise UsageError(f"{path}: YAML nested too deeply to read") from None
+    except ValueError as e:  # a number past Python's 4,300 digits
+        raise UsageError(f"{path}: {e}") from None
 
 
 def _validate(model: type[Strict], data: Any, path: Path) -> Any:
@@ -143,7 +200,9 @@ def _validate(model: type[Strict], data: Any, path: Path) -> Any:
     except ValidationError as e:
         err = e.errors()[0]
         key = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        raise UsageError(f"{path}: key '{key}': {err['msg']}") from None
+        found = "" if err["type"] == "extra_forbidden" else f" (found {err['input']!r:.60})"
+        msg = err["msg"].removeprefix("Value error, ")
+        raise UsageError(f"{path}: key '{key}': {msg}{found}") from None
 
 
 def load_mission_config(state: Path) -> MissionConfig:

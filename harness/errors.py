@@ -59,3 +59,12 @@ class SandboxError(HarnessError):
     """The role asks for a sandbox this machine cannot give: nothing ran unsandboxed."""
 
     exit_code = USAGE
+
+
+def file_error(error: OSError) -> str | None:
+    """One line for an OSError about a named file (a folder that is read-only, a file where
+    a folder should be), for exit 2; None when it names no file and is a bug to report."""
+    if error.filename is None:
+        return None
+    where = f"{error.filename}" + (f" -> {error.filename2}" if error.filename2 else "")
+    return f"{where}: {error.strerror or error}; fix or move it, then try again"

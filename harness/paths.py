@@ -44,3 +44,12 @@ def check_state(state: Path) -> Path:
     if not os.access(state, os.W_OK | os.X_OK):
         raise UsageError(f"state directory {state} is not writable")
     return state
+
+
+def check_identity(identity: Path) -> Path:
+    """`identity` if it is a folder or not there yet (the curator makes it); else a
+    UsageError: a file there would stop every mission sharing it."""
+    if identity.exists() and not identity.is_dir():
+        raise UsageError(f"identity folder {identity} is a file; move it away, or set "
+                         "HARNESS_IDENTITY_DIR to a folder")
+    return identity

@@ -12,6 +12,10 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+# The longest any timeout or wall-clock cap may be (30 days): past it, a number is a typo,
+# and an infinite one would overflow the clocks it is added to.
+MAX_SECONDS = 30 * 24 * 3600
+
 # Outcome.status values
 FINISHED = "finished"  # the agent ended its turn or called `finish`
 CAPPED = "capped"  # a turn, token, time or dollar cap stopped the run
@@ -23,16 +27,18 @@ class Caps(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    turns: int | None = 50
-    max_tokens: int = 8192  # output tokens per model call
-    wall_seconds: float | None = 1800
-    dollars: float | None = None  # per run
-    bash_timeout: float = 120  # per bash command
-    output_chars: int = 20000  # per tool result, then a visible truncation marker
+    turns: int | None = Field(default=50, ge=1, le=100_000)
+    max_tokens: int = Field(default=8192, ge=1, le=1_000_000)  # output tokens per model call
+    wall_seconds: float | None = Field(default=1800, gt=0, le=MAX_SECONDS)
+    dollars: float | None = Field(default=None, ge=0, le=1_000_000)  # per run
+    bash_timeout: float = Field(default=120, gt=0, le=MAX_SECONDS)  # per bash command
+    # per tool result, then a visible truncation marker
+    output_chars: int = Field(default=20000, ge=100, le=100_000_000)
     # The conversation's size before a call, in tokens; past it, old tool results are
     # cleared. Well under the models' 200k-token window: the estimate of new results is rough.
-    context_tokens: int | None = Field(default=120_000, ge=1000)
-    thinking_tokens: int | None = Field(default=None, ge=1024)  # extended thinking per call
+    context_tokens: int | None = Field(default=120_000, ge=1000, le=100_000_000)
+    # extended thinking per call
+    thinking_tokens: int | None = Field(default=None, ge=1024, le=1_000_000)
 
     @model_validator(mode="after")
     def _thinking_within_max_tokens(self) -> Caps:

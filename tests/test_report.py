@@ -131,10 +131,11 @@ def test_a_run_of_unknown_cost_shows_unknown_not_zero(state: Path, tmp_path: Pat
     manifest = state / "runs" / run_id / "manifest.json"
     data = json.loads(manifest.read_text())
     manifest.write_text(json.dumps({**data, "cost_usd": None, "cost_unknown": True}))
-    write_report(state, state.parent / "identity", tmp_path)
-    run_page = (tmp_path / "runs" / f"{run_id}.html").read_text()
+    out = tmp_path / "report"  # tmp_path holds the project: no report may be written there
+    write_report(state, state.parent / "identity", out)
+    run_page = (out / "runs" / f"{run_id}.html").read_text()
     assert "<td colspan=\"3\">unknown</td>" in run_page
-    assert ">unknown</td>" in (tmp_path / "runs" / "page-1.html").read_text()
+    assert ">unknown</td>" in (out / "runs" / "page-1.html").read_text()
 
 
 def test_report_of_a_missing_state_is_a_usage_error(tmp_path: Path) -> None:
@@ -148,7 +149,7 @@ def test_unreadable_manifest_gets_a_page_and_counts_as_failed(state: Path, tmp_p
     (folder / "manifest.json").write_text("{broken")
     written = write_report(state, tmp_path / "identity", tmp_path / "out")
     page = (tmp_path / "out" / "runs" / "1800000000-worker-F-001.html").read_text()
-    assert written.runs == 1 and "unreadable" in page and "line 1" in page
+    assert written.runs == 1 and "damaged" in page and "line 1" in page
 
 
 def test_chart_buckets_cost_and_runs_per_hour_then_per_day() -> None:

@@ -19,6 +19,9 @@ def test_works_from_any_directory_and_through_a_symlink(tmp_path: Path, project:
 
 
 def test_note_fast_path_takes_identity_from_the_environment(project: Path, state: Path) -> None:
+    from harness.state.runs import start_run
+
+    start_run(state, "9-validator-F-003", {"role": "validator", "feature": "F-003"})  # live
     env = {"HARNESS_ROLE": "validator", "FEATURE_ID": "F-003",
            "HARNESS_RUN_ID": "9-validator-F-003"}
     result = run_sh("note", "GOTCHA", "ties need a sort key", cwd=project, env=env)

@@ -16,14 +16,15 @@ import click
 from harness.cli.look import reconstruct, report, runs, show, status
 from harness.cli.options import GLOBAL_OPTIONS, accept_global_options, paths_of
 from harness.cli.plans import export, import_, import_notes
-from harness.errors import TASK_FAILED, HarnessError, UsageError
+from harness.errors import TASK_FAILED, USAGE, HarnessError, UsageError, file_error
 from harness.paths import check_state
 
 PRESETS = click.Choice(["claude", "codex", "gemini", "opencode", "generic"])  # cli_presets
 
 
 class HarnessGroup(click.Group):
-    """Turns HarnessError into `run.sh: message` on stderr and the error's exit code."""
+    """Turns HarnessError into `run.sh: message` on stderr and the error's exit code, and an
+    OSError on a named file into exit 2 naming it."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -31,6 +32,12 @@ class HarnessGroup(click.Group):
         except HarnessError as e:
             click.echo(f"run.sh: {e}", err=True)
             ctx.exit(e.exit_code)
+        except OSError as e:  # a file the harness cannot read or write: say which
+            message = file_error(e)
+            if message is None:
+                raise
+            click.echo(f"run.sh: {message}", err=True)
+            ctx.exit(USAGE)
 
 
 @click.group(cls=HarnessGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -206,13 +213,15 @@ def unblock(ctx: click.Context, feature_id: str) -> None:
 
 
 @cli.command()
-@click.argument("file", type=click.File("r"))
+@click.argument("file", type=click.File("rb"))
 @click.pass_context
 def plan(ctx: click.Context, file) -> None:
     """Propose a plan (a JSON list of features, or - for stdin); validated, then merged."""
     from harness.state.actions import submit_plan
+    from harness.state.reading import decode
 
-    merged = submit_plan(check_state(paths_of(ctx).state), file.read(), source=file.name)
+    state, source = check_state(paths_of(ctx).state), getattr(file, "name", "<stdin>")
+    merged = submit_plan(state, decode(file.read(), source), source=source)
     click.echo(f"plan saved: {len(merged)} features")
 
 

@@ -28,8 +28,16 @@ def main() -> None:
     i = subcommand_index(argv)
     if i is not None and argv[i] == "note":
         from harness.cli.note import note_main
+        from harness.errors import USAGE, file_error
 
-        sys.exit(note_main(argv[:i] + argv[i + 1 :]))
+        try:
+            sys.exit(note_main(argv[:i] + argv[i + 1 :]))
+        except OSError as e:  # a file the note cannot be written to: say which
+            message = file_error(e)
+            if message is None:
+                raise
+            print(f"run.sh note: {message}", file=sys.stderr)
+            sys.exit(USAGE)
     from harness.agent.reaper import reaping
     from harness.cli.app import cli
 

@@ -71,8 +71,10 @@ def show(ctx: click.Context, run_id: str, as_json: bool, as_prompt: bool) -> Non
     if as_json:
         click.echo(json.dumps(manifest, indent=2, ensure_ascii=False))
     elif as_prompt:
+        from harness.state.reading import read_text
+
         try:
-            sys.stdout.write((runs_dir(state) / run_id / "prompt.md").read_text(encoding="utf-8"))
+            sys.stdout.write(read_text(runs_dir(state) / run_id / "prompt.md"))
         except FileNotFoundError:
             raise UsageError(f"run {run_id} has no prompt.md") from None
     else:

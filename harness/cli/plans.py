@@ -13,14 +13,16 @@ from harness.paths import check_state
 
 
 @click.command(name="import")
-@click.argument("file", type=click.File("r"))
+@click.argument("file", type=click.File("rb"))
 @click.pass_context
 def import_(ctx: click.Context, file) -> None:
     """Bring in a Ralph plan (prd.json, or - for stdin): its stories become features."""
     from harness.state.ralph import import_prd
+    from harness.state.reading import decode
 
-    plan, new = import_prd(check_state(paths_of(ctx).state), file.read(), source=file.name)
-    click.echo(f"plan saved: {len(plan)} features, {new} new from {file.name}")
+    state, source = check_state(paths_of(ctx).state), getattr(file, "name", "<stdin>")
+    plan, new = import_prd(state, decode(file.read(), source), source=source)
+    click.echo(f"plan saved: {len(plan)} features, {new} new from {source}")
 
 
 @click.command()

@@ -22,7 +22,7 @@ from harness.curator.identity import IdentityIndex
 from harness.curator.promotion import Promotion
 from harness.curator.scan import HEAD_BYTES
 from harness.errors import UsageError
-from harness.state import memory
+from harness.state import memory, reading
 from harness.state.store import atomic_write, hold_lock, read_head, sha256, write_json
 
 FORMAT_VERSION = 1
@@ -143,9 +143,10 @@ def read_json(path: Path) -> dict:
 
 
 def read_text(path: Path) -> str:
-    """The file's text, or '' when it does not exist."""
+    """The file's text, or '' when it does not exist; UsageError naming a damaged one (not
+    UTF-8, a folder): the curator rewrites these files and must not guess at their bytes."""
     try:
-        return path.read_text(encoding="utf-8")
+        return reading.read_text(path)
     except FileNotFoundError:
         return ""
 

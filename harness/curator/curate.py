@@ -63,11 +63,12 @@ from harness.curator.commit import (
     read_json,
     write_journal,
 )
-from harness.curator.identity import bound_identity
+from harness.curator.identity import bound_identity, check_role_files
 from harness.curator.judge import Judgments, about_identity
 from harness.curator.planning import Planner
 from harness.curator.settings import CuratorReport, CuratorSettings, Refine
 from harness.errors import UsageError
+from harness.paths import check_identity
 from harness.state import memory
 from harness.state.locks import hold_dir_lock, hold_lock, lock_path
 
@@ -87,7 +88,8 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
     question budgets; its questions are in the report (see `judge`). Answers recorded by
     earlier passes are read in any case.
     """
-    paths = CuratorPaths(Path(state), Path(identity_dir))
+    paths = CuratorPaths(Path(state), check_identity(Path(identity_dir)))
+    check_role_files(paths.identity)
     today = (now or memory.utc_now())[:10]
     report = CuratorReport(dry_run=dry_run)
     lock = hold_lock(lock_path(paths.state, "curator"), wait=False, what="the curator")

@@ -20,6 +20,7 @@ from pathlib import Path
 from harness.curator.judge import Judgments
 from harness.curator.matching import LessonIndex
 from harness.curator.text import normalize
+from harness.state import reading
 from harness.state.store import atomic_write
 
 ARCHIVE = "archive"
@@ -131,6 +132,13 @@ def bound_role_file(identity: Path, role: str, bound: int) -> int:
 def bound_identity(identity: Path, bound: int) -> int:
     """`bound_role_file` for every role file; how many lines moved in all."""
     return sum(bound_role_file(identity, p.stem, bound) for p in sorted(identity.glob("*.md")))
+
+
+def check_role_files(identity: Path) -> None:
+    """UsageError naming the first `<identity>/<role>.md` that is not UTF-8 text (or is a
+    folder): checked before a pass, so a damaged one stops it with nothing changed."""
+    for path in sorted(identity.glob("*.md")) if identity.is_dir() else []:
+        reading.read_text(path)
 
 
 def _archived(archive: Path, wanted: set[int], chars: int) -> set[int]:

@@ -28,6 +28,13 @@ def crontab(paths: Paths, roles: tuple[str, ...] = ()) -> str:
     for role in roles or DEFAULT_ROLES:
         command = [role, TARGETS[role]] if role in TARGETS else [role]
         log = shlex.quote(str(state / f"cron-{role}.log"))
-        lines.append(f"{SCHEDULES[role]} cd {shlex.quote(str(paths.workdir))} && {run_sh} "
-                     f"--state {shlex.quote(str(state))} {shlex.join(command)} >> {log} 2>&1")
+        line = (f"cd {shlex.quote(str(paths.workdir))} && {run_sh} --state "
+                f"{shlex.quote(str(state))} {shlex.join(command)} >> {log} 2>&1")
+        lines.append(f"{SCHEDULES[role]} {cron_escape(line)}")
     return "\n".join(lines)
+
+
+def cron_escape(command: str) -> str:
+    """`command` as a crontab line's command: cron ends the command at an unescaped `%` (the
+    rest becomes its standard input) and turns `\\%` back into `%` before the shell sees it."""
+    return command.replace("%", "\\%")

@@ -74,10 +74,11 @@ def _current_branch(project: Path) -> str | None:
 def _git_ignore(project: Path) -> bool:
     """Add `.harness/` to the project's .gitignore; True if it is (now) ignored."""
     ignore = project / ".gitignore"
-    lines = ignore.read_text().splitlines() if ignore.exists() else []
-    if not any(line.strip() in (".harness", ".harness/", "/.harness", "/.harness/")
+    # bytes: a .gitignore in another encoding is kept exactly as it is
+    lines = ignore.read_bytes().splitlines() if ignore.exists() else []
+    if not any(line.strip() in (b".harness", b".harness/", b"/.harness", b"/.harness/")
                for line in lines):
-        atomic_write(ignore, "\n".join([*lines, ".harness/"]) + "\n")
+        atomic_write(ignore, b"\n".join([*lines, b".harness/"]) + b"\n")
     return True
 
 

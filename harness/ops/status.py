@@ -8,7 +8,7 @@ from typing import Any
 from harness.ops.worktrees import recent_merges, worktree_rows
 from harness.state.memory import parse_entry, raw_path
 from harness.state.plan import load_plan
-from harness.state.runs import list_runs, run_progress
+from harness.state.runs import DAMAGED, list_runs, run_progress
 from harness.state.store import count_lines
 
 STATUSES = ("pending", "in_progress", "done", "failed", "blocked")
@@ -66,6 +66,7 @@ def collect_status(state: Path, workdir: Path | None = None) -> dict[str, Any]:
         "progress": {r["run_id"]: run_progress(state, r["run_id"])
                      for r in runs if r.get("status") == "started"},
         "interrupted": [r["run_id"] for r in runs if r.get("status") == "interrupted"],
+        "damaged": {r["run_id"]: r["detail"] for r in runs if r.get("status") == DAMAGED},
         "runs": len(runs),
         "spent_usd": round(sum(float(r.get("cost_usd") or 0) for r in runs), 6),
         "last_runs": [{k: r.get(k) for k in ("run_id", "status", "exit_code")}
@@ -105,6 +106,8 @@ def format_status(report: dict[str, Any]) -> str:
         lines.append(f"  running: {run_id}{_so_far(report['progress'].get(run_id))}")
     for run_id in report["interrupted"]:
         lines.append(f"  interrupted: {run_id}")
+    for run_id, detail in report["damaged"].items():
+        lines.append(f"  damaged: {run_id}: {detail}")
     for row in report["worktrees"]:
         lines.append(f"  worktree {row['branch']} ({row['feature_status']}): {row['state']}"
                      + (f"\n    fix: {row['fix']}" if row["fix"] else ""))

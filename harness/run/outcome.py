@@ -5,7 +5,6 @@ commits the worker's changes and blocks a stuck feature. What it decides comes b
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +15,7 @@ from harness.run.merge import MERGED, WAITING, VerifySpec, land
 from harness.run.prepare import FEATURE_ROLES, Prepared, sandbox_policy
 from harness.state import actions, ledger
 from harness.state import plan as plan_mod
+from harness.state.reading import parse_json_line
 from harness.state.runs import recent_runs
 from harness.state.store import read_tail
 from harness.types import CAPPED, FINISHED, Outcome
@@ -113,7 +113,7 @@ def _block_reason(paths: Paths, role: str, prepared: Prepared,
             return f"stuck: the last {n} worker runs changed nothing in the working tree"
     if role == "validator" and fields.get("result") == "fail":
         lines = read_tail(ledger.ledger_path(paths.state, feature.id), n)
-        verdicts = [json.loads(line) for line in lines if line.startswith("{")]
+        verdicts = [v for v in map(parse_json_line, lines) if v is not None]
         same = stuck.repeated_failure(verdicts, n)
         if same:
             return f"stuck: the same validator failure {n} times in a row: {same}"
@@ -147,6 +147,9 @@ def _apply_verdict(paths: Paths, prepared: Prepared, outcome: Outcome) -> tuple[
     if given is None:
         cap = f" ({outcome.detail})" if outcome.status == CAPPED and outcome.detail else ""
         given = {"verdict": "fail", "reason": f"the validator gave no verdict{cap}"}
+    elif given["verdict"] == "damaged":
+        given = {"verdict": "fail", "reason": f"the validator's verdict is damaged: "
+                                              f"{given['reason']}"}
     verdict, reason = given["verdict"], given["reason"]
     if verdict == "pass" and verify and verify["exit_code"] != 0:
         verdict = "fail"

@@ -26,7 +26,8 @@ from harness.errors import UsageError
 from harness.run.export import identity_beside, without_block
 from harness.state.memory import long_note_titles, tail_entries
 from harness.state.plan import Feature
-from harness.state.store import get_object, read_head, read_tail
+from harness.state.reading import parse_json, parse_json_line, read_object
+from harness.state.store import read_head, read_tail
 
 PROJECT_DOCS = ("AGENTS.md", "CLAUDE.md")
 
@@ -156,12 +157,7 @@ def ledger_view(lines: list[str], limit: int) -> list[dict[str, Any]]:
     """Ledger verdicts, oldest first; a line that is not JSON is shown as its text."""
     out = []
     for line in lines:
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            record = {"verdict": "?", "reason": line}
-        if not isinstance(record, dict):
-            record = {"verdict": "?", "reason": line}
+        record = parse_json_line(line) or {"verdict": "?", "reason": line}
         record["reason"] = cap_text(str(record.get("reason", "")), limit // max(len(lines), 1))
         out.append(record)
     return out
@@ -277,15 +273,20 @@ def template_dirs(state: Path, home: Path) -> list[Path]:
 
 def reconstruct(state: Path, manifest: dict[str, Any], templates: Path | None = None) -> str:
     """Re-render a recorded run from its stored objects (or `templates` first, then those)."""
+    run_id = manifest.get("run_id")
+    names, context_hash = manifest.get("templates"), manifest.get("context_sha256")
+    if not isinstance(names, dict) or not context_hash or not manifest.get("template"):
+        raise UsageError(f"run {run_id}: its manifest names no recorded template and context "
+                         "(keys template, templates, context_sha256); it cannot be rebuilt")
     try:
-        recorded = {n: get_object(state, h).decode() for n, h in manifest["templates"].items()}
-        context_json = get_object(state, manifest["context_sha256"]).decode()
+        recorded = {n: read_object(state, h) for n, h in names.items()}
+        context_json = read_object(state, context_hash)
     except FileNotFoundError as e:
-        raise UsageError(
-            f"run {manifest.get('run_id')}: stored object missing: {e.filename}"
-        ) from None
-    except KeyError as e:
-        raise UsageError(f"run {manifest.get('run_id')}: manifest lacks key {e}") from None
+        raise UsageError(f"run {run_id}: stored object missing: {e.filename}") from None
+    context = parse_json(context_json, f"run {run_id}: stored context")
+    if not isinstance(context, dict):
+        raise UsageError(f"run {run_id}: stored context {manifest['context_sha256']} is not "
+                         "a JSON object; the object store is damaged")
     loader = RecordingLoader([templates] if templates else [], fallback=recorded)
     return render(manifest["template"], context_json, loader).text
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from harness.config import MissionConfig, RoleConfig, load_mission_config
 from harness.errors import BudgetError
-from harness.paths import Paths, check_state
+from harness.paths import Paths, check_identity, check_state
 from harness.run import commits
 from harness.run.claim import Claim, claim
 from harness.run.prepare import (
@@ -33,6 +33,7 @@ def run_role(paths: Paths, role: str, target: str | None, *, dry_run: bool = Fal
              sandbox: str | None = None) -> RunResult:
     """One run of `role` on `target` (FEATURE_ID, `next`, or None), exit code per DESIGN.md."""
     check_state(paths.state)
+    check_identity(paths.identity)
     mission = load_mission_config(paths.state)
     plan = plan_mod.load_plan(paths.state)
     if role in FEATURE_ROLES and not dry_run:
@@ -117,8 +118,10 @@ def before_call(paths: Paths, role: str, claimed: Claim, mission: MissionConfig,
 
 
 def check_budget_left(paths: Paths, mission: MissionConfig) -> None:
-    """BudgetError (exit 4) when the mission's budget is already spent."""
-    if mission.budget_usd is not None and ledger.spent(paths.state) >= mission.budget_usd:
+    """BudgetError (exit 4) when the mission's budget is already spent; UsageError (exit 2)
+    when its spend record is damaged, before a run could add to it."""
+    spent = ledger.spent(paths.state)
+    if mission.budget_usd is not None and spent >= mission.budget_usd:
         raise BudgetError(f"mission budget ${mission.budget_usd:.2f} is spent")
 
 

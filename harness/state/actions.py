@@ -9,8 +9,9 @@ from pathlib import Path
 
 from harness.errors import UsageError
 from harness.state import plan as plan_mod
+from harness.state.reading import read_json_object
 from harness.state.redact import redact
-from harness.state.runs import check_run_id
+from harness.state.runs import check_run_id, load_manifest
 from harness.state.store import write_record
 
 VERDICTS = ("pass", "fail")
@@ -26,11 +27,7 @@ def record_verdict(state: Path, run_id: str, verdict: str, reason: str) -> dict:
         raise UsageError(f"verdict must be 'pass' or 'fail', not {verdict!r}")
     if not reason.strip():
         raise UsageError("a verdict needs a reason")
-    run_dir = state / "runs" / check_run_id(run_id)
-    try:
-        manifest = json.loads((run_dir / "manifest.json").read_text())
-    except (FileNotFoundError, NotADirectoryError):
-        raise UsageError(f"no run {run_id} under {state / 'runs'}") from None
+    manifest = load_manifest(state, run_id)
     if manifest.get("role") != "validator":
         raise UsageError(f"run {run_id} is a {manifest.get('role')} run; only validators "
                          "give verdicts")
@@ -40,11 +37,19 @@ def record_verdict(state: Path, run_id: str, verdict: str, reason: str) -> dict:
 
 
 def read_verdict(state: Path, run_id: str) -> dict | None:
-    """The verdict recorded for a run, if any."""
+    """The verdict recorded for a run, if any; a damaged verdict.json reads as the verdict
+    `damaged`, its reason saying what is wrong (a validator's damaged verdict fails)."""
+    path = verdict_path(state, run_id)
     try:
-        return json.loads(verdict_path(state, run_id).read_text())
-    except FileNotFoundError:
+        record = read_json_object(path)
+    except UsageError as e:
+        return {"verdict": "damaged", "reason": str(e)}
+    if record is None:
         return None
+    if record.get("verdict") not in VERDICTS or not isinstance(record.get("reason"), str):
+        return {"verdict": "damaged", "reason": f"{path}: expected a verdict (pass or fail) "
+                                                "and a reason"}
+    return record
 
 
 def _run_dir(state: Path, run_id: str) -> Path:
@@ -65,10 +70,14 @@ def request_block(state: Path, run_id: str, reason: str) -> dict:
 
 def read_block(state: Path, run_id: str) -> str | None:
     """The reason a run asked to block its feature, if it did."""
+    path = state / "runs" / run_id / "blocked.json"
     try:
-        return json.loads((state / "runs" / run_id / "blocked.json").read_text())["reason"]
-    except FileNotFoundError:
+        record = read_json_object(path)
+    except UsageError as e:
+        return f"(the reason is unreadable: {e})"
+    if record is None:
         return None
+    return str(record.get("reason") or f"(no reason in {path})")
 
 
 def block_feature(state: Path, feature_id: str, reason: str) -> plan_mod.Feature:
@@ -115,9 +124,9 @@ def read_curation(state: Path, run_id: str) -> dict | None:
     """The rewrite a curator run answered with, if any: summary, memory, promotions and
     same."""
     try:
-        return json.loads((state / "runs" / run_id / "curation.json").read_text())
-    except FileNotFoundError:
-        return None
+        return read_json_object(state / "runs" / run_id / "curation.json")
+    except UsageError:
+        return None  # damaged: the run gave no answer the curator can check
 
 
 def submit_plan(state: Path, proposal: object, source: str = "proposal") -> list[plan_mod.Feature]:

@@ -8,7 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness.errors import UsageError
 from harness.state.memory import utc_now
+from harness.state.reading import read_json_object
 from harness.state.store import append_record, hold_lock, lock_path, write_json
 
 
@@ -47,11 +49,20 @@ def merges_path(state: Path) -> Path:
 
 
 def spent(state: Path) -> float:
-    """Dollars spent by all finished runs of the mission."""
+    """Dollars spent by all finished runs of the mission; UsageError when spend.json is
+    damaged (the budget cannot be checked against it)."""
+    path = state / "spend.json"
     try:
-        return float(json.loads((state / "spend.json").read_text())["usd"])
-    except FileNotFoundError:
+        record = read_json_object(path)
+    except UsageError as e:
+        raise UsageError(f"{e}; it holds the mission's spend, {{\"usd\": DOLLARS}}: repair "
+                         "it from progress.log's costs") from None
+    if record is None:
         return 0.0
+    usd = record.get("usd")
+    if isinstance(usd, bool) or not isinstance(usd, int | float) or not 0 <= usd < 1e12:
+        raise UsageError(f"{path}: key 'usd': expected the dollars spent, found {usd!r:.40}")
+    return float(usd)
 
 
 def add_spend(state: Path, usd: float) -> float:

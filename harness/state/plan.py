@@ -6,7 +6,6 @@ read-modify-write through which the harness changes a feature.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from harness import names
 from harness.errors import UsageError
+from harness.state.reading import parse_json, read_text
 from harness.state.store import hold_lock, lock_path, write_json
 
 ID_PATTERN = names.FEATURE_ID  # fullmatch: F- and 3 to 9 ASCII digits
@@ -97,22 +97,16 @@ def validate_plan(data: object, source: str) -> list[Feature]:
 
 def parse_plan(text: str, source: str) -> list[Feature]:
     """Features from JSON text; a syntax error names the line and column."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UsageError(f"{source} line {e.lineno} column {e.colno}: {e.msg}") from None
-    return validate_plan(data, source)
+    return validate_plan(parse_json(text, source), source)
 
 
 def load_plan(state: Path) -> list[Feature]:
     """The validated plan; a missing file is an empty plan."""
     path = plan_path(state)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except FileNotFoundError:
         return []
-    except UnicodeDecodeError as e:
-        raise UsageError(f"{path}: not UTF-8 text ({e.reason})") from None
     if not text.strip():
         raise UsageError(f"{path}: empty file (an empty plan is [])")
     return parse_plan(text, str(path))

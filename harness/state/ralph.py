@@ -9,12 +9,12 @@ appended to the description. The result is validated and merged like a planner's
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from harness.errors import UsageError
 from harness.state import plan as plan_mod
+from harness.state.reading import parse_json
 
 STORY_KEYS = {"id": str, "title": str, "description": str, "acceptanceCriteria": list,
               "priority": int, "passes": bool, "notes": str}
@@ -43,10 +43,7 @@ def check_story(story: Any, n: int, source: str) -> dict[str, Any]:
 
 def read_stories(text: str, source: str) -> list[dict[str, Any]]:
     """The checked stories of a prd.json, in priority order."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UsageError(f"{source} line {e.lineno}: {e.msg}") from None
+    data = parse_json(text, source)
     if not isinstance(data, dict) or not isinstance(data.get("userStories"), list):
         raise UsageError(f"{source}: expected an object with a 'userStories' list")
     stories = [check_story(s, n, source) for n, s in enumerate(data["userStories"])]

@@ -17,9 +17,24 @@ from typing import Any
 from harness import FORMAT_VERSION, __version__, names
 from harness.errors import UsageError
 from harness.state.memory import utc_now
+from harness.state.reading import check_types, parse_json_line, read_json, type_name
 from harness.state.store import append_record, read_tail, write_record
 
 RUN_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+DAMAGED = "damaged"  # the status views give a run whose manifest they cannot read
+_TEXT, _COUNT, _MAYBE = (str,), (int,), (type(None),)
+# What the views and reconstruct read from a manifest, by type; null is taken for all but
+# the run's id and status (a scripted run has no model, an unpriced one no cost).
+MANIFEST_TYPES = {
+    "run_id": _TEXT, "status": _TEXT, "templates": (dict,) + _MAYBE,
+    **{key: _TEXT + _MAYBE for key in (
+        "role", "feature", "backend", "model", "template", "context_sha256", "prompt_sha256",
+        "started_at", "finished_at", "pid_start", "summary", "detail", "error", "result",
+        "outcome", "reset_at")},
+    **{key: _COUNT + _MAYBE for key in ("pid", "exit_code", "turns")},
+    **{key: (dict,) + _MAYBE for key in ("usage", "verify", "options", "role_config")},
+    "cost_usd": (int, float) + _MAYBE,
+}
 
 def runs_dir(state: Path) -> Path:
     return state / "runs"
@@ -53,7 +68,7 @@ def _alive(pid: int, started: str | None) -> bool:
         return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # OverflowError: no pid is that large
         return False
     except PermissionError:
         return True
@@ -121,27 +136,40 @@ def load_manifest(state: Path, run_id: str) -> dict[str, Any]:
     """The manifest of a run, with `status` shown as `interrupted` if its process is gone."""
     path = runs_dir(state) / check_run_id(run_id) / "manifest.json"
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        manifest = check_manifest(read_json(path), path, run_id)
     except FileNotFoundError:
         raise UsageError(f"no run {run_id} under {runs_dir(state)}") from None
-    except json.JSONDecodeError as e:
-        raise UsageError(f"{path} line {e.lineno}: {e.msg}") from None
     if manifest.get("status") == "started" and not _alive(
-        int(manifest.get("pid", 0)), manifest.get("pid_start")
+        manifest.get("pid") or 0, manifest.get("pid_start")
     ):
         manifest["status"] = "interrupted"
     return manifest
+
+
+def check_manifest(data: Any, path: Path, run_id: str) -> dict[str, Any]:
+    """`data` if it is a manifest the views can read (run id filled in from its folder);
+    else UsageError naming the file and the key."""
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: expected a JSON object, found {type_name(data)}")
+    check_types(data, MANIFEST_TYPES, path)
+    if data.setdefault("run_id", run_id) != run_id:
+        raise UsageError(f"{path}: key 'run_id': {data['run_id']!r} is not its folder's name")
+    if not all(isinstance(v, str) for v in (data.get("templates") or {}).values()):
+        raise UsageError(f"{path}: key 'templates': expected an object of hashes")
+    return data
+
+
+def damaged_run(run_id: str, error: UsageError) -> dict[str, Any]:
+    """What the views show of a run whose manifest cannot be read: marked damaged, and why."""
+    return {"run_id": run_id, "status": DAMAGED, "detail": str(error)}
 
 
 def run_progress(state: Path, run_id: str, lines: int = 50) -> dict[str, Any] | None:
     """The turns and cost so far that a run's newest events report (`so_far`), if any."""
     path = runs_dir(state) / check_run_id(run_id) / "transcript.jsonl"
     for line in reversed(read_tail(path, lines)):
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue  # the line being written
-        if isinstance(event, dict) and isinstance(event.get("so_far"), dict):
+        event = parse_json_line(line)  # None: the line being written, or a damaged one
+        if event is not None and isinstance(event.get("so_far"), dict):
             return event["so_far"]
     return None
 
@@ -158,7 +186,7 @@ def recent_runs(state: Path, role: str, feature: str | None, n: int) -> list[dic
             manifests.append(load_manifest(state, folder.name))
         except UsageError:
             continue
-    manifests.sort(key=lambda m: (m.get("started_at", ""), m["run_id"]))
+    manifests.sort(key=lambda m: (m.get("started_at") or "", m["run_id"]))
     return manifests[-n:]
 
 
@@ -172,7 +200,7 @@ def list_runs(state: Path) -> list[dict[str, Any]]:
         if (child / "manifest.json").is_file():
             try:
                 out.append(load_manifest(state, child.name))
-            except UsageError:
-                out.append({"run_id": child.name, "status": "unreadable"})
-    out.sort(key=lambda m: (m.get("started_at", ""), m["run_id"]))
+            except UsageError as e:
+                out.append(damaged_run(child.name, e))
+    out.sort(key=lambda m: (m.get("started_at") or "", m["run_id"]))
     return out

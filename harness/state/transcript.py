@@ -8,10 +8,11 @@ in the turn they came in, so nothing recorded is hidden.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from harness.state.reading import parse_json_line
 
 
 @dataclass
@@ -44,15 +45,11 @@ def read_events(path: Path) -> tuple[list[dict[str, Any]], int]:
     except FileNotFoundError:
         return [], 0
     for line in text.splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
+        event = parse_json_line(line)
+        if event is None:
             bad += 1
-            continue
-        if isinstance(event, dict):
-            events.append(event)
         else:
-            bad += 1
+            events.append(event)
     return events, bad
 
 

@@ -14,24 +14,30 @@ from harness.state.plan import Feature, load_plan
 from harness.state.run_summary import RunSummary
 
 STATUSES = ("pending", "in_progress", "blocked", "failed", "done")
+LEDGER_TEXT = ("time", "verdict", "reason", "run_id")  # what the board shows of a verdict
 PROVENANCE = re.compile(r"\s*(\[promoted [^\]]*\])\s*$")
 
 
 def read_ledger(state: Path, feature_id: str) -> list[dict[str, Any]]:
-    """A feature's verdicts, oldest first; lines that do not parse are skipped."""
+    """A feature's verdicts, oldest first, each with its time, verdict, reason and run as
+    text; a line that is not a JSON object shows as a `damaged` verdict naming the line."""
+    path = ledger_path(state, feature_id)
     try:
-        with open(ledger_path(state, feature_id), "rb") as f:
+        with open(path, "rb") as f:
             lines = f.read().splitlines()
-    except FileNotFoundError:
+    except (FileNotFoundError, IsADirectoryError):
         return []
     out = []
-    for line in lines:
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
         try:
             record = orjson.loads(line)  # the board reads a ledger per feature, 3,579 at 10k runs
         except orjson.JSONDecodeError:
-            continue
-        if isinstance(record, dict):
-            out.append(record)
+            record = None
+        if not isinstance(record, dict):
+            record = {"verdict": "damaged", "reason": f"{path} line {n} is not a JSON object"}
+        out.append({**record, **{k: str(record.get(k) or "") for k in LEDGER_TEXT}})
     return out
 
 

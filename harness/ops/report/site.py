@@ -30,7 +30,7 @@ from harness.ops.report.parallel import render_runs
 from harness.ops.report.run_page import run_context
 from harness.state.memory import utc_now
 from harness.state.run_summary import RunSummary, format_duration, format_tokens, summarize
-from harness.state.runs import load_manifest, runs_dir
+from harness.state.runs import damaged_run, load_manifest, runs_dir
 from harness.state.store import atomic_write
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -38,6 +38,14 @@ REPORT_FORMAT = 1  # bump when the code changes what a page shows: every page is
 PAGE_SIZE = 200  # runs per index page
 LATEST = 25  # runs on the mission page
 CACHE = ".report-cache.json"
+MARKER = ".harness-report"  # in a folder a report was written to: later reports may rewrite it
+_NUMBER, _COUNT = (int, float), (int,)
+ROW_TYPES = {**{k: (str,) for k in ("run_id", "role", "feature", "status", "started_at",
+                                    "result", "detail")},
+             **{k: _COUNT for k in ("turns", "input_tokens", "output_tokens",
+                                    "cache_read_tokens", "cache_write_tokens")},
+             "seconds": (*_NUMBER, type(None)), "cost_usd": _NUMBER,
+             "exit_code": (int, type(None)), "cost_unknown": (bool,)}  # a RunSummary's fields
 SOURCES = ("manifest.json", "prompt.md", "transcript.jsonl", "verdict.json")
 
 
@@ -74,6 +82,14 @@ def version() -> str:
     for path in sorted(TEMPLATES.iterdir()):
         h.update(path.name.encode() + path.read_bytes())
     return h.hexdigest()
+
+
+def _cached_run(entry: Any) -> bool:
+    """Whether a cache entry is one this code wrote: a stamp, and a row of a RunSummary."""
+    if not (isinstance(entry, dict) and isinstance(entry.get("stamp"), list)
+            and isinstance(entry.get("row"), dict) and entry["row"].keys() == ROW_TYPES.keys()):
+        return False
+    return all(isinstance(entry["row"][k], t) for k, t in ROW_TYPES.items())
 
 
 def stamp(folder: str) -> list[list[int]] | None:
@@ -114,7 +130,13 @@ class Site:
             cache = orjson.loads((self.out / CACHE).read_bytes())
         except (FileNotFoundError, orjson.JSONDecodeError):
             return {}
-        return cache if isinstance(cache, dict) and cache.get("version") == self.version else {}
+        if not isinstance(cache, dict) or cache.get("version") != self.version:
+            return {}
+        runs, pages = cache.get("runs"), cache.get("pages")
+        if not isinstance(runs, dict) or not isinstance(pages, dict) or not all(
+                _cached_run(entry) for entry in runs.values()):
+            return {}  # damaged: every page is made again
+        return cache
 
     def write_cache(self, entries: dict[str, Any]) -> None:
         # orjson: the cache of 10,000 runs is read and written on every report
@@ -175,7 +197,7 @@ class Site:
         try:
             manifest = load_manifest(self.state, run_id)
         except UsageError as e:
-            manifest = {"run_id": run_id, "status": "unreadable", "detail": str(e)}
+            manifest = damaged_run(run_id, e)
         summary = summarize(manifest)
         self.write(f"runs/{run_id}.html", "run.html.j2", "../",
                    **run_context(self.state, manifest, summary))
@@ -199,10 +221,27 @@ def write_run_index(site: Site, rows: list[RunSummary]) -> int:
     return pages
 
 
+def check_folder(out: Path) -> None:
+    """UsageError unless `out` is new, empty, or holds an earlier report (its marker, or the
+    cache of a report written before there was one): a person's files are never replaced."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{out} is a file; give --out a folder")
+    if out.is_dir() and not (out / MARKER).is_file() and not (out / CACHE).is_file():
+        found = sorted(os.listdir(out))
+        if found:
+            listed = ", ".join(found[:3]) + (", ..." if len(found) > 3 else "")
+            raise UsageError(f"{out} holds files no report of ours wrote ({listed}); give "
+                             "--out an empty or new folder, or one an earlier report wrote")
+
+
 def write_report(state: Path, identity: Path, out: Path) -> Written:
-    """Write (or bring up to date) the mission's report in `out`."""
-    out.mkdir(parents=True, exist_ok=True)
+    """Write (or bring up to date) the mission's report in `out` (see `check_folder`)."""
+    check_folder(out)
     site = Site(state, identity, out)
+    out.mkdir(parents=True, exist_ok=True)
+    if not (out / MARKER).is_file():
+        atomic_write(out / MARKER, "A report of autonomous-harness (run.sh report); the next "
+                                   "report rewrites the files in this folder.\n")
     rows, entries = site.runs()
     pages = write_run_index(site, rows)
     board = mission.plan_board(state, rows)
