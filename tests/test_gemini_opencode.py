@@ -88,6 +88,17 @@ def test_opencode_stream_gives_turns_usage_and_its_own_cost(tmp_path):
     assert out.model is None  # OpenCode's events do not say, and a role's command gets none
 
 
+def test_opencode_saying_zero_dollars_is_an_unknown_cost_unless_the_model_is_free():
+    from harness.backends.cli_streams import OpenCodeEvents
+
+    events = OpenCodeEvents()
+    events.feed({"type": "step_start"})
+    events.feed({"type": "step_finish", "part": {"cost": 0, "tokens": {"input": 10}}})
+    assert events.outcome("local/qwen", {}).cost_usd is None
+    free = {"local/qwen": {"input_tokens": 0.0, "output_tokens": 0.0}}
+    assert events.outcome("local/qwen", free).cost_usd == 0.0
+
+
 def test_opencode_failures_are_classified(tmp_path):
     with pytest.raises(UsageLimitReached) as limit:
         run(tmp_path, preset="opencode", command=fake("opencode.py", "rate_limit"))

@@ -102,3 +102,13 @@ def test_prompts_show_the_lessons_once(project: Path, state: Path,
         "template: worker.md.j2\nbackend: command\noptions: {preset: claude}\n")
     prompt, _ = dry_run(project)  # Claude Code reads CLAUDE.md, block and all, itself
     assert "run pytest -x first" not in prompt and "Be brief." not in prompt
+
+
+def test_a_huge_project_doc_is_left_alone(project: Path, state: Path, isolated_env: Path) -> None:
+    (isolated_env / "worker.md").write_text(PROMOTED)
+    huge = "x" * 4_000_001
+    (project / "AGENTS.md").write_text(huge)
+    export_to(state, "AGENTS.md")
+    result = run_sh("curator", cwd=project)
+    assert result.returncode == 0 and "over 4 MB" in result.stdout
+    assert (project / "AGENTS.md").read_text() == huge

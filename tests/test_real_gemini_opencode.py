@@ -72,6 +72,7 @@ def test_opencode_runs_a_command_notes_and_reads_agents_md_itself(opencode, proj
     manifest = last_manifest(project / ".harness")
     assert manifest["turns"] == 2 and manifest["usage"]["output_tokens"] == 70
     assert manifest["model"] == "fake/gpt-test"
+    assert manifest["cost_usd"] is None  # OpenCode says $0 for a model it cannot price
     prompt = (project / ".harness" / "runs" / manifest["run_id"] / "prompt.md").read_text()
     assert "Use tabs." not in prompt  # OpenCode reads AGENTS.md itself ...
     assert "Use tabs." in json.dumps(main_requests(fake)[0])  # ... and it did

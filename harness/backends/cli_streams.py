@@ -100,7 +100,6 @@ class OpenCodeEvents:
         self.failure: str | None = None
         self.code: int | None = None
         self.cost = 0.0  # what OpenCode says its steps cost
-        self.costed = False  # it said so at least once
 
     def feed(self, event: dict[str, Any]) -> bool:
         """Take one event; True when it started a turn or brought usage."""
@@ -118,7 +117,7 @@ class OpenCodeEvents:
                                  cache_creation_input_tokens=_int(cache.get("write")),
                                  cache_read_input_tokens=_int(cache.get("read"))))
             if isinstance(part.get("cost"), int | float):
-                self.cost, self.costed = self.cost + float(part["cost"]), True
+                self.cost += float(part["cost"])
             return True
         elif kind == "error":
             error = _dict(event.get("error"))
@@ -137,7 +136,9 @@ class OpenCodeEvents:
             return None
         if self.failure is not None:
             raise_for_failure(self.failure, self.code)
-        cost = self.cost if self.costed else known_cost(self.usage, model, prices)
+        # OpenCode says $0 for a model it has no price for: that is unknown, unless the
+        # mission's table says the model is free
+        cost = self.cost if self.cost > 0 else known_cost(self.usage, model, prices)
         return Outcome(FINISHED if self.failure is None else GAVE_UP, summary=self.summary,
                        usage=self.usage, cost_usd=cost, turns=self.turns,
                        detail=(self.failure or "")[:500])

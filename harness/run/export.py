@@ -25,6 +25,7 @@ from harness.state.store import atomic_write
 
 START = "<!-- autonomous-harness:identity start -->"
 END = "<!-- autonomous-harness:identity end -->"
+MAX_BYTES = 4_000_000  # a project doc bigger than this is no doc: left alone, unread
 HEADING = ("## Lessons from autonomous-harness\n\n"
            "Promoted by its curator from what its runs learned; this block is rewritten "
            "after each curator pass (edit outside it).\n")
@@ -119,8 +120,11 @@ def read_project_file(root: Path, name: str) -> str | None:
     except FileNotFoundError:
         return None
     with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             raise Refused(f"{name} is not a regular file")
+        if info.st_size > MAX_BYTES:
+            raise Refused(f"{name} is over {MAX_BYTES // 1_000_000} MB")
         return f.read().decode("utf-8")
 
 
