@@ -120,6 +120,19 @@ class MissionConfig(Strict):
         if isinstance(hooks, dict):
             return {k: [v] if isinstance(v, str) else v for k, v in hooks.items()}
         return hooks
+    # project files (AGENTS.md, CLAUDE.md) that keep a managed block of every role's
+    # promoted lessons, rewritten after each curator pass (harness/run/export.py)
+    identity_export: list[str] = Field(default_factory=list)
+
+    @field_validator("identity_export")
+    @classmethod
+    def _in_project(cls, names: list[str]) -> list[str]:
+        for name in names:
+            parts = Path(name).parts
+            if not parts or Path(name).is_absolute() or ".." in parts:
+                raise ValueError(f"{name!r} must be a file name relative to the project, "
+                                 "e.g. AGENTS.md")
+        return names
 
 
 # the tools a role may name (harness/agent/tools.py's TOOL_SPECS; a test keeps them equal)
@@ -185,15 +198,6 @@ def run_caps(caps: Caps, mission: MissionConfig) -> Caps:
         return caps.model_copy()
     dollars = min(d for d in (caps.dollars, mission.run_budget_usd) if d is not None)
     return caps.model_copy(update={"dollars": dollars})
-
-
-def with_mission_sandbox(role: RoleConfig, mission: MissionConfig) -> RoleConfig:
-    """The role's config with the mission's sandbox settings where the role sets none."""
-    return role.model_copy(update={
-        "sandbox": role.sandbox or mission.sandbox,
-        "sandbox_network": (mission.sandbox_network if role.sandbox_network is None
-                            else role.sandbox_network),
-    })
 
 
 def _load_yaml(path: Path) -> Any:

@@ -32,7 +32,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 LONG = os.environ.get("HARNESS_LONG_PROPERTIES") == "1"
-PROPERTY = settings(max_examples=60 if LONG else 2, derandomize=True, database=None,
+PROPERTY = settings(max_examples=20 if LONG else 2, derandomize=True, database=None,
                     deadline=None, print_blob=True,
                     suppress_health_check=list(HealthCheck))
 STATE = "project/.harness"

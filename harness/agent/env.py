@@ -23,6 +23,9 @@ def agent_env(session: Session, keep: Iterable[str] = (),
         FEATURE_ID=session.feature_id or "",
         HARNESS_STATE=str(session.state),
         HARNESS_HOME=str(session.home),
+        # the working directory as its shell would say it: OpenCode works in $PWD, not in
+        # the directory it was started in, so an inherited PWD would send it elsewhere
+        PWD=str(session.workdir),
         PATH=os.pathsep.join(p for p in (str(session.home), env.get("PATH", os.defpath)) if p),
     )
     return env

@@ -162,3 +162,20 @@ def _replace_in(folder: int, name: str, data: bytes) -> None:
             pass
         raise
     os.fsync(folder)
+
+
+def read_in_tree(root: Path, name: str, max_chars: int) -> str | None:
+    """At most `max_chars` + 1 characters from the start of `root`/`name`, a file the agent
+    may have written: never read through a symlink out of `root` (AGENTS.md linked to
+    ~/.ssh/id_rsa is not read), never a fifo or device; None where there is none."""
+
+    def inside(real: Path) -> None:
+        if not real.is_relative_to(root.resolve()):
+            raise Refused(f"{name} leads out of {root}")
+
+    try:
+        fd = TreeFile(root.resolve(), name, inside).open(name, os.O_RDONLY | os.O_NONBLOCK)
+    except (OSError, Refused):
+        return None
+    with os.fdopen(fd, encoding="utf-8", errors="replace") as f:
+        return f.read(max_chars + 1) if stat.S_ISREG(os.fstat(fd).st_mode) else None

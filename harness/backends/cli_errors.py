@@ -1,7 +1,8 @@
 """What an agent CLI's error message means for the run, whichever CLI printed it.
 
 An agent CLI reports a service it could not use in its own words (a Codex `turn.failed`, a
-Claude Code result with `is_error` and `api_error_status`, a line on stderr). None of these
+Claude Code result with `is_error` and `api_error_status`, a Gemini `result` with an error,
+an OpenCode `error` event, a line on stderr). None of these
 is the agent failing the task: a usage or rate limit, a server or transport error is
 infrastructure (exit 6, not an attempt); a rejected key, a missing variable, an unknown
 model or a refusal to run is the person's to fix (exit 2, with the fix named). The patterns
@@ -18,13 +19,16 @@ from pathlib import Path
 from harness.errors import BackendError, HarnessError, UsageError
 from harness.state.envfile import user_env_file
 
-_MISSING_VAR = re.compile(r"missing environment variable:?\s*`?(\w+)`?", re.I)
+_MISSING_VAR = re.compile(r"missing environment variable:?\s*`?(\w+)`?"
+                          r"|must specify the `?(\w+)`? environment variable", re.I)
 _AUTH = re.compile(
     r"\b401\b|\b403\b|unauthori[sz]ed|invalid api key|incorrect api key|invalid x-api-key"
-    r"|authentication_error|not logged in|please run /login|permission_error", re.I)
+    r"|authentication_error|not logged in|please run /login|permission_error"
+    r"|api key not valid|api_key_invalid|set an auth method|providerautherror", re.I)
 _MODEL = re.compile(
     r"model_not_found|issue with the selected model|model[ `:]+\S+ (?:does not exist|not found)"
-    r"|does not exist or you do not have access|unknown model|invalid model", re.I)
+    r"|does not exist or you do not have access|unknown model|invalid model"
+    r"|modelnotfound|is not found for api version", re.I)
 _REFUSED = re.compile(r"not inside a trusted directory|skip-git-repo-check", re.I)
 _SERVER = re.compile(
     r"\b5\d\d\b|server[- ]side issue|server_error|internal server error|overloaded"
@@ -32,8 +36,8 @@ _SERVER = re.compile(
     r"|unable to connect|failed ?to ?open ?socket|econn(?:refused|reset)"
     r"|timed? ?out|network error|service unavailable|bad gateway", re.I)
 
-AUTH_FIX = ("log the CLI in (`claude login`, `codex login`) or give it its key: put the key's"
-            " variable in the role's `options: {pass_env: [...]}`")
+AUTH_FIX = ("log the CLI in (`claude login`, `codex login`, `opencode auth login`) or give it"
+            " its key: put the key's variable in the role's `options: {pass_env: [...]}`")
 MODEL_FIX = ("set the role's `model` to one this CLI's provider serves, or to \"\" to let the"
              " CLI choose")
 REFUSED_FIX = "run it in a git repository or pass the flag it names in the role's `args`"
@@ -57,9 +61,10 @@ def classify(message: str, status: int | None = None) -> HarnessError | None:
     text = f"{status or ''} {message}"
     short = " ".join(message.split())[:300]
     if m := _MISSING_VAR.search(message):
-        return CliRefused(f"the agent CLI needs the environment variable {m[1]}, which the"
-                          f" harness does not pass unless asked ({short})", ENV, m[1],
-                          f"add it to the role's `options: {{pass_env: [{m[1]}]}}`")
+        var = m[1] or m[2]
+        return CliRefused(f"the agent CLI needs the environment variable {var}, which the"
+                          f" harness does not pass unless asked ({short})", ENV, var,
+                          f"add it to the role's `options: {{pass_env: [{var}]}}`")
     if status in (401, 403) or _AUTH.search(text):
         return CliRefused(f"the agent CLI's credentials were refused: {short}", KEY,
                           fix=AUTH_FIX)

@@ -20,7 +20,7 @@ class Preset:
     """How to invoke one agent CLI and read its output."""
 
     argv: tuple[str, ...]
-    parser: str  # "claude", "codex" or "generic"
+    parser: str  # "claude", "codex", "gemini", "opencode" or "generic"
     key_vars: tuple[str, ...] = ()  # credentials the CLI itself needs
     endpoint_vars: tuple[str, ...] = ()  # where its provider's API is, passed with a key
     models: tuple[str, ...] = ()  # name prefixes of the models its provider serves
@@ -58,8 +58,30 @@ PRESETS = {
         status=("login", "status"),
         home_paths=("~/.codex",),
     ),
+    "gemini": Preset(
+        # stream-json: the events as they come, and a last `result` with the usage. The
+        # prompt comes on stdin, which (no TTY) is headless mode.
+        ("gemini", "--output-format", "stream-json"),
+        "gemini",
+        ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS"),
+        models=("gemini",),
+        reads_docs=("GEMINI.md",),
+        login="`gemini` once, choosing Login with Google; for cron a GEMINI_API_KEY",
+    ),
+    "opencode": Preset(
+        # `run` is OpenCode's one-shot mode; the prompt comes on stdin
+        ("opencode", "run", "--format", "json"),
+        "opencode",
+        ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY"),
+        models=("*/",),  # any provider's, named `provider/model`
+        reads_docs=("AGENTS.md",),  # (CLAUDE.md only where there is no AGENTS.md)
+        login="`opencode auth login`",
+        status=("auth", "list"),
+    ),
     "generic": Preset((), "generic"),
 }
+PROVIDERS = {"claude": "anthropic", "gpt": "openai", "o3": "openai", "o4": "openai",
+             "gemini": "google"}  # OpenCode's provider of a bare model name
 
 
 def sandbox_for(preset: Preset, policy: SandboxPolicy) -> SandboxPolicy:
@@ -96,6 +118,12 @@ def cli_model(options: dict[str, Any], model: str) -> str:
     own command); else the preset's default ("" lets the CLI choose). The role's default
     model is Anthropic's, which Codex refuses."""
     _, preset = preset_for(options)
+    if preset.models == ("*/",) and not options.get("command"):
+        if "/" in model or not model:
+            return model
+        provider = next((p for prefix, p in PROVIDERS.items()
+                         if model.lower().startswith(prefix)), None)
+        return f"{provider}/{model}" if provider else preset.default_model
     if options.get("command") or not preset.models or model.lower().startswith(preset.models):
         return model
     return preset.default_model
@@ -127,7 +155,8 @@ def docs_read_by(backend: str, options: dict[str, Any]) -> tuple[str, ...]:
 def build_argv(options: dict[str, Any], model: str, turns: int | None,
                dollars: float | None = None) -> tuple[list[str], Preset]:
     """The argv to run and its preset, from the options `preset`, `command` and `args`, and
-    for the claude preset `permission_mode` and `allowed_tools`, for codex `sandbox`."""
+    for the claude preset `permission_mode` and `allowed_tools`, for codex `sandbox`, for
+    gemini `approval_mode`."""
     name, preset = preset_for(options)
     extra = [str(a) for a in options.get("args", [])]
     command = options.get("command")
@@ -148,6 +177,15 @@ def build_argv(options: dict[str, Any], model: str, turns: int | None,
         tools = [str(t) for t in options.get("allowed_tools", ["Bash"])]
         argv += ["--allowedTools", ",".join(tools)] if tools else []
         return argv + extra, preset
+    if name == "gemini":
+        argv += ["-m", model] if model else []
+        # headless, nobody approves a tool call: yolo lets edits and shell commands go ahead;
+        # in a folder the person never trusted it would be turned back to asking, so the
+        # run trusts the working directory the harness chose (--skip-trust)
+        argv += ["--approval-mode", str(options.get("approval_mode", "yolo")), "--skip-trust"]
+        return argv + extra, preset
+    if name == "opencode":
+        return argv + (["-m", model] if model else []) + extra, preset
     argv += ["-m", model] if model else []
     # codex exec's default sandbox is read-only: a worker could change nothing
     argv += ["--sandbox", str(options.get("sandbox", "workspace-write"))]
@@ -165,7 +203,7 @@ def unpriced_model(backend: str, options: dict[str, Any], model: str,
             name, _ = preset_for(options)
         except UsageError:
             return None  # the backend check reports it
-        if name == "claude" and not options.get("command"):
-            return None  # Claude Code reports each run's cost itself
+        if name in ("claude", "opencode") and not options.get("command"):
+            return None  # Claude Code and OpenCode report each run's cost themselves
         model = cli_model(options, model)
     return None if priced(model, prices) else model

@@ -219,7 +219,7 @@ def parse_codex(
 
 LIMIT_TEXT = re.compile(
     r"usage limit|limit reached|hit your (?:\w+ )?limit|out of extra usage|rate.?limit"
-    r"|quota exceeded|too many requests",
+    r"|quota exceeded|too many requests|exhausted your (?:\w+ )?quota|resource_exhausted",
     re.I,
 )
 MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
@@ -231,7 +231,9 @@ _CLOCK = re.compile(  # "resets 6:30pm (Asia/Jerusalem)", "try again at Apr 28th
     r"(?P<h>\d{1,2})(?::(?P<m>\d{2}))?\s*(?P<ap>[ap])\.?m\b\.?(?:\s*\((?P<tz>[^)]+)\))?",
     re.I,
 )
-_RELATIVE = re.compile(r"try again in((?:[\s,]*\d+\s*(?:day|hour|hr|min|sec)\w*)+)", re.I)
+_RELATIVE = re.compile(  # Gemini: "Please retry in 37.5s", "Your quota will reset after 2h44m"
+    r"(?:try again in|retry in|reset after)((?:[\s,]*\d+(?:\.\d+)?\s*(?:day|hour|hr|min|sec"
+    r"|[hms]\b|[hm](?=\d))\w*)+)", re.I)
 
 
 def raise_for_failure(message: str, status: int | None = None) -> None:
@@ -276,6 +278,6 @@ def reset_time(
         return when if when > now else when + timedelta(days=1)
     if m := _RELATIVE.search(message):
         units = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
-        parts = re.findall(r"(\d+)\s*([dhms])", m[1].lower())
+        parts = re.findall(r"(\d+)(?:\.\d+)?\s*([dhms])", m[1].lower())
         return now + timedelta(**{units[u]: int(n) for n, u in parts})
     return None

@@ -49,10 +49,14 @@ from harness.backends.cli_results import (
     raise_for_failure,
 )
 from harness.backends.cli_retries import retry_notice
+from harness.backends.cli_streams import GeminiEvents, OpenCodeEvents
 from harness.backends.pricing import known_cost
 from harness.errors import BackendError, HarnessError, UsageError
 from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session
 
+Fold = ClaudeEvents | CodexEvents | GeminiEvents | OpenCodeEvents
+FOLDS: dict[str, type[Fold]] = {"codex": CodexEvents, "gemini": GeminiEvents,
+                                "opencode": OpenCodeEvents}  # else Claude Code's events
 CLI_FIX = "install it or put it on PATH, or set the role's `command` option to its full path"
 
 
@@ -114,8 +118,7 @@ def _run_cli(argv: list[str], preset: Preset, prompt: str,
     session.record({"type": "command", "argv": argv, "cwd": str(session.workdir),
                     "pass_env": passed_env(session.options, dict(os.environ))})
     proc = _start(argv, session, preset)
-    codex = CodexEvents() if preset.parser == "codex" else None
-    fold = codex or ClaudeEvents()
+    fold = FOLDS.get(preset.parser, ClaudeEvents)()
     out = Output(proc, prompt.encode("utf-8"), session.record, _progress(fold, session))
     timed_out = wait_and_stop(proc, session.caps.wall_seconds,
                               session.options.get("kill_grace", 5))
@@ -147,15 +150,15 @@ def cli_setup(preset: Preset, session: Session) -> Setup:
 
 
 def _read_outcome(argv: list[str], preset: Preset, session: Session,
-                  fold: ClaudeEvents | CodexEvents,
+                  fold: Fold,
                   ended: tuple[int | None, str, str]) -> tuple[Outcome, object]:
     """The outcome of a CLI that exited: from its events or its JSON result; an error for
     what its failure means."""
     code, stdout, stderr = ended
-    codex = fold if isinstance(fold, CodexEvents) else None
-    result = None if codex else find_claude_result(stdout)
-    if codex and (outcome := codex.outcome(session.model, session.prices)) is not None:
-        return _served(outcome, fold, session), codex.summary
+    stream = None if isinstance(fold, ClaudeEvents) else fold
+    result = None if stream else find_claude_result(stdout)
+    if stream and (outcome := stream.outcome(session.model, session.prices)) is not None:
+        return _served(outcome, fold, session), stream.summary
     if result:
         outcome = claude_outcome(result, session.model, session.prices)
         return _served(outcome, fold, session), result.get("structured_output")
@@ -169,7 +172,7 @@ def _read_outcome(argv: list[str], preset: Preset, session: Session,
     )
 
 
-def _served(outcome: Outcome, fold: ClaudeEvents | CodexEvents, session: Session) -> Outcome:
+def _served(outcome: Outcome, fold: Fold, session: Session) -> Outcome:
     """The outcome with the model that served the run, as the CLI reports it: Claude Code's
     events and result name it; Codex names it in its own session record. Where the CLI does
     not say, the model its argv named (the preset's), else None: never the role's model
@@ -177,7 +180,7 @@ def _served(outcome: Outcome, fold: ClaudeEvents | CodexEvents, session: Session
     if isinstance(fold, CodexEvents):
         home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
         said = codex_model(fold.thread, home)
-    else:
+    else:  # Claude Code's and Gemini's events name it; OpenCode's do not
         said = fold.model or outcome.model
     if not said and not outcome.turns:
         return replace(outcome, model=None)  # no model call: nothing served it
@@ -218,7 +221,7 @@ def _executable(name: str, workdir: Path, env: dict[str, str]) -> str:
                      f"{env.get('PATH', '')}; {CLI_FIX}")
 
 
-def _progress(fold: ClaudeEvents | CodexEvents, session: Session) -> Callable:
+def _progress(fold: Fold, session: Session) -> Callable:
     """What to add to an event's record: the turns and cost so far, when the event added to
     them (the cost only where the price table knows the model)."""
 
@@ -244,7 +247,7 @@ def _endpoint(session: Session) -> str:
     return base or "https://api.anthropic.com"
 
 
-def _wall_capped(fold: ClaudeEvents | CodexEvents, session: Session) -> Outcome:
+def _wall_capped(fold: Fold, session: Session) -> Outcome:
     """A run stopped at the wall-clock cap, with what its events reported using until then."""
     usage = fold.usage
     cost = known_cost(usage, session.model, session.prices)

@@ -24,6 +24,11 @@ DEFAULT_PRICES: dict[str, dict[str, float]] = {
     "gpt-5": _rates(1.25, 10.0, 1.25, 0.125),
     "gpt-5-codex": _rates(1.25, 10.0, 1.25, 0.125),
     "gpt-5-mini": _rates(0.25, 2.0, 0.25, 0.025),
+    # Gemini's paid tier (prompts up to 200k tokens); cached input at a tenth of the input
+    # price, no separate cache writes
+    "gemini-2.5-pro": _rates(1.25, 10.0, 1.25, 0.125),
+    "gemini-2.5-flash": _rates(0.3, 2.5, 0.3, 0.03),
+    "gemini-2.5-flash-lite": _rates(0.1, 0.4, 0.1, 0.01),
 }
 
 

@@ -15,11 +15,13 @@ import click
 from harness.cli.demo import demo
 from harness.cli.look import reconstruct, report, runs, show, status, summary
 from harness.cli.options import GLOBAL_OPTIONS, accept_global_options, paths_of
-from harness.cli.plans import export, import_
+from harness.cli.plans import export, import_, import_notes
 from harness.cli.steer import answer, guide
 from harness.cli.unattended import cron, loop
 from harness.errors import USAGE, HarnessError, UsageError, file_error
 from harness.paths import check_state
+
+PRESETS = click.Choice(["claude", "codex", "gemini", "opencode", "generic"])  # cli_presets
 
 
 class HarnessGroup(click.Group):
@@ -77,7 +79,7 @@ def _role_command(role: str, doc: str) -> click.Command:
     @click.option("--dry-run", is_flag=True, help="Render and record the prompt; call no model.")
     @click.option("--backend", type=click.Choice(["anthropic", "openai", "command", "scripted"]),
                   help="Override the role's backend.")
-    @click.option("--preset", type=click.Choice(["claude", "codex", "generic"]),
+    @click.option("--preset", type=PRESETS,
                   help="With --backend command: which agent CLI.")
     @click.option("--command", "command_line", metavar="CMD",
                   help="With --backend command: the command line to run.")
@@ -240,7 +242,7 @@ def plan(ctx: click.Context, file) -> None:
 @cli.command()
 @click.option("--backend", type=click.Choice(["anthropic", "openai", "command", "scripted"]),
               help="Check this backend for every role instead of the configured ones.")
-@click.option("--preset", type=click.Choice(["claude", "codex", "generic"]))
+@click.option("--preset", type=PRESETS)
 @click.option("--command", "command_line", metavar="CMD")
 @click.option("--script", type=click.Path(dir_okay=False))
 @click.option("--no-cron", is_flag=True, help="Skip the check under a cron-like environment.")
@@ -258,8 +260,8 @@ def doctor(ctx: click.Context, backend: str | None, preset: str | None,
     ctx.exit(doctor_exit_code(checks))
 
 
-for _command in (status, runs, show, report, reconstruct, import_, export, demo, loop,
-                 cron, answer, guide, summary):
+for _command in (status, runs, show, report, reconstruct, import_, export, import_notes, demo,
+                 loop, cron, answer, guide, summary):
     cli.add_command(_command)
 for _command in cli.commands.values():
     accept_global_options(_command)

@@ -1,8 +1,10 @@
-"""Plans from and to other tools: `import` a Ralph prd.json, `export --format prd`."""
+"""Plans and notes from and to other tools: `import` a Ralph prd.json, `export --format
+prd`, `import-notes` (Ralph's progress.txt, memory files)."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
@@ -37,3 +39,17 @@ def export(ctx: click.Context, form: str, out) -> None:
     state = check_state(paths_of(ctx).state)
     data = export_prd(load_plan(state), mission_name(load_mission_config(state), state))
     out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+@click.command(name="import-notes")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.pass_context
+def import_notes(ctx: click.Context, file: Path) -> None:
+    """Bring in notes other agents wrote: Ralph's progress.txt (its Codebase Patterns and
+    learnings), a Claude Code or Codex memory file (CLAUDE.md, AGENTS.md): raw.md notes of
+    the person, each naming where it came from; what was imported before is skipped."""
+    from harness.state.imports import import_notes as bring_in
+
+    new, known = bring_in(check_state(paths_of(ctx).state), file)
+    said = f"imported {new} note{'' if new == 1 else 's'} from {file}"
+    click.echo(said + (f" ({known} already imported)" if known else ""))

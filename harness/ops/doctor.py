@@ -1,9 +1,8 @@
 """`run.sh doctor`: what to check before leaving the harness on cron, each problem with its fix.
 
 Checks only read (the writability probe removes its own file) and call no model: a key is
-proved by a free call (`auth`). The cron check reruns doctor in cron's bare environment:
-there a key exported in a shell profile or a tool on the interactive PATH goes missing.
-"""
+proved by a free call (`auth`). The cron check reruns doctor in cron's bare environment: there
+a key exported in a shell profile or a tool on the interactive PATH goes missing."""
 
 from __future__ import annotations
 
@@ -140,8 +139,7 @@ def state_checks(state: Path) -> list[Check]:
     # os.access says yes to root even on an immutable folder, so really write and remove.
     try:
         fd, tmp = tempfile.mkstemp(prefix=".doctor-", dir=state)
-        os.close(fd)
-        os.unlink(tmp)
+        os.close(fd), os.unlink(tmp)
         checks = [Check("state", True, f"{state} is writable")]
     except OSError as e:
         user = pwd.getpwuid(os.getuid()).pw_name

@@ -31,6 +31,7 @@ from harness.curator.promotion import Promotion
 from harness.errors import DONE, UsageError
 from harness.paths import Paths, check_state
 from harness.run.events import emit
+from harness.run.export import export_identity
 from harness.run.lifecycle import call_and_close
 from harness.run.outcome import Interrupted, Judged, judge_error, outcome_fields
 from harness.run.prepare import Prepared, prepare
@@ -82,13 +83,15 @@ def _run_curator(paths: Paths, dry_run: bool) -> CuratorReport:
     else:
         report = curate(state, paths.identity, mission_name(config, state),
                         settings_for(config), dry_run=dry_run)
-        if not dry_run:
-            ledger.append_progress(state, "curator", None, "-", "done", 0, 0.0)
-    if not dry_run:
-        for promotion in report.promoted:
-            emit(paths, config, "lesson.promoted", role=promotion.role, kind=promotion.kind,
-                 lesson=promotion.text, reason=promotion.line,
-                 identity=str(paths.identity / f"{promotion.role}.md"))
+    if dry_run:
+        return report
+    report.changes += export_identity(paths.workdir, paths.identity, config.identity_export)
+    if config.curator.mode != "model":
+        ledger.append_progress(state, "curator", None, "-", "done", 0, 0.0)
+    for promotion in report.promoted:
+        emit(paths, config, "lesson.promoted", role=promotion.role, kind=promotion.kind,
+             lesson=promotion.text, reason=promotion.line,
+             identity=str(paths.identity / f"{promotion.role}.md"))
     return report
 
 

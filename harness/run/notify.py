@@ -69,8 +69,11 @@ def _due(state: Path, config: NotifyConfig, event: dict[str, Any]) -> list[tuple
     with hold_lock(lock_path(state, "notify")):
         try:
             limits = json.loads(path.read_text(encoding="utf-8"))
-        except (FileNotFoundError, ValueError):
+        except (OSError, ValueError, RecursionError):
             limits = {}
+        if not (isinstance(limits, dict) and isinstance(limits.get("sent", {}), dict)
+                and isinstance(limits.get("held", []), list)):
+            limits = {}  # damaged: start the rate limit afresh rather than stop the run
         sent, held = limits.setdefault("sent", {}), limits.setdefault("held", [])
         limits.setdefault("digest_at", now)
         out = []

@@ -18,7 +18,6 @@ from harness.config import (
     load_mission_config,
     load_role_config,
     mission_name,
-    with_mission_sandbox,
 )
 from harness.errors import BlockedError, BudgetError, NothingToDo, UsageError
 from harness.paths import Paths
@@ -99,6 +98,15 @@ def role_config_for(paths: Paths, role: str, backend: str | None,
         "sandbox": sandbox or role_config.sandbox,
     })
     return role_config, role_path, role_text
+
+
+def with_mission_sandbox(role: RoleConfig, mission: MissionConfig) -> RoleConfig:
+    """The role's config with the mission's sandbox settings where the role sets none."""
+    return role.model_copy(update={
+        "sandbox": role.sandbox or mission.sandbox,
+        "sandbox_network": (mission.sandbox_network if role.sandbox_network is None
+                            else role.sandbox_network),
+    })
 
 
 def sandbox_policy(config: RoleConfig, paths: Paths) -> SandboxPolicy:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
-import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,9 +18,10 @@ from typing import Any
 from jinja2 import BaseLoader, StrictUndefined, TemplateError, TemplateNotFound
 from jinja2.sandbox import SandboxedEnvironment
 
-from harness.agent.treefile import Refused, TreeFile
+from harness.agent.treefile import read_in_tree
 from harness.config import PromptCaps
 from harness.errors import UsageError
+from harness.run.export import identity_beside, without_block
 from harness.state import steering
 from harness.state.memory import long_note_titles, tail_entries
 from harness.state.plan import Feature
@@ -39,22 +38,6 @@ def read_start(path: Path, max_chars: int) -> str | None:
     """At most `max_chars` + 1 characters from the start of `path` (one more than a cap
     keeps, so that `cap_text` marks the cut), or None if it is absent."""
     return read_head(path, max_chars + 1, encoding="utf-8")
-
-
-def read_in_tree(root: Path, name: str, max_chars: int) -> str | None:
-    """As `read_start`, for a file the agent may have written: never through a symlink out
-    of `root` (AGENTS.md linked to ~/.ssh/id_rsa is not read), never a fifo or device."""
-
-    def inside(real: Path) -> None:
-        if not real.is_relative_to(root.resolve()):
-            raise Refused(f"{name} leads out of {root}")
-
-    try:
-        fd = TreeFile(root.resolve(), name, inside).open(name, os.O_RDONLY | os.O_NONBLOCK)
-    except (OSError, Refused):
-        return None
-    with os.fdopen(fd, encoding="utf-8", errors="replace") as f:
-        return f.read(max_chars + 1) if stat.S_ISREG(os.fstat(fd).st_mode) else None
 
 
 def cap_text(text: str, limit: int, keep: str = "head") -> str:
@@ -99,13 +82,14 @@ def read_sources(role: str, feature_id: str | None, state: Path, workdir: Path,
     docs = []
     for name in (d for d in PROJECT_DOCS if d not in skip_docs):
         text = read_in_tree(workdir, name, caps.project_docs_chars)
-        if text is not None:
-            docs.append({"name": name, "text": cap_text(text, caps.project_docs_chars)})
+        if text is not None and ((shown := without_block(text)) == text or shown.strip()):
+            docs.append({"name": name, "text": cap_text(shown, caps.project_docs_chars)})
     ledger = []
     if feature_id:
         ledger = read_tail(state / "ledger" / f"{feature_id}.jsonl", caps.ledger_entries)
     return Sources(
-        identity=read_start(identity_dir / f"{role}.md", caps.identity_chars) or "",
+        identity=identity_beside(read_start(identity_dir / f"{role}.md", caps.identity_chars)
+                                 or "", workdir, skip_docs),
         project_docs=docs,
         summary=read_start(state / "summary.md", caps.summary_chars) or "",
         long_notes=long_note_titles(state, caps.note_titles),

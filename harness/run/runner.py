@@ -72,7 +72,7 @@ def prepare_call(paths: Paths, role: str, claimed: Claim, plan: list[plan_mod.Fe
     """The tree checked (commits.py), what comes before the call done, the prompt rendered
     and recorded. A failure on the way leaves what changed as the harness's, no run in
     flight: only a run killed outright is left for the next run to take over."""
-    from harness.run.verify import keep_verify_log
+    from harness.run.verify import keep_verify_log, verify_log
 
     fid = claimed.feature.id if claimed.feature else None
     leftovers = commits.check_tree(paths, mission, role, fid) if fid else []
@@ -81,6 +81,7 @@ def prepare_call(paths: Paths, role: str, claimed: Claim, plan: list[plan_mod.Fe
         prepared = prepare(paths, role, claimed.feature, plan, mission, extra=extra,
                            workspace=claimed.workspace, **overrides)
     except BaseException:
+        verify_log(paths.state).unlink(missing_ok=True)  # no run folder came to keep it
         if fid:
             with suppress(Exception):  # the error that stopped the run is the one to tell
                 commits.abandon(paths, mission, role, fid)

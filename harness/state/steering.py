@@ -7,13 +7,13 @@ from it: the guidance added and not removed, and the latest answers.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from harness.errors import UsageError
 from harness.state import plan as plan_mod
 from harness.state.ledger import append_verdict, ledger_path
+from harness.state.reading import parse_json_line
 from harness.state.redact import redact
 
 ANSWERS_SHOWN = 3  # the latest answers a prompt shows; older ones stay in the ledger
@@ -73,17 +73,11 @@ def remove_guidance(state: Path, feature_id: str, which: str) -> str:
 
 def current(state: Path, feature_id: str) -> dict[str, Any]:
     """The feature's guidance (oldest first) and its latest answers, from its ledger."""
-    records = []
     try:
-        lines = ledger_path(state, feature_id).read_text(encoding="utf-8").splitlines()
+        lines = ledger_path(state, feature_id).read_bytes().splitlines()
     except FileNotFoundError:
         lines = []
-    for line in lines:
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return fold(records)
+    return fold([parse_json_line(line) for line in lines])  # a damaged line is None
 
 
 def fold(records: list[Any]) -> dict[str, Any]:

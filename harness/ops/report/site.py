@@ -41,7 +41,7 @@ CACHE = ".report-cache.json"
 MARKER = ".harness-report"  # in a folder a report was written to: later reports may rewrite it
 _NUMBER, _COUNT = (int, float), (int,)
 ROW_TYPES = {**{k: (str,) for k in ("run_id", "role", "feature", "status", "started_at",
-                                    "result", "detail")},
+                                    "result", "detail", "reason")},
              **{k: _COUNT for k in ("turns", "input_tokens", "output_tokens",
                                     "cache_read_tokens", "cache_write_tokens")},
              "seconds": (*_NUMBER, type(None)), "cost_usd": _NUMBER,

@@ -1,0 +1,172 @@
+"""Identity where interactive sessions see it: `identity_export: [AGENTS.md, CLAUDE.md]` in
+the mission's config keeps a managed block, between two marker comments, in those files of
+the project, holding every role's promoted lessons; the curator rewrites it after each pass.
+
+Everything outside the block stays byte for byte as the person wrote it. The file is
+replaced atomically, and only where it really is inside the project: a name that is a
+symlink to another file of the project writes that file (once, when two names lead to it);
+one that leads out of the project is refused and left alone. The harness's own prompts
+leave the block out of the docs they show (the identity shows it already), and a CLI that
+reads such a file itself gets a prompt without the identity lines the block holds
+(`shown_identity`).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from harness.agent.beneath import relative_inside
+from harness.agent.treefile import Refused, TreeFile
+from harness.config import ROLES
+from harness.curator.identity import identity_lessons, provenance
+from harness.state.store import atomic_write
+
+START = "<!-- autonomous-harness:identity start -->"
+END = "<!-- autonomous-harness:identity end -->"
+MAX_BYTES = 4_000_000  # a project doc bigger than this is no doc: left alone, unread
+HEADING = ("## Lessons from autonomous-harness\n\n"
+           "Promoted by its curator from what its runs learned; this block is rewritten "
+           "after each curator pass (edit outside it).\n")
+
+
+# ---- the block: pure ----
+
+
+def lesson_line(line: str) -> str | None:
+    """An identity file's line as the block shows it (`- KIND: text`, no provenance), or
+    None for a heading or a blank line."""
+    m = provenance(line)
+    if m is not None:
+        return f"- {m['kind']}: {m['text']}"
+    text = line.strip()
+    if not text or text.startswith("#"):
+        return None
+    return text if text.startswith(("- ", "* ")) else f"- {text}"
+
+
+def block_text(identities: dict[str, str]) -> str:
+    """The managed block (markers included, newline-ended) for each role's identity file
+    text; "" when no role has a lesson."""
+    parts = []
+    for role, text in identities.items():
+        lines = [shown for line in text.splitlines() if (shown := lesson_line(line))]
+        if lines:
+            parts.append(f"\n### {role}\n\n" + "\n".join(lines) + "\n")
+    if not parts:
+        return ""
+    return f"{START}\n{HEADING}{''.join(parts)}{END}\n"
+
+
+def find_block(text: str) -> tuple[int, int] | None:
+    """Where the block is in `text` (start, end past its end marker's line), or None; a
+    start marker with no end marker reaches to the end of the text."""
+    start = text.find(START)
+    if start < 0:
+        return None
+    end = text.find(END, start)
+    if end < 0:
+        return start, len(text)
+    end += len(END)
+    return start, end + 1 if text[end:end + 1] == "\n" else end
+
+
+def without_block(text: str) -> str:
+    """`text` with the managed block cut out."""
+    where = find_block(text)
+    return text if where is None else text[:where[0]] + text[where[1]:]
+
+
+def with_block(text: str, block: str) -> str:
+    """`text` with its block replaced by `block` (appended after a blank line when it has
+    none, the line ends it lacks added; removed when `block` is ""); the rest is untouched."""
+    where = find_block(text)
+    if where is not None:
+        return text[:where[0]] + block + text[where[1]:]
+    if not block:
+        return text
+    gap = "" if not text or text.endswith("\n\n") else "\n" if text.endswith("\n") else "\n\n"
+    return text + gap + block
+
+
+def shown_identity(identity: str, docs: list[str]) -> str:
+    """The identity lines a prompt shows when the agent CLI reads `docs` itself: those whose
+    lesson no managed block in them holds already."""
+    held = set()
+    for doc in docs:
+        where = find_block(doc)
+        if where is not None:
+            held.update(identity_lessons(doc[where[0]:where[1]]))
+    if not held:
+        return identity
+    return "".join(line for line in identity.splitlines(keepends=True)
+                   if not any(lesson in held for lesson in identity_lessons(line)))
+
+
+# ---- the files: I/O ----
+
+
+def read_project_file(root: Path, name: str) -> str | None:
+    """The whole text of `name` beneath `root` (never through a symlink out of it; a regular
+    file only), or None if absent; OSError or Refused when it cannot be read."""
+
+    def inside(real: Path) -> None:
+        if not real.is_relative_to(root):
+            raise Refused(f"{name} leads out of {root}")
+
+    try:
+        fd = TreeFile(root, name, inside).open(name, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise Refused(f"{name} is not a regular file")
+        if info.st_size > MAX_BYTES:
+            raise Refused(f"{name} is over {MAX_BYTES // 1_000_000} MB")
+        return f.read().decode("utf-8")
+
+
+def export_identity(workdir: Path, identity_dir: Path, names: list[str]) -> list[str]:
+    """Write the block into each of `names` in the project; one line for each file changed
+    or refused."""
+    if not names:
+        return []
+    identities = {}
+    for role in ROLES:
+        path = identity_dir / f"{role}.md"
+        if path.is_file():
+            identities[role] = path.read_text(encoding="utf-8", errors="replace")
+    block, root = block_text(identities), workdir.resolve()
+    said, done = [], set()
+    for name in names:
+        real = relative_inside(root, os.path.realpath(root / name))
+        if real is None:
+            said.append(f"identity export: {name} leads out of {root}; left alone")
+            continue
+        if real in done:
+            continue
+        done.add(real)
+        try:
+            old = read_project_file(root, real)
+        except (OSError, Refused, UnicodeDecodeError) as e:
+            said.append(f"identity export: {root / name}: cannot read it ({e}); left alone")
+            continue
+        new = with_block(old or "", block)
+        if new != (old or ""):
+            atomic_write(root / real, new.encode("utf-8"))
+            said.append(f"identity export: lessons written to {root / name}")
+    return said
+
+
+def identity_beside(identity: str, workdir: Path, docs: tuple[str, ...]) -> str:
+    """`shown_identity` for the project docs an agent CLI reads itself (those it cannot
+    read, or that lead out of the project, hold nothing it sees through the harness)."""
+    texts = []
+    for name in docs:
+        try:
+            texts.append(read_project_file(workdir.resolve(), name) or "")
+        except (OSError, Refused, UnicodeDecodeError):
+            continue
+    return shown_identity(identity, texts)
