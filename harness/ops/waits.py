@@ -7,6 +7,7 @@ import re
 from datetime import datetime, timedelta, timezone
 
 from harness.errors import BLOCKED, BUSY, DONE, NOTHING_TO_DO, TASK_FAILED, UsageError
+from harness.state.run_summary import format_duration
 
 RESET_MARGIN = 5.0  # seconds past a recorded reset time, so the limit has surely lifted
 RAN = (DONE, TASK_FAILED, BLOCKED)  # a run happened
@@ -66,11 +67,4 @@ def parse_until(text: str, now: datetime) -> datetime:
     return when if when.tzinfo else when.astimezone()
 
 
-def say_duration(seconds: float) -> str:
-    """`45s`, `12m05s`, `3h02m`."""
-    total = int(round(seconds))
-    if total < 60:
-        return f"{total}s"
-    if total < 3600:
-        return f"{total // 60}m{total % 60:02d}s"
-    return f"{total // 3600}h{total % 3600 // 60:02d}m"
+say_duration = format_duration  # `45s`, `12m05s`, `3h02m`
