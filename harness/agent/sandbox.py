@@ -36,7 +36,8 @@ INSIDE_UID = 1000  # the agent's uid inside when the harness runs as root: never
 NAMESPACES = ["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
               "--unshare-cgroup-try", "--unshare-user", "--new-session", "--cap-drop", "ALL",
               "--hostname", "sandbox"]
-PROGRAM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
+PROGRAM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
+                "/nix", "/gnu")  # the last two: where Nix and Guix keep every program
 COVERED_UNDER = ("/etc", "/opt")  # where a root-only file or a socket is covered
 SCAN_LIMIT = 50_000  # entries looked at under each of those (a huge /opt is not scanned whole)
 PRIVATE = ["--dev", "/dev", "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys",
