@@ -24,6 +24,7 @@ from pathlib import Path
 from harness.errors import UsageError
 from harness.state.locks import hold_lock, lock_path
 from harness.state.memory import make_entry, raw_lock, raw_path
+from harness.state.reading import decode, read_bytes
 from harness.state.store import append_record, sha256
 
 LEARNINGS = "learnings for future iterations"
@@ -50,19 +51,13 @@ def read_text(path: Path) -> str:
     if path.is_dir():
         raise UsageError(f"{path}: is a directory, not a notes file")
     try:
-        data = path.read_bytes()
+        data = read_bytes(path)
     except FileNotFoundError:
         raise UsageError(f"{path}: file not found") from None
-    except OSError as e:
-        raise UsageError(f"{path}: cannot read it: {e.strerror}") from None
     if b"\0" in data:
         line = data.count(b"\n", 0, data.index(b"\0")) + 1
         raise UsageError(f"{path} line {line}: a binary file (a NUL byte), not notes")
-    try:
-        return data.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        raise UsageError(f"{path} line {line}: not UTF-8 text ({e.reason})") from None
+    return decode(data, path).removeprefix("\ufeff")
 
 
 def _clean(text: str) -> str:
