@@ -115,21 +115,25 @@ class ScriptedBackend:
                 usage.add(Usage(**turn.usage.model_dump()))
                 cost += turn.cost_usd
                 summary = turn.text or summary
-                self.replay(turn, number, session, tools)
+                self.replay(turn, number, session, tools, {"turns": number,
+                                                          "cost_usd": round(cost, 6)})
                 if tools.finished is not None:
                     summary = tools.finished
                     status = GAVE_UP if tools.finish_status == "gave_up" else FINISHED
                     return outcome(status, number, "finish called")
         return outcome(FINISHED, len(turns), "script ended")
 
-    def replay(self, turn: ScriptedTurn, number: int, session: Session, tools: ToolBox) -> None:
-        """Record one turn as a model turn, then run and record its tool calls."""
+    def replay(self, turn: ScriptedTurn, number: int, session: Session, tools: ToolBox,
+               so_far: dict[str, Any]) -> None:
+        """Record one turn as a model turn (with the turns and cost so far, as the API
+        backends record them), then run and record its tool calls."""
         calls = [{"type": "tool_use", "id": f"toolu_scripted_{number:03d}_{j}",
                   "name": call.name, "input": call.input} for j, call in enumerate(turn.tools)]
         content = ([{"type": "text", "text": turn.text}] if turn.text else []) + calls
         session.record({"event": "model_turn", "turn": number,
                         "stop_reason": "tool_use" if calls else "end_turn",
-                        "usage": asdict(Usage(**turn.usage.model_dump())), "content": content})
+                        "usage": asdict(Usage(**turn.usage.model_dump())), "content": content,
+                        "so_far": so_far})
         for call in calls:
             result = tools.execute(call["name"], call["input"])
             session.record({"event": "tool_call", "turn": number, "id": call["id"],

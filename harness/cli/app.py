@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from harness.cli.demo import demo
-from harness.cli.look import reconstruct, report, runs, show, status, summary
+from harness.cli.look import reconstruct, report, runs, show, status, summary, watch
 from harness.cli.options import GLOBAL_OPTIONS, accept_global_options, paths_of
 from harness.cli.plans import export, import_, import_notes
 from harness.cli.steer import answer, guide
@@ -261,7 +261,7 @@ def doctor(ctx: click.Context, backend: str | None, preset: str | None,
 
 
 for _command in (status, runs, show, report, reconstruct, import_, export, import_notes, demo,
-                 loop, cron, answer, guide, summary):
+                 loop, cron, answer, guide, summary, watch):
     cli.add_command(_command)
 for _command in cli.commands.values():
     accept_global_options(_command)

@@ -1,5 +1,5 @@
 """The commands that look at the mission and its records: status, runs, show, report, summary,
-reconstruct."""
+watch, reconstruct."""
 
 from __future__ import annotations
 
@@ -144,3 +144,22 @@ def summary(ctx: click.Context, span: str, as_json: bool) -> None:
     seconds = parse_since(span)
     data = collect(check_state(paths.state), paths.workdir, seconds)
     click.echo(json.dumps(data, indent=2) if as_json else format_summary(data, span))
+
+
+@click.command()
+@click.option("--once", is_flag=True,
+              help="Print one frame and exit (so does a stdout that is no terminal).")
+@click.option("--interval", default=2.0, show_default=True, metavar="SECONDS",
+              type=click.FloatRange(min=0.2), help="Seconds between refreshes.")
+@click.option("--json", "as_json", is_flag=True, help="The runs in progress as JSON, once.")
+@click.pass_context
+def watch(ctx: click.Context, once: bool, interval: float, as_json: bool) -> None:
+    """Live runs: feature, time, turns, cost so far, last tool call; refreshing until Ctrl-C."""
+    from harness.config import load_mission_config, mission_name
+    from harness.ops import watch as live
+
+    state = check_state(paths_of(ctx).state)
+    if as_json:
+        click.echo(json.dumps(live.as_json(live.Watcher(state).live()), indent=2))
+        return
+    live.watch(state, mission_name(load_mission_config(state), state), interval, once)
