@@ -51,7 +51,8 @@ COMMANDS = {
     "runs": (["runs"], {0, 2}, True),
     "show": (["show", RUN], {0, 2}, True),
     "show-prompt": (["show", RUN, "--prompt"], {0, 2}, True),
-    "report": (["report", "--out", "{base}/report"], {0, 2}, True),
+    # a report records when it was made (<state>/last-report.json): the next opens from there
+    "report": (["report", "--out", "{base}/report"], {0, 2}, False),
     "reconstruct": (["reconstruct", RUN, "--check"], {0, 1, 2}, True),
     "curator-dry": (["curator", "--dry-run"], {0, 2}, True),
     "doctor": (["doctor", "--no-cron", "--backend", "scripted", "--script",
@@ -89,6 +90,7 @@ FILES = {
     f"{STATE}/spend.json": (json_damage, ["worker", "validator"]),
     f"{STATE}/runs/{RUN}/verdict.json": (json_damage, ["show", "report"]),
     "report/.report-cache.json": (json_damage, ["report"]),
+    f"{STATE}/last-report.json": (json_damage, ["report"]),
     "input/plan.json": (json_damage, ["plan"]),
     "input/prd.json": (json_damage, ["import"]),
 }

@@ -12,6 +12,7 @@ from report_mission import HOSTILE_NOTE, build_mission
 from harness.cli.app import cli
 from harness.ops.report import parallel, site
 from harness.ops.report.chart import buckets, svg_chart
+from harness.ops.report.since import LAST_REPORT
 from harness.ops.report.site import write_report
 from harness.state.run_summary import summarize
 from harness.state.runs import start_run
@@ -179,6 +180,7 @@ def test_runs_rendered_in_processes_match_those_rendered_in_one(
         tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ids = fake_runs(state, 6)
     serial = write_report(state, tmp_path / "identity", tmp_path / "serial")
+    (state / LAST_REPORT).unlink()  # both open "since the mission began"
     monkeypatch.setattr(parallel, "PARALLEL_FROM", 2)
     forked = write_report(state, tmp_path / "identity", tmp_path / "forked")
     assert (forked.run_pages, forked.pages, forked.bytes) == (

@@ -134,3 +134,23 @@ def test_screenshots_of_the_mission_and_a_run(report, page, tmp_path_factory) ->
         page.screenshot(path=str(folder / name), full_page=True)
         assert (folder / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     print(f"screenshots in {folder}")
+
+
+def test_the_report_opens_with_what_happened_since_the_last_report(report, page) -> None:
+    paths, out, _ = report
+    page.goto((out / "index.html").as_uri())
+    since = page.locator("#since")
+    assert since.locator("h2").inner_text() == "Since the mission began"
+    assert since.bounding_box()["y"] < page.locator("#board").bounding_box()["y"]
+    assert "6 runs (1 planner, 2 validator, 3 worker)" in page.inner_text("#since-totals")
+    assert page.locator("#since-done li").all_inner_texts() == ["F-004 --json output"]
+    commits = page.locator("#since-commits li")
+    assert commits.count() == 2
+    for n in range(2):
+        assert "F-004: --json output" in commits.nth(n).inner_text()
+        assert "2 files changed" in commits.nth(n).locator("pre").inner_text()
+    short = commits.nth(0).locator("code").inner_text()
+    commits.nth(0).locator("a").click()  # to the run that made it, whose page names it
+    assert page.locator("#commit code").inner_text().startswith(short) and len(short) == 10
+    assert "textstats/__main__.py" in page.locator("#commit pre").inner_text()
+    assert page.problems == []

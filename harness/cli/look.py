@@ -64,7 +64,8 @@ def show(ctx: click.Context, run_id: str, as_json: bool, as_prompt: bool) -> Non
     from harness.ops.show import format_run
     from harness.state.runs import load_manifest, runs_dir
 
-    state = check_state(paths_of(ctx).state)
+    paths = paths_of(ctx)
+    state = check_state(paths.state)
     if as_json and as_prompt:
         raise UsageError("show takes --json or --prompt, not both")
     manifest = load_manifest(state, run_id)
@@ -78,7 +79,7 @@ def show(ctx: click.Context, run_id: str, as_json: bool, as_prompt: bool) -> Non
         except FileNotFoundError:
             raise UsageError(f"run {run_id} has no prompt.md") from None
     else:
-        click.echo(format_run(state, run_id))
+        click.echo(format_run(state, run_id, paths.workdir))
 
 
 @click.command()
@@ -92,7 +93,7 @@ def report(ctx: click.Context, out: str | None) -> None:
     paths = paths_of(ctx)
     state = check_state(paths.state)
     folder = Path(out).resolve() if out else state / "report"
-    written = write_report(state, paths.identity, folder)
+    written = write_report(state, paths.identity, folder, paths.workdir)
     click.echo(f"report of {written.runs} runs: {written.run_pages} run pages rendered, "
                f"{written.pages} files written ({written.bytes:,} bytes)")
     click.echo(f"open file://{folder / 'index.html'}")

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.ops.summary import commit_stat
+from harness.ops.summary import run_commit
 from harness.state import steering
 from harness.state.actions import read_verdict
 from harness.state.memory import estimate_tokens
@@ -88,7 +88,7 @@ def turn_lines(state: Path, run_id: str) -> list[str]:
     return out or ["no turns recorded"]
 
 
-def footer(state: Path, manifest: dict[str, Any]) -> list[str]:
+def footer(state: Path, manifest: dict[str, Any], workdir: Path) -> list[str]:
     s, out = summarize(manifest), []
     verdict = read_verdict(state, s.run_id)
     if verdict:
@@ -101,9 +101,9 @@ def footer(state: Path, manifest: dict[str, Any]) -> list[str]:
                f"{s.cache_read_tokens:,}, cache write {s.cache_write_tokens:,}")
     out.append(f"cost: {s.cost_text}")
     if manifest.get("commit"):
-        subject, stat = commit_stat(Path(manifest.get("workdir") or "."), manifest["commit"])
-        out.append(f"commit: {manifest['commit']} {subject}".rstrip())
-        out += [f"  {line}" for line in stat]
+        made = run_commit(manifest, workdir)
+        out.append(f"commit: {made['commit']} {made['subject']}".rstrip())
+        out += [f"  {line}" for line in made["stat"]]
     if s.feature.startswith("F-"):
         guidance = steering.current(state, s.feature)["guidance"]
         out += [f"guidance on {s.feature} now: {n}. {clip(g, 300)}"
@@ -114,9 +114,10 @@ def footer(state: Path, manifest: dict[str, Any]) -> list[str]:
     return out
 
 
-def format_run(state: Path, run_id: str) -> str:
-    """The whole run as text: header, prompt sections, turns, then how it ended."""
+def format_run(state: Path, run_id: str, workdir: Path) -> str:
+    """The whole run as text: header, prompt sections, turns, then how it ended (its commit
+    read from the repository in `workdir` once the run's own tree is gone)."""
     manifest = load_manifest(state, run_id)
     parts = [header(manifest), prompt_lines(state, manifest), turn_lines(state, run_id),
-             footer(state, manifest)]
+             footer(state, manifest, workdir)]
     return "\n\n".join("\n".join(part) for part in parts)

@@ -22,6 +22,7 @@ SPAN = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 ERRED = ("error", "backend-error", "interrupted")  # results that are no attempt's verdict
 STAT_FILES = 8  # files a commit's diffstat names; the rest are counted in its last line
+COMMITS_SHOWN = 50  # newest commits shown with their diffstat (a git process each)
 
 
 def parse_since(text: str) -> float:
@@ -34,10 +35,23 @@ def parse_since(text: str) -> float:
 
 def collect(state: Path, workdir: Path, seconds: float, now: float | None = None
             ) -> dict[str, Any]:
-    """The summary of the runs started in the last `seconds`, as JSON-ready data."""
-    cutoff = (time.time() if now is None else now) - seconds
-    runs = [(m, summarize(m)) for m in list_runs(state)
-            if (parse_time(m.get("started_at")) or 0) >= cutoff]
+    """The summary of the last `seconds`, as JSON-ready data (see `collect_since`)."""
+    return collect_since(state, workdir, (time.time() if now is None else now) - seconds)
+
+
+def ended_at(manifest: dict[str, Any]) -> float:
+    """When a run ended, or started if it has not ended: what places it in a span."""
+    return parse_time(manifest.get("finished_at")) or parse_time(manifest.get("started_at")) or 0
+
+
+def collect_since(state: Path, workdir: Path, cutoff: float,
+                  manifests: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The summary of the runs (of `manifests`, else all) that ended (or began, if still
+    running) after `cutoff`, seconds since the epoch, as JSON-ready data; the newest commits
+    are shown from the repository in `workdir`, the rest counted."""
+    runs = [(m, summarize(m)) for m in (list_runs(state) if manifests is None else manifests)
+            if ended_at(m) >= cutoff]
+    made = [m for m, _ in runs if m.get("commit")]
     plan = {f.id: f for f in plan_mod.load_plan(state)}
     title = (lambda fid: plan[fid].title if fid in plan else "")  # noqa: E731
     validated = [r for _, r in runs if r.role == "validator"]
@@ -50,12 +64,14 @@ def collect(state: Path, workdir: Path, seconds: float, now: float | None = None
         "spent_in_all": ledger.spent(state),
         "done": _unique({"feature": r.feature, "title": title(r.feature), "run_id": r.run_id}
                         for r in validated if r.result == "pass" and r.exit_code == 0),
-        "failed": _unique({"feature": r.feature, "title": title(r.feature), "reason": r.reason}
+        "failed": _unique({"feature": r.feature, "title": title(r.feature), "reason": r.reason,
+                           "run_id": r.run_id}
                           for r in validated if r.result == "fail"
                           and r.feature in plan and plan[r.feature].status == "failed"),
         "blocked": [{"feature": f.id, "title": f.title, "needs": f.blocked_reason or ""}
                     for f in plan.values() if f.status == "blocked"],
-        "commits": [_commit(workdir, m, r) for m, r in runs if m.get("commit")],
+        "commits": [run_commit(m, workdir) for m in made[-COMMITS_SHOWN:]],
+        "commits_not_shown": max(0, len(made) - COMMITS_SHOWN),
         "erred": [{"run_id": r.run_id, "exit_code": r.exit_code, "result": r.result,
                    "reason": r.reason} for _, r in runs if _erred(r)],
     }
@@ -82,11 +98,16 @@ def commit_stat(workdir: Path, sha: str) -> tuple[str, list[str]]:
     return (lines[0] if lines else ""), [s.strip() for s in lines[1:] if s.strip()]
 
 
-def _commit(workdir: Path, manifest: dict[str, Any], r: RunSummary) -> dict[str, Any]:
-    sha = str(manifest["commit"])
-    subject, stat = commit_stat(workdir, sha)
-    return {"commit": sha, "run_id": r.run_id, "feature": r.feature, "subject": subject,
-            "stat": stat}
+def run_commit(manifest: dict[str, Any], workdir: Path) -> dict[str, Any]:
+    """The commit a run made: its sha, subject and diffstat, read in the run's own tree while
+    it exists (a feature's worktree is removed once merged), else in `workdir`."""
+    sha, subject, stat = str(manifest["commit"]), "", []
+    own = [Path(str(manifest["workdir"]))] if manifest.get("workdir") else []
+    for tree in [*own, workdir]:
+        if not subject and tree.is_dir():
+            subject, stat = commit_stat(tree, sha)
+    return {"commit": sha, "run_id": manifest["run_id"], "feature": manifest.get("feature"),
+            "subject": subject, "stat": stat}
 
 
 def format_summary(data: dict[str, Any], span: str) -> str:
@@ -102,9 +123,11 @@ def format_summary(data: dict[str, Any], span: str) -> str:
     out += _block(f"Blocked, waiting for you ({len(data['blocked'])})",
                   [f"{d['feature']} {d['title']}\n    needs: {d['needs']}\n    answer: run.sh "
                    f"answer {d['feature']} TEXT" for d in data["blocked"]])
-    out += _block(f"Commits ({len(data['commits'])})",
+    out += _block(f"Commits ({len(data['commits']) + data['commits_not_shown']})",
                   [f"{c['commit'][:10]} {c['subject']} [{c['run_id']}]"
-                   + "".join(f"\n    {line}" for line in c["stat"]) for c in data["commits"]])
+                   + "".join(f"\n    {line}" for line in c["stat"]) for c in data["commits"]]
+                  + ([f"and {data['commits_not_shown']} earlier"] if data["commits_not_shown"]
+                     else []))
     out += _block(f"Runs that erred ({len(data['erred'])})",
                   [f"{e['run_id']} exit {e['exit_code']} {e['result']}: {e['reason']}"
                    for e in data["erred"]])

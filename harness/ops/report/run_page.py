@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.ops.show import describe_call
+from harness.ops.summary import run_commit
 from harness.state.actions import read_verdict
 from harness.state.run_summary import RunSummary
 from harness.state.runs import runs_dir
@@ -45,8 +46,10 @@ def ending(manifest: dict[str, Any]) -> str:
     return text
 
 
-def run_context(state: Path, manifest: dict[str, Any], summary: RunSummary) -> dict[str, Any]:
-    """Everything run.html.j2 needs for one run (`summary` is that of `manifest`)."""
+def run_context(state: Path, manifest: dict[str, Any], summary: RunSummary,
+                workdir: Path) -> dict[str, Any]:
+    """Everything run.html.j2 needs for one run (`summary` is that of `manifest`); the
+    commit it made is read in `workdir` once the run's own tree is gone."""
     run_id = manifest["run_id"]
     folder = runs_dir(state) / run_id
     try:
@@ -59,6 +62,7 @@ def run_context(state: Path, manifest: dict[str, Any], summary: RunSummary) -> d
         "backend": manifest.get("backend", "?"), "model": manifest.get("model") or "unknown",
         "ending": ending(manifest), "summary": manifest.get("summary") or "",
         "verdict": read_verdict(state, run_id),
+        "commit": run_commit(manifest, workdir) if manifest.get("commit") else None,
         "prompt_chars": len(prompt),
         "sections": split_sections(prompt, run_headings(state, manifest)) if prompt else [],
         "turns": [turn_view(t) for t in fold_turns(events)], "bad_lines": bad,

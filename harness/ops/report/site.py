@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from harness.ops.report import mission
 from harness.ops.report.chart import svg_chart
 from harness.ops.report.parallel import render_runs
 from harness.ops.report.run_page import run_context
+from harness.ops.report.since import last_report, record_report, since_last
 from harness.state.memory import utc_now
 from harness.state.run_summary import RunSummary, format_duration, format_tokens, summarize
 from harness.state.runs import damaged_run, load_manifest, runs_dir
@@ -110,8 +112,8 @@ def stamp(folder: str) -> list[list[int]] | None:
 class Site:
     """One report being written into `out`."""
 
-    def __init__(self, state: Path, identity: Path, out: Path) -> None:
-        self.state, self.identity, self.out = state, identity, out
+    def __init__(self, state: Path, identity: Path, out: Path, workdir: Path) -> None:
+        self.state, self.identity, self.out, self.workdir = state, identity, out, workdir
         self.env = environment()
         text, digest = script()
         self.common = {"mission": mission_name(load_mission_config(state), state),
@@ -200,7 +202,7 @@ class Site:
             manifest = damaged_run(run_id, e)
         summary = summarize(manifest)
         self.write(f"runs/{run_id}.html", "run.html.j2", "../",
-                   **run_context(self.state, manifest, summary))
+                   **run_context(self.state, manifest, summary, self.workdir))
         self.written.run_pages += 1
         return {"stamp": now, "row": vars(summary)}
 
@@ -234,21 +236,25 @@ def check_folder(out: Path) -> None:
                              "--out an empty or new folder, or one an earlier report wrote")
 
 
-def write_report(state: Path, identity: Path, out: Path) -> Written:
-    """Write (or bring up to date) the mission's report in `out` (see `check_folder`)."""
+def write_report(state: Path, identity: Path, out: Path, workdir: Path | None = None) -> Written:
+    """Write (or bring up to date) the mission's report in `out` (see `check_folder`),
+    opening with what happened since the last report; commits are read in `workdir` (the
+    project, by default the state folder's parent)."""
     check_folder(out)
-    site = Site(state, identity, out)
+    previous, now = last_report(state), time.time()  # a damaged record: refused before writing
+    site = Site(state, identity, out, workdir or state.parent)
     out.mkdir(parents=True, exist_ok=True)
     if not (out / MARKER).is_file():
         atomic_write(out / MARKER, "A report of autonomous-harness (run.sh report); the next "
                                    "report rewrites the files in this folder.\n")
     rows, entries = site.runs()
+    since = since_last(state, site.workdir, rows, previous)
     pages = write_run_index(site, rows)
     board = mission.plan_board(state, rows)
     counts = {status: len(features) for status, features in board.items()}
     totals = {"runs": len(rows), "failed": sum(r.failed for r in rows),
               "cost": sum(r.cost_usd for r in rows), "tokens": sum(r.tokens for r in rows)}
-    site.write("index.html", "index.html.j2", "", with_script=True, board=board,
+    site.write("index.html", "index.html.j2", "", with_script=True, board=board, since=since,
                counts=counts, totals=totals, chart=Markup(svg_chart(rows)),
                latest=[r.as_dict() for r in reversed(rows[-LATEST:])],
                pages=pages, known_runs={r.run_id for r in rows}, generated=utc_now())
@@ -256,5 +262,6 @@ def write_report(state: Path, identity: Path, out: Path) -> Written:
                identity=mission.identity_files(identity), identity_dir=str(identity),
                notes=mission.long_notes(state))
     site.write_cache(entries)
+    record_report(state, rows, now)
     site.written.runs = len(rows)
     return site.written
