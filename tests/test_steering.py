@@ -53,9 +53,13 @@ def test_a_blocked_feature_tells_the_person_and_their_answer_reaches_the_next_pr
                      f"notify: {{urls: ['{sink.url('json')}']}}\n")
     code, _ = worker(project, tmp_path, BLOCKED)
     assert code == 7 and plan_status(project)["status"] == "blocked"
-    assert json.loads(hooked.read_text())["needs"] == "which database should the JSON go to?"
+    told = json.loads(hooked.read_text())
+    assert told["event"] == "feature.blocked" and told["feature"] == "F-004"
+    assert told["needs"] == "which database should the JSON go to?"
     (message,) = sink.json_messages()
+    assert message["title"] == "[textstats] feature.blocked F-004"
     assert "Needs: which database should the JSON go to?" in message["message"]
+    assert "run.sh answer F-004" in message["message"]
 
     result = run_sh("answer", "F-004", "use", "the", "sqlite", "file", "data/app.db",
                     cwd=project)

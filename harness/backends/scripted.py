@@ -26,7 +26,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.agent.tools import ToolBox
-from harness.errors import UsageError
+from harness.errors import HarnessError, UsageError
 from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session, Usage
 
 
@@ -111,7 +111,11 @@ class ScriptedBackend:
                 if caps.dollars is not None and cost >= caps.dollars:
                     return outcome(CAPPED, number - 1,
                                    f"dollar cap reached (${cost:.4f} of ${caps.dollars:g})")
-                session.check_budget(cost)
+                try:
+                    session.check_budget(cost)
+                except HarnessError as e:  # the run's record keeps what it spent
+                    e.outcome = outcome(CAPPED, number - 1, str(e))  # type: ignore[attr-defined]
+                    raise
                 usage.add(Usage(**turn.usage.model_dump()))
                 cost += turn.cost_usd
                 summary = turn.text or summary

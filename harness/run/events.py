@@ -16,6 +16,7 @@ from harness.state import actions
 from harness.state import plan as plan_mod
 from harness.state.memory import utc_now
 from harness.state.redact import redact_data
+from harness.state.run_summary import RESULT_WORDS
 from harness.state.store import append_record, lock_path
 
 
@@ -43,7 +44,7 @@ def after_run(paths: Paths, prepared: Any, judged: Any, cost: float | None) -> N
     exit_code, result, fields = judged.exit_code, judged.result, judged.fields
     base = {"run_id": run_id, "role": prepared.role, "feature": feature.id if feature else None,
             "title": feature.title if feature else None, "exit_code": exit_code,
-            "result": result, "reason": judged.message, "cost": cost,
+            "result": RESULT_WORDS.get(result, result), "reason": judged.message, "cost": cost,
             "commit": fields.get("commit")}
     if prepared.role == "validator" and result in ("pass", "fail"):
         base["verdict"] = result
