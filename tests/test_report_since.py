@@ -83,3 +83,22 @@ def test_a_damaged_record_of_the_last_report_is_exit_2_naming_it(project: Path) 
     record.write_text("[1, 2")
     result = run_sh("report", cwd=project)
     assert result.returncode == 2 and str(record) in result.stderr
+
+
+def test_a_commit_made_in_a_worktree_is_named_after_its_merge(tmp_path: Path) -> None:
+    from test_worktrees import make_mission
+
+    project = make_mission(tmp_path, "worktrees")
+    args = ("--backend", "scripted", "--script")
+    assert run_sh("worker", "F-001", *args, str(tmp_path / "work.yaml"),
+                  cwd=project).returncode == 0
+    merged = run_sh("validator", "F-001", *args, str(tmp_path / "pass.yaml"), cwd=project)
+    assert merged.returncode == 0, merged.stderr
+    worker = next((project / ".harness" / "runs").glob("*-worker-F-001")).name
+    manifest = json.loads(run_sh("show", worker, "--json", cwd=project).stdout)
+    assert manifest["commit"] and not Path(manifest["workdir"]).exists()  # its tree is gone
+    shown = run_sh("show", worker, cwd=project).stdout
+    assert f"commit: {manifest['commit']} F-001: feature F-001" in shown
+    assert "own-F-001.txt | 1 +" in shown
+    text = words(since_section(project))
+    assert "Commits (1)" in text and "own-F-001.txt | 1 +" in text
