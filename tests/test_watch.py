@@ -86,9 +86,10 @@ def test_watch_with_no_runs_and_bad_input(project: Path, tmp_path: Path) -> None
     assert missing.returncode == 2 and "state directory" in missing.stderr
 
 
-def read_pty(fd: int, seconds: float) -> bytes:
+def read_pty(fd: int, seconds: float, frames: int = 0) -> bytes:
+    """What the terminal shows within `seconds`, or until `frames` tables were drawn."""
     out, end = b"", time.monotonic() + seconds
-    while time.monotonic() < end:
+    while time.monotonic() < end and (not frames or out.count(b"runs in progress") < frames):
         if select.select([fd], [], [], 0.1)[0]:
             try:
                 data = os.read(fd, 65536)
@@ -106,7 +107,7 @@ def test_watch_refreshes_in_a_terminal_until_ctrl_c(project: Path) -> None:
                                stdin=child, stdout=child, stderr=child, start_new_session=True)
     os.close(child)
     try:
-        shown = read_pty(main, 4)
+        shown = read_pty(main, 30, frames=3)
         watcher.send_signal(signal.SIGINT)
         shown += read_pty(main, 2)
         assert watcher.wait(timeout=30) == 0

@@ -18,7 +18,6 @@ from harness.run.events import after_run
 from harness.run.outcome import Interrupted, Judged, judge_error, outcome_fields
 from harness.run.prepare import Prepared, sandbox_policy
 from harness.state import ledger
-from harness.state.run_summary import RESULT_WORDS
 from harness.state.store import DISK_ERRNOS
 from harness.types import Outcome, RunResult, Session
 
@@ -73,9 +72,7 @@ def close_run(paths: Paths, prepared: Prepared, outcome: Outcome | None,
     unwritten = _each_written(
         lambda: ledger.add_spend(paths.state, cost or 0.0),
         lambda: ledger.append_progress(paths.state, prepared.role, feature.id if feature else None,
-                                       record.run_id, RESULT_WORDS.get(judged.result,
-                                                                       judged.result),
-                                       judged.exit_code, cost),
+                                       record.run_id, judged.result, judged.exit_code, cost),
         lambda: record.finish("interrupted" if interrupted else "finished", judged.exit_code,
                               cost_usd=None if cost is None else round(cost, 6),
                               **{"result": judged.result, "message": judged.message,
