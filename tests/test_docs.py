@@ -8,7 +8,7 @@ from harness.ops import configdoc
 
 ROOT = Path(__file__).resolve().parent.parent
 SCANNED = ("README.md", "docs", "harness", "bench", "tests", "roles", "templates", "examples",
-           "run.sh", "pyproject.toml", ".ci")
+           "identity", "run.sh", "pyproject.toml", ".ci")
 SUFFIXES = {".md", ".py", ".yaml", ".j2", ".toml", ".sh", ""}
 # a file of the repository: docs/….md, harness/….py, bench/run (no placeholders like <role>)
 CITED = re.compile(r"(?<![\w./<-])((?:docs|harness|bench|tests|examples|roles|templates|\.ci)"
