@@ -74,13 +74,13 @@ HookEvent = Literal[Event, "tool.before"]
 class NotifyConfig(Strict):
     """`notify:` apprise URLs (more in HARNESS_NOTIFY_URLS) and the events they are told."""
 
-    urls: list[str] = Field(default_factory=list)
+    urls: list[str] = Field(default_factory=list)  # ntfy://, slack://, mailto://, json://...
     events: list[Event] = Field(default_factory=lambda: [
         "feature.done", "feature.failed", "feature.blocked", "merge.waiting",
         "budget.exhausted", "mission.done"])
     # one message per feature and event within this long; what else happened, in a digest
     quiet_minutes: float = Field(default=360, ge=0)
-    digest_minutes: float = Field(default=60, gt=0)
+    digest_minutes: float = Field(default=60, gt=0)  # a digest at most this often
 
 
 class MissionConfig(Strict):
