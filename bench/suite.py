@@ -2,7 +2,7 @@
 
     bench/run                 # everything; the curator at 1M entries alone takes minutes
     bench/run --quick         # the same without the curator at 1M entries (and 1M history)
-    bench/run --markdown      # the table as Markdown, for the README
+    bench/run --markdown      # the table as Markdown, for docs/benchmarks.md
 
 Progress goes to stderr, the table to stdout. Timings of subprocesses are medians of
 interleaved rounds (a noisy machine slows every command alike); the curator runs three times

@@ -1,6 +1,6 @@
 """Loops in `workspace: worktrees`: 8 features whose scripted turns each take 1 s, run to the
-end by 1 loop and by 4 loops at once (the README's loop, real run.sh subprocesses, started
-with xargs -P), and the disk one feature's worktree takes.
+end by 1 loop and by 4 loops at once (a shell loop of worker and validator runs, real run.sh
+subprocesses, started with xargs -P), and the disk one feature's worktree takes.
 
     .venv/bin/python bench/worktrees.py [--rounds 3]     (bench/run includes it)
 
@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RUN_SH = ROOT / "run.sh"
 FEATURES = 8
-# the README's loop (one line per step there), with a 1 s pause instead of 10
+# a shell loop of worker and validator runs, as a person would write it
 LOOP = """
 while :; do
   "$RUN_SH" worker next --backend scripted --script "$WORK" >/dev/null 2>&1; w=$?

@@ -40,18 +40,18 @@ class PromptCaps(Strict):
 
     identity_chars: int = _chars(IDENTITY_CHARS)  # the whole file shows; the curator keeps it
     project_docs_chars: int = _chars(6000)  # AGENTS.md and CLAUDE.md, each
-    plan_chars: int = _chars(6000)
-    summary_chars: int = _chars(4000)
+    plan_chars: int = _chars(6000)  # features.json, the current feature marked
+    summary_chars: int = _chars(4000)  # summary.md (L2)
     note_titles: int = _count(10)  # the newest; the list fills up early and then stays this long
-    feature_chars: int = _chars(4000)
-    ledger_entries: int = _count(5)
-    ledger_chars: int = _chars(3000)
-    progress_lines: int = _count(30)
-    raw_entries: int = _count(20)
-    raw_chars: int = _chars(6000)
-    spec_chars: int = _chars(12000)
-    verify_chars: int = _chars(4000)
-    diff_chars: int = _chars(12000)
+    feature_chars: int = _chars(4000)  # the feature and its acceptance criteria
+    ledger_entries: int = _count(5)  # the feature's last verdicts
+    ledger_chars: int = _chars(3000)  # those verdicts, and a person's answers and guidance
+    progress_lines: int = _count(30)  # the last lines of progress.log
+    raw_entries: int = _count(20)  # the last raw.md entries (L1)
+    raw_chars: int = _chars(6000)  # those entries
+    spec_chars: int = _chars(12000)  # spec.md, in the planner's prompt
+    verify_chars: int = _chars(4000)  # the tail of `verify`'s output, for the validator
+    diff_chars: int = _chars(12000)  # the worker's diff, for the validator
 
 
 class CuratorConfig(Strict):
@@ -74,13 +74,13 @@ HookEvent = Literal[Event, "tool.before"]
 class NotifyConfig(Strict):
     """`notify:` apprise URLs (more in HARNESS_NOTIFY_URLS) and the events they are told."""
 
-    urls: list[str] = Field(default_factory=list)
+    urls: list[str] = Field(default_factory=list)  # ntfy://, slack://, mailto://, json://...
     events: list[Event] = Field(default_factory=lambda: [
         "feature.done", "feature.failed", "feature.blocked", "merge.waiting",
         "budget.exhausted", "mission.done"])
     # one message per feature and event within this long; what else happened, in a digest
     quiet_minutes: float = Field(default=360, ge=0)
-    digest_minutes: float = Field(default=60, gt=0)
+    digest_minutes: float = Field(default=60, gt=0)  # a digest at most this often
 
 
 class MissionConfig(Strict):
@@ -90,21 +90,21 @@ class MissionConfig(Strict):
     budget_usd: float | None = Field(default=None, ge=0, le=1e9)  # mission-wide dollar budget
     # dollars per run for every role; a role's own `caps.dollars`, when lower, still holds
     run_budget_usd: float | None = Field(default=None, gt=0, le=1e9)
-    max_attempts: int = Field(default=3, ge=1, le=1_000_000)
-    stuck_after: int = Field(default=3, ge=1, le=1_000_000)
+    max_attempts: int = Field(default=3, ge=1, le=1_000_000)  # fails before `failed`
+    stuck_after: int = Field(default=3, ge=1, le=1_000_000)  # runs with no progress: blocked
     prompt: PromptCaps = Field(default_factory=PromptCaps)
     # model -> $ per million tokens by usage field
     prices: dict[str, dict[str, Annotated[float, Field(ge=0, le=1e6)]]] = Field(
         default_factory=dict)
     curator: CuratorConfig = Field(default_factory=CuratorConfig)
     # shared: one worker or validating run per working tree; worktrees: one git worktree
-    # per feature, merged into base_branch on a pass (DESIGN.md, Workspaces)
+    # per feature, merged into base_branch on a pass (docs/workspaces.md)
     workspace: Literal["shared", "worktrees"] = "shared"
     base_branch: str | None = None  # None: the branch checked out in the working directory
     # where every role's commands run (docs/SANDBOX.md); a role's own `sandbox` overrides it.
     # `run.sh init` writes bwrap wherever bwrap works on the machine.
     sandbox: Literal["none", "bwrap"] = "none"
-    sandbox_network: bool = False
+    sandbox_network: bool = False  # bwrap: whether the agent's commands reach the network
     # Whether worker runs commit their changes (harness/run/commits.py); false: no commits,
     # and no git needed (a detached HEAD, no repository or no git is then no error)
     commit: bool = True
@@ -146,18 +146,18 @@ WHOLE_OPTIONS = ("max_retries",)
 class RoleConfig(Strict):
     """`roles/<role>.yaml`: which template, backend, model, tools and caps a role runs with."""
 
-    template: str
-    backend: Literal["anthropic", "openai", "command", "scripted"] = "anthropic"
-    model: str = "claude-sonnet-4-5"
-    tools: list[str] = Field(default_factory=list)
-    caps: Caps = Field(default_factory=Caps)
-    options: dict[str, Any] = Field(default_factory=dict)
+    template: str  # in templates/, or <state>/templates/ (which wins)
+    backend: Literal["anthropic", "openai", "command", "scripted"] = "anthropic"  # what runs it
+    model: str = "claude-sonnet-4-5"  # a preset passes it only if its provider serves it
+    tools: list[str] = Field(default_factory=list)  # what the agent may call (config.TOOLS)
+    caps: Caps = Field(default_factory=Caps)  # `caps:` below; merged key by key
+    options: dict[str, Any] = Field(default_factory=dict)  # the backend's (configuration.md)
     # What the agent's shell, the feature's `verify`, an agent CLI and the harness's git on
     # the agent's tree may reach (docs/SANDBOX.md): bwrap confines them to the working
     # directory. Unset: the mission's setting; `--sandbox` on the command line overrides.
     sandbox: Literal["none", "bwrap"] | None = None
-    sandbox_paths: dict[str, Literal["ro", "rw"]] = Field(default_factory=dict)
-    sandbox_network: bool | None = None
+    sandbox_paths: dict[str, Literal["ro", "rw"]] = Field(default_factory=dict)  # seen in bwrap
+    sandbox_network: bool | None = None  # unset: the mission's
 
     @field_validator("tools")
     @classmethod

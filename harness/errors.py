@@ -1,4 +1,4 @@
-"""Typed errors; each carries its exit code from the contract in DESIGN.md.
+"""Typed errors; each carries its exit code from the contract in docs/contracts.md.
 
 Only the CLI turns them into a message and a process exit code.
 """

@@ -28,7 +28,8 @@ def harness_home() -> Path:
 
 
 def resolve_paths(state: str | None = None, workdir: str | None = None) -> Paths:
-    """Paths from options, then environment, then defaults (DESIGN.md, Paths)."""
+    """Paths from options, then environment, then defaults (docs/contracts.md, "Where things
+    live")."""
     home = harness_home()
     work = Path(workdir or ".").resolve()
     state_dir = Path(state or os.environ.get("HARNESS_STATE") or ".harness").resolve()

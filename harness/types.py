@@ -27,9 +27,9 @@ class Caps(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    turns: int | None = Field(default=50, ge=1, le=100_000)
+    turns: int | None = Field(default=50, ge=1, le=100_000)  # model calls per run
     max_tokens: int = Field(default=8192, ge=1, le=1_000_000)  # output tokens per model call
-    wall_seconds: float | None = Field(default=1800, gt=0, le=MAX_SECONDS)
+    wall_seconds: float | None = Field(default=1800, gt=0, le=MAX_SECONDS)  # per run, wall clock
     dollars: float | None = Field(default=None, ge=0, le=1_000_000)  # per run
     bash_timeout: float = Field(default=120, gt=0, le=MAX_SECONDS)  # per bash command
     # per tool result, then a visible truncation marker

@@ -43,7 +43,7 @@ TURNS = {"worker": [{"tools": [{"name": "note", "input": {"kind": "TRICK", "text
                                    "input": {"verdict": "fail", "reason": "no tests"}},
                                   {"name": "finish", "input": {"summary": "judged"}}]}]}
 
-# command -> (argv, exit codes it may end with on damaged input (DESIGN.md: 4 when a damaged
+# command -> (argv, exit codes it may end with on damaged input (docs/contracts.md: 4 when a damaged
 # spend.json says the budget is spent, 7 when a damaged ledger repeats a failure), whether it
 # only looks)
 COMMANDS = {

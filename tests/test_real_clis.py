@@ -192,7 +192,7 @@ def test_codex_a_usage_limit_is_exit_6_with_its_reset_time(codex, project):
 def claude(api: FakeAPI, project: Path, tmp_path: Path) -> dict[str, str]:
     """The environment that points the real Claude Code at the fake Messages API. HOME is
     empty: Claude Code's shell reads the user's profile, and one that rewrites PATH loses
-    run.sh's folder (see the README)."""
+    run.sh's folder (see docs/backends.md)."""
     folder = cli_bin("claude")
     worker_role(project / ".harness", "claude-sonnet-4-5",
                 {"preset": "claude", "pass_env": ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"]})

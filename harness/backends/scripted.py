@@ -11,7 +11,8 @@ The file (`script` in the role's options) is a list of turns:
     - tools: [{name: finish, input: {summary: "wrote hello.txt"}}]
 
 Tool calls run through the same ToolBox as the anthropic backend and are recorded the same
-way, so a scripted run exercises everything but the model. For tests and the demo only.
+way, so a scripted run exercises everything but the model. For tests and the demo only; the
+format, with a runnable example, is docs/scripted.md.
 No model serves it, so it costs what its turns' `cost_usd` add up to, $0 unless given: its
 tokens are never priced as a model's (a report would add an offline demo to the spend).
 """

@@ -3,7 +3,7 @@ is left, under one supervisor.
 
 Each role runs as a subprocess of `run.sh`, exactly as a person or cron would start it: a run
 that crashes, leaks or is killed ends that run, never the loop, and every run starts from
-the files on disk (DESIGN.md, principle 1). Exit codes decide (README, "Unattended"): 0, 1
+the files on disk (no state is kept between runs). Exit codes decide (docs/contracts.md): 0, 1
 and 7 mean a run happened, go on; 5 from both roles means nothing is left (the normal end,
 exit 5); 3 (busy) and 6 (an outage or a usage limit) wait, until the reset time the run
 recorded or exponentially longer within a bound; 2 and 4 stop the loop with that code.

@@ -31,7 +31,8 @@ from harness.types import RunResult, SandboxPolicy
 def run_role(paths: Paths, role: str, target: str | None, *, dry_run: bool = False,
              backend: str | None = None, backend_options: dict[str, Any] | None = None,
              sandbox: str | None = None) -> RunResult:
-    """One run of `role` on `target` (FEATURE_ID, `next`, or None), exit code per DESIGN.md."""
+    """One run of `role` on `target` (FEATURE_ID, `next`, or None); its exit code is one of
+    docs/contracts.md's."""
     check_state(paths.state)
     check_identity(paths.identity)
     mission = load_mission_config(paths.state)
