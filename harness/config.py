@@ -57,10 +57,19 @@ class PromptCaps(Strict):
 class CuratorConfig(Strict):
     mode: Literal["rules", "model"] = "rules"
     similarity: float | None = Field(default=None, ge=0, le=100)  # None: the curator's default
-    second_opinion: bool = True  # False: the match rule alone decides "same lesson"
-    # model mode: the most "same lesson?" pairs the model is asked per pass about the notes,
-    # and again about due lessons beside identity (curator.judge)
+    # auto: the curator role's model judges "same lesson?" when it can authenticate
+    # (harness/run/judging.py); off: the rules alone
+    judge: Literal["auto", "off"] = "auto"
+    # the most new notes a pass asks the judge about, and as many due lessons beside identity
     questions: int = Field(default=20, ge=0, le=200)
+    second_opinion: bool | None = None  # the pair model's switch: it is gone; accepted, unused
+
+    @field_validator("judge", mode="before")
+    @classmethod
+    def _yaml_switch(cls, value: Any) -> Any:
+        # YAML reads a bare `off` (and `no`) as false, `on` as true
+        return {False: "off", True: "auto"}.get(value, value) if isinstance(value, bool) \
+            else value
 
 
 # what a hook or a notification may be for (docs/hooks.md); tool.before is a hook's alone

@@ -175,11 +175,18 @@ def evaluate_passes(folder: Path, work: Path,
                    missed, wrong)
 
 
-def answered(preview: CuratorReport, judge: Judgments) -> Judgments:
-    """The answers `judge` gives to the questions of a model-mode `preview`, as the real
-    pass takes them (it asks nothing more)."""
-    return Judgments({pair: bool(judge.ask(Question(pair[0], pair[1], pair[2], 0)))
-                      for pair, _, _ in preview.questions})
+def answered(preview: CuratorReport, judge: PerfectJudge) -> Judgments:
+    """The answers `judge` gives to the questions of a `preview`, as the real pass takes
+    them (it asks nothing more): one answer per note, "same as #i" or "new"
+    (`PerfectJudge.choose`), told as an answer per pair shown."""
+    shown: dict[tuple, list[str]] = {}
+    for (bucket, key, other), _, _ in preview.questions:
+        shown.setdefault((bucket, key), []).append(other)
+    answers = {}
+    for (bucket, key), others in shown.items():
+        chosen = judge.choose(key, others)
+        answers.update({(bucket, key, other): other == chosen for other in others})
+    return Judgments(answers)
 
 
 def families_in_identity(identity: Path, family_of: dict[str, str]) -> set[tuple[str, str]]:
@@ -193,11 +200,23 @@ class PerfectJudge(Judgments):
     with `error`, that share of its answers (drawn from a fixed seed) the wrong way."""
 
     def __init__(self, family_of: dict[str, str], asked: list[Question],
-                 error: float = 0.0) -> None:
+                 error: float = 0.0, seed: int = 0) -> None:
         super().__init__(budget=sys.maxsize)
         self.family = {normalize(text).key: family for text, family in family_of.items()}
         self.asked, self.error = asked, error
-        self.draw = random.Random(len(asked))
+        self.draw = random.Random(len(asked) * 7919 + seed)
+
+    def choose(self, key: str, others: list[str]) -> str | None:
+        """The one of `others` the note `key` says the lesson of, or None ("new"); with
+        `error`, that share of the answers is another choice, drawn at random."""
+        self.asked.extend(others)
+        family = self.family.get(key)
+        right = next((o for o in others if family is not None
+                      and self.family.get(o) == family), None)
+        if self.error and self.draw.random() < self.error:
+            wrong = [o for o in [*others, None] if o != right]
+            return self.draw.choice(wrong)
+        return right
 
     def ask(self, question: Question) -> bool:
         self.asked.append(question)

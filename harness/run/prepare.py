@@ -126,14 +126,18 @@ def prepare(paths: Paths, role: str, feature: Feature | None, plan: list[Feature
             mission: MissionConfig, *, extra: dict[str, Any] | None = None,
             backend: str | None = None, backend_options: dict[str, Any] | None = None,
             sandbox: str | None = None, dry_run: bool = False,
-            workspace: Workspace | None = None) -> Prepared:
+            workspace: Workspace | None = None,
+            role_update: dict[str, Any] | None = None) -> Prepared:
     """Claim a run id, render the prompt from disk and write the run's starting record.
 
     `backend`, `backend_options` and `sandbox` (from the command line) override the role's
-    config.
+    config; `role_update`, the harness's own, any of its fields (the curator's judge: its
+    template, no tools, one turn).
     """
     role_config, role_path, role_text = role_config_for(paths, role, backend, backend_options,
                                                         sandbox)
+    if role_update:
+        role_config = role_config.model_copy(update=role_update)
     fid = feature.id if feature else None
     # the prompt says how to give the verdict and notes: the CLI's structured answer, or tools
     answer = role_config.backend == "command" and wants_answer(role_config.options,
@@ -165,6 +169,8 @@ def prepare(paths: Paths, role: str, feature: Feature | None, plan: list[Feature
         "workdir": str(paths.workdir),
         **({"workspace": {"branch": workspace.branch, "base": workspace.base}}
            if workspace else {}),
+        **({"role_update": {k: getattr(v, "model_dump", lambda v=v: v)()
+                            for k, v in role_update.items()}} if role_update else {}),
     })
     record.write_file("prompt.md", rendered.text)
     return Prepared(record, rendered, feature, role_config, mission, workspace)
