@@ -96,9 +96,10 @@ def main() -> None:
               f"{f['questions_per_note']:15.2f}")
     if len(results) > 1:
         for k in ("rules", "perfect", "noisy"):
-            print(f"mean {k}: precision {statistics.mean(f[k]['precision'] for f in results.values()):.3f}, "
-                  f"recall {statistics.mean(f[k]['recall'] for f in results.values()):.3f}, "
-                  f"min precision {min(f[k]['precision'] for f in results.values()):.3f}")
+            p = [f[k]["precision"] for f in results.values()]
+            r = [f[k]["recall"] for f in results.values()]
+            print(f"mean {k}: precision {statistics.mean(p):.3f}, recall "
+                  f"{statistics.mean(r):.3f}; lowest precision {min(p):.3f}, recall {min(r):.3f}")
 
 
 if __name__ == "__main__":

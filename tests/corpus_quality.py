@@ -4,14 +4,14 @@ A corpus is a folder with `corpus.tsv` (mission TAB family TAB raw.md line; fami
 noise) and `expected.tsv` (role TAB kind TAB family, one per lesson the rules make due).
 `tests/data/curator_corpus` is the development set of the match rule (its constants were
 tuned on it). The folders under `tests/data/corpora/` were written independently of it and
-of each other. The second opinion's model (`harness.curator.learned`) was fitted on the
+of each other. The judge's K and MIN_SCORE (`harness.curator.judge`) were chosen on the
 development set and the FITTED ones (`development_corpora`); the rest are held out:
 nothing was tuned or fitted on them. Held out, by the round that first measured them:
 mobile_native, python_services and systems_cpp (round 2; since used in experiments that
 changed nothing, so count them as development for any later tuning); dotnet_enterprise,
 rails_ops, research_hpc and web3_tooling (round 3); elixir_phoenix and php_laravel
 (round 4); llm_apps and julia_r_stats (round 5). Used by tests/test_corpora.py,
-bench/suite.py, bench/matcher_train.py, bench/judge_bound.py and bench/judge_model.py
+bench/suite.py, bench/judge_bound.py and bench/judge_model.py
 (`evaluate_passes`); `PerfectJudge`, a judge that answers from the labels, by
 bench/judge_bound.py and bench/lessons.py too.
 """
@@ -35,7 +35,7 @@ from harness.state.memory import parse_entry
 DATA = Path(__file__).resolve().parent / "data"
 DEVELOPMENT = DATA / "curator_corpus"
 CORPORA = DATA / "corpora"
-# written apart from the match rule, then used to fit the second opinion's model
+# written apart from the match rule, then used (with it) to choose the judge's constants
 FITTED = ("web_mobile", "data_ml", "infra_systems", "jvm_services", "games_scripting",
           "embedded_rust", "frontend_monorepo", "cloud_data_ops")
 NOW = "2026-06-01T00:00:00Z"  # every pass's date: promotions made on it, and kept
@@ -67,7 +67,7 @@ class Quality:
 
 
 def development_corpora() -> list[Path]:
-    """What the match rule was tuned on and the second opinion's model fitted on."""
+    """What the match rule was tuned on, and the judge's constants chosen on."""
     return [DEVELOPMENT, *(CORPORA / name for name in FITTED)]
 
 

@@ -188,9 +188,12 @@ def test_explain_finds_a_note_in_the_lesson_a_judge_joined_it_to(tmp_path: Path)
     curate(state, identity, "shop", CuratorSettings(), judge=Judgments({PAIR: True}))
     for db in identity.glob(".candidates.v*.db"):
         db.unlink()  # explain clusters the record itself
-    assert "evidence: 2 notes" in explain(state, identity, SECOND, 75.0)
+    said = explain(state, identity, SECOND, 75.0)
+    assert "evidence: 2 notes" in said
+    assert "judge: 1 answers recorded about its notes: 1 'same' (joined), 0 'new'" in said
     (identity / verdicts.DB).unlink()
-    assert "evidence: 1 note," in explain(state, identity, SECOND, 75.0)
+    said = explain(state, identity, SECOND, 75.0)
+    assert "evidence: 1 note," in said and "judge:" not in said
 
 
 def test_a_model_mode_preview_asks_too_what_the_real_pass_meets_once_a_pair_is_one(

@@ -58,7 +58,9 @@ def explain(state: Path, identity: Path, text: str, similarity: float,
     files = {ev.role: (read_text(identity / f"{ev.role}.md"),
                        read_text(archive_path(identity, ev.role)))
              for ev in lessons if memory.NAME.fullmatch(ev.role)}
-    blocks = [describe(ev, place(ev, *files.get(ev.role, ("", "")), similarity)) for ev in lessons]
+    answers = verdicts.read_all(identity) if lessons else {}
+    blocks = [describe(ev, place(ev, *files.get(ev.role, ("", "")), similarity),
+                       judged(tracker, ev, answers)) for ev in lessons]
     if not blocks:
         blocks = [no_lesson(text, closest(tracker, text, role, kind))]
     unread, notes = unread_lines(CuratorPaths(state, identity))
@@ -183,15 +185,31 @@ def place(ev: Evidence, role_text: str, archive_text: str, similarity: float) ->
     return f"now: not in {role_file}; the rule is not met yet."
 
 
-def describe(ev: Evidence, where: str) -> str:
-    """One lesson: its first words, its evidence, its rule and where it is now."""
+def describe(ev: Evidence, where: str, judge: str = "") -> str:
+    """One lesson: its first words, its evidence, the judge's answers about its notes,
+    its rule and where it is now."""
     seen = ev.first if ev.first == ev.last else f"{ev.first}..{ev.last}"
     runs = ev.show("runs") if ev.runs else "none recorded"
     return "\n".join([
         f"{ev.role} {ev.kind}, first noted as: {ev.text}",
         f"  evidence: {_notes(ev.count)}, {seen}; missions: {ev.show('missions')}; "
         f"features: {ev.show('features')}; runs: {runs}",
+        *([f"  {judge}"] if judge else []),
         f"  rule: {rule(ev)}", f"  {where}"])
+
+
+def judged(tracker: PromotionTracker, ev: Evidence, answers: verdicts.Answers) -> str:
+    """What the judge's recorded answers say about the lesson's phrasings, or ""."""
+    cid = tracker.lessons.index(ev)
+    keys = {key for c, key, _ in tracker.clusters.index.phrasings((ev.role, ev.kind))
+            if c == cid}
+    about = [same for (bucket, key, other), same in answers.items()
+             if bucket == (ev.role, ev.kind) and (key in keys or other in keys)]
+    if not about:
+        return ""
+    joined = sum(about)
+    return (f"judge: {len(about)} answers recorded about its notes: {joined} 'same' "
+            f"(joined), {len(about) - joined} 'new' (kept apart)")
 
 
 def no_lesson(text: str, near: list[Evidence]) -> str:
