@@ -1,29 +1,33 @@
-"""Model mode end to end: each corpus through the curator role's real runs, the model
-answering "same lesson?" through the `curation` tool.
+"""The judge end to end: each corpus through real curator runs (`curator.judge: auto`), the
+model answering "same lesson?" in its own small call.
 
-    .venv/bin/python bench/judge_model.py                      # labels answer, fake API
-    .venv/bin/python bench/judge_model.py --error 0.1          # ... one answer in ten wrong
-    .venv/bin/python bench/judge_model.py --model claude-haiku-4-5   # a real model
+    .venv/bin/python bench/judge_model.py                          # held out, labels answer
+    .venv/bin/python bench/judge_model.py --error 0.1 --json       # one answer in ten wrong
+    .venv/bin/python bench/judge_model.py --corpus DIR
+    .venv/bin/python bench/judge_model.py --model claude-haiku-4-5 # a real model
 
-Each pass is `harness.run.curation.run_curator` in `curator.mode: model` (what `run.sh
-curator` runs): the preview, the curator role's prompt, a call through the `anthropic`
-backend, the model's `curation` answer, and the real pass with its answers, recorded for
-later passes. By default the Messages API is the tests' fake one on 127.0.0.1, answering
-from the corpus labels: the pairs shown in the prompt whose notes are of one family (its
-summary and memory are placeholders, so the rules' texts are written). That checks the
-whole chain and should give `bench/judge_bound.py`'s "perfect, model mode" figures. With
-`--model`, the real API answers (ANTHROPIC_API_KEY; each pass is one curator call):
-what a real model's judgement reaches. Corpora are fed and scored as
-`tests/corpus_quality.py` does, identity within its default bound.
+Each pass is `harness.run.curation.run_curator` (what `run.sh curator` runs): the preview,
+the judge's prompt (`templates/judge.md.j2`), a call through the `anthropic` backend, the
+answer's lines, and the real pass with them, recorded for later passes. By default the
+Messages API is the tests' fake one on 127.0.0.1 and answers from the corpus labels
+(`LabelModel`): for each note, the candidate of its family, else "new"; with `--error`,
+that share of the notes get another choice. That checks the whole chain and should give
+`bench/judge_bound.py`'s figures. With `--model`, the real API answers (ANTHROPIC_API_KEY):
+what a real model's judgement reaches. Corpora are fed and scored as `tests/corpus_quality.py`
+does, identity within its default bound. The judge's input and output tokens per call are
+those the fake API counts (the request's text at four characters a token) or the real
+API reports, read from the runs' records.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import re
 import shutil
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -32,13 +36,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from corpus_quality import (  # noqa: E402
-    Quality,
-    development_corpora,
-    evaluate_passes,
-    held_out_corpora,
-)
-from fake_api import FakeAPI, tool_use  # noqa: E402
+from corpus_quality import Quality, evaluate_passes, held_out_corpora  # noqa: E402
+from fake_api import FakeAPI, text  # noqa: E402
 
 from harness.config import CuratorConfig  # noqa: E402
 from harness.curator.identity import identity_lessons  # noqa: E402
@@ -47,61 +46,55 @@ from harness.paths import Paths  # noqa: E402
 from harness.run.curation import run_curator  # noqa: E402
 
 EXAMPLE = ROOT / ".harness.example"
-# a pair as `harness.run.curation.questions_shown` numbers it
-PAIR = re.compile(r"^(\d+)\. A \S+ note: (.*)\n   B, (?:an earlier \S+ \S+ note|"
-                  r"a line of identity/\S+\.md): (.*)$", re.M)
+# a note and its candidates as `harness.run.judging.shown` numbers them
+NOTE = re.compile(r"^Note (\d+) \([^)]*\): (.*)\n((?:  #\d+: .*\n?)+)", re.M)
+CANDIDATE = re.compile(r"^  #(\d+): (.*)$", re.M)
 
 
 class LabelModel:
-    """The fake API's curator: says `same` for the pairs shown whose two notes are of one
-    family, flipping `error` of its answers (a fixed seed), then finishes."""
+    """The fake API's judge: for each note, the candidate of its family, else "new";
+    `error` of its answers another choice (a fixed seed)."""
 
-    def __init__(self, error: float = 0.0) -> None:
+    def __init__(self, error: float = 0.0, seed: int = 1) -> None:
         self.family_of: dict[str, str] = {}  # each note's family, by its text
         self.error = error
-        self.draw = random.Random(1)
+        self.draw = random.Random(seed)
         self.calls = self.asked = 0
 
     def __call__(self, body: dict[str, Any]) -> list[dict[str, Any]]:
-        if _has_tool_result(body["messages"][-1]):
-            return [tool_use("finish", {"summary": "answered"})]
         self.calls += 1
-        same = []
-        for number, note, other in PAIR.findall(_text(body)):
+        lines = []
+        for number, note, block in NOTE.findall(_text(body)):
             self.asked += 1
-            lesson = next(identity_lessons(other), other)
+            candidates = [(int(i), next(identity_lessons(o), o))
+                          for i, o in CANDIDATE.findall(block)]
             family = self.family_of.get(note)
-            answer = family is not None and family == self.family_of.get(lesson)
+            right = next((i for i, o in candidates
+                          if family is not None and self.family_of.get(o) == family), None)
+            choice = right
             if self.error and self.draw.random() < self.error:
-                answer = not answer
-            if answer:
-                same.append(int(number))
-        return [tool_use("curation", {"summary": "-", "memory": "-", "same": same})]
-
-
-def _has_tool_result(message: dict[str, Any]) -> bool:
-    content = message["content"]
-    return isinstance(content, list) and any(b.get("type") == "tool_result" for b in content)
+                choice = self.draw.choice([c for c in [*(i for i, _ in candidates), None]
+                                           if c != right])
+            lines.append(f"{number}: " + ("new" if choice is None else f"same as #{choice}"))
+        return [text("\n".join(lines))]
 
 
 def _text(body: dict[str, Any]) -> str:
-    """Every text the request shows the model: its system prompt and messages, each a
-    string or a list of content blocks."""
     contents = [body.get("system") or "", *(m["content"] for m in body["messages"])]
-    return "\n".join(text for content in contents for text in (
+    return "\n".join(t for content in contents for t in (
         [content] if isinstance(content, str) else
         [b.get("text", "") for b in content if isinstance(b, dict)]))
 
 
 def mission_state(state: Path, mission: str, model: str, base_url: str | None,
                   questions: int) -> None:
-    """A state folder for `mission` in model mode: the example's plan and prices, no memory."""
+    """A state folder for `mission` with the judge on: the example's plan and prices."""
     shutil.copytree(EXAMPLE, state, ignore=shutil.ignore_patterns(
         "raw.md", "MEMORY.md", "summary.md", "progress.log", "ledger", "memory"))
     prices = "\n".join(line for line in (EXAMPLE / "config.yaml").read_text().splitlines()
                        if line.startswith(("prices:", "  claude-")))
     (state / "config.yaml").write_text(
-        f"mission: {mission}\nbudget_usd: 1000\ncurator: {{mode: model, questions: {questions}}}"
+        f"mission: {mission}\nbudget_usd: 1000\ncurator: {{judge: auto, questions: {questions}}}"
         f"\n{prices}\n")
     options = f"options: {{base_url: '{base_url}'}}\n" if base_url else ""
     (state / "roles").mkdir()
@@ -110,10 +103,10 @@ def mission_state(state: Path, mission: str, model: str, base_url: str | None,
         f"tools: [curation, finish]\n{options}")
 
 
-def through_model_mode(folder: Path, work: Path, model: str, base_url: str | None,
-                       questions: int, label: LabelModel | None = None) -> Quality:
-    """The corpus fed to model-mode curator runs in `work`, scored; `label` is told the
-    notes' families."""
+def through_judge(folder: Path, work: Path, model: str, base_url: str | None, questions: int,
+                  label: LabelModel | None = None) -> tuple[Quality, list[dict]]:
+    """The corpus fed to curator runs with the judge in `work`, scored, and the usage of
+    each judge call; `label` is told the notes' families."""
 
     def run_pass(state: Path, identity: Path, mission: str,
                  family_of: dict[str, str]) -> list[Promotion]:
@@ -127,45 +120,64 @@ def through_model_mode(folder: Path, work: Path, model: str, base_url: str | Non
         paths = Paths(home=ROOT, state=state, workdir=state, identity=identity)
         return run_curator(paths).promoted
 
-    return evaluate_passes(folder, work, run_pass)
+    quality = evaluate_passes(folder, work, run_pass)
+    return quality, judge_usage(work)
+
+
+def judge_usage(work: Path) -> list[dict]:
+    """Each judge call's usage, from the run records under `work`."""
+    out = []
+    for manifest in sorted(work.glob("*/runs/*/manifest.json")):
+        record = json.loads(manifest.read_text())
+        if record.get("template") == "judge.md.j2":
+            out.append(record.get("usage") or {})
+    return out
+
+
+def figures(folder: Path, args: argparse.Namespace, seed: int = 1) -> dict:
+    """One corpus: precision, recall, judge calls and tokens per call."""
+    with tempfile.TemporaryDirectory(prefix="judge-model-") as work:
+        if args.model:
+            q, usage = through_judge(folder, Path(work), args.model, None, args.questions)
+            calls = len(usage)
+        else:
+            os.environ.setdefault("ANTHROPIC_API_KEY", "fake-key")  # the fake API takes any
+            api = FakeAPI()
+            api.start()
+            try:
+                label = LabelModel(args.error, seed)
+                api.respond, api.count_input = label, True
+                q, usage = through_judge(folder, Path(work), "claude-haiku-4-5", api.base_url,
+                                         args.questions, label)
+            finally:
+                api.stop()
+            calls = label.calls
+    inputs = [u.get("input_tokens", 0) for u in usage] or [0]
+    outputs = [u.get("output_tokens", 0) for u in usage] or [0]
+    return {"precision": round(q.precision, 3), "recall": round(q.recall, 3), "calls": calls,
+            "input_tokens_median": statistics.median(inputs), "input_tokens_max": max(inputs),
+            "output_tokens_median": statistics.median(outputs)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpora", help="comma-separated corpus names (default: held out)")
-    parser.add_argument("--development", action="store_true", help="the development corpora")
+    parser.add_argument("--corpus", type=Path, action="append", metavar="DIR",
+                        help="a labelled folder in the corpus format (default: held out)")
     parser.add_argument("--model", help="a real model through the Messages API")
     parser.add_argument("--error", type=float, default=0.0,
-                        help="share of the label model's answers flipped (fake API only)")
+                        help="share of the label model's answers wrong (fake API only)")
     parser.add_argument("--questions", type=int, default=CuratorConfig().questions)
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
-    known = {p.name: p for p in [*development_corpora(), *held_out_corpora()]}
-    folders = ([known[name] for name in args.corpora.split(",")] if args.corpora else
-               development_corpora() if args.development else held_out_corpora())
-    print(f"{'corpus':20} {'P / R':>15} {'model calls':>12} {'pairs asked':>12}")
-    for folder in folders:
-        with tempfile.TemporaryDirectory(prefix="judge-model-") as work:
-            row = run(folder, Path(work), args)
-        print(row)
-
-
-def run(folder: Path, work: Path, args: argparse.Namespace) -> str:
-    """One corpus's row: through the real API, or the fake one answering from labels."""
-    if args.model:
-        q = through_model_mode(folder, work, args.model, None, args.questions)
-        return f"{folder.name:20} {q.precision:.3f} / {q.recall:.3f}"
-    os.environ.setdefault("ANTHROPIC_API_KEY", "fake-key")  # the fake API takes any
-    api = FakeAPI()
-    api.start()
-    try:
-        label = LabelModel(args.error)
-        api.respond = label
-        q = through_model_mode(folder, work, "claude-haiku-4-5", api.base_url, args.questions,
-                               label)
-    finally:
-        api.stop()
-    return (f"{folder.name:20} {q.precision:.3f} / {q.recall:.3f} {label.calls:12} "
-            f"{label.asked:12}")
+    folders = args.corpus or held_out_corpora()
+    results = {folder.name: figures(folder, args) for folder in folders}
+    if args.json:
+        print(json.dumps(results if len(results) > 1 else next(iter(results.values()))))
+        return
+    print(f"{'corpus':20} {'P / R':>15} {'calls':>6} {'input tokens (median, max)':>27}")
+    for name, f in results.items():
+        print(f"{name:20} {f['precision']:.3f} / {f['recall']:.3f} {f['calls']:6} "
+              f"{f['input_tokens_median']:>13} {f['input_tokens_max']:>13}")
 
 
 if __name__ == "__main__":

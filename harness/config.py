@@ -7,13 +7,14 @@ and the key (or line, for YAML syntax errors).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from harness.errors import UsageError
 from harness.types import MAX_SECONDS, Caps
+from harness.yamlfile import load_yaml
 
 ROLES = ("planner", "worker", "validator", "curator")
 
@@ -54,20 +55,25 @@ class PromptCaps(Strict):
     diff_chars: int = _chars(12000)  # the worker's diff, for the validator
 
 
+def _switch(value: Any) -> Any:
+    # YAML reads a bare `off` (and `no`) as false, `on` (and `yes`) as true
+    return {False: "off", True: "auto"}.get(value, value) if isinstance(value, bool) else value
+
+
 class CuratorConfig(Strict):
-    mode: Literal["rules", "model"] = "rules"
+    mode: Literal["rules", "model"] = "rules"  # model: the model rewrites the prose too (checked)
     similarity: float | None = Field(default=None, ge=0, le=100)  # None: the curator's default
-    second_opinion: bool = True  # False: the match rule alone decides "same lesson"
-    # model mode: the most "same lesson?" pairs the model is asked per pass about the notes,
-    # and again about due lessons beside identity (curator.judge)
+    # auto: the curator role's model judges "same lesson?" when it can (harness/run/judging.py)
+    judge: Annotated[Literal["auto", "off"], BeforeValidator(_switch)] = "auto"
+    # the most new notes a pass asks the judge about, and as many due lessons beside identity
     questions: int = Field(default=20, ge=0, le=200)
+    second_opinion: bool | None = None  # the pair model's switch: it is gone; accepted, unused
 
 
 # what a hook or a notification may be for (docs/hooks.md); tool.before is a hook's alone
-EVENTS = ("run.finished", "feature.done", "feature.failed", "feature.blocked", "merge.waiting",
-          "budget.exhausted", "mission.done", "lesson.promoted")
 Event = Literal["run.finished", "feature.done", "feature.failed", "feature.blocked",
                 "merge.waiting", "budget.exhausted", "mission.done", "lesson.promoted"]
+EVENTS = get_args(Event)
 HookEvent = Literal[Event, "tool.before"]
 
 
@@ -200,33 +206,6 @@ def run_caps(caps: Caps, mission: MissionConfig) -> Caps:
     return caps.model_copy(update={"dollars": dollars})
 
 
-def _load_yaml(path: Path) -> Any:
-    """The YAML in `path`; any damage (not UTF-8, a folder, too deep) is a UsageError."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise UsageError(f"{path}: file not found") from None
-    except OSError as e:
-        raise UsageError(f"{path}: cannot read it: {e.strerror or e}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        raise UsageError(f"{path} line {line}: not UTF-8 text (byte "
-                         f"0x{data[e.start]:02x}); save it as UTF-8") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        problem = getattr(e, "problem", None) or str(e)
-        raise UsageError(f"{path}{where}: invalid YAML: {problem}") from None
-    except RecursionError:
-        raise UsageError(f"{path}: YAML nested too deeply to read") from None
-    except ValueError as e:  # a number past Python's 4,300 digits
-        raise UsageError(f"{path}: {e}") from None
-
-
 def _validate(model: type[Strict], data: Any, path: Path) -> Any:
     try:
         return model.model_validate(data if data is not None else {})
@@ -243,7 +222,7 @@ def load_mission_config(state: Path) -> MissionConfig:
     path = state / "config.yaml"
     if not path.exists():
         return MissionConfig()
-    return _validate(MissionConfig, _load_yaml(path), path)
+    return _validate(MissionConfig, load_yaml(path), path)
 
 
 def role_config_path(role: str, state: Path, home: Path) -> Path:
@@ -272,9 +251,9 @@ def load_role_config(role: str, state: Path, home: Path) -> tuple[RoleConfig, Pa
     path = role_config_path(role, state, home)
     shipped = home / "roles" / f"{role}.yaml"
     if path == shipped:
-        data = _load_yaml(path)
+        data = load_yaml(path)
         return _validate(RoleConfig, data, path), path, path.read_text(encoding="utf-8")
-    over, base = _load_yaml(path), _load_yaml(shipped)
+    over, base = load_yaml(path), load_yaml(shipped)
     if over is not None and not isinstance(over, dict):
         raise UsageError(f"{path}: expected a mapping of keys (e.g. `options: {{...}}`)")
     merged = merge_keys(base or {}, over or {})

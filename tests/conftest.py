@@ -123,8 +123,8 @@ def run_sh(*args: str, cwd: Path, env: dict[str, str] | None = None,
                           capture_output=True, text=True, timeout=timeout)
 
 
-# One lesson in two notes that the rules keep apart (the rule vetoes the pair on its paths,
-# which the second opinion may not overrule), but the pair model finds alike: the pair a
+# One lesson in two notes that the rules keep apart (the rule vetoes the pair on its paths),
+# each among the lessons most like the other: the pair a
 # model-mode curator is asked about ("Same lesson?"), first of all when they are all raw.md
 # holds.
 UNSURE_FIRST = "pytest -x --lf reruns only the failed tests on tests/api/"

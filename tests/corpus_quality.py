@@ -4,14 +4,14 @@ A corpus is a folder with `corpus.tsv` (mission TAB family TAB raw.md line; fami
 noise) and `expected.tsv` (role TAB kind TAB family, one per lesson the rules make due).
 `tests/data/curator_corpus` is the development set of the match rule (its constants were
 tuned on it). The folders under `tests/data/corpora/` were written independently of it and
-of each other. The second opinion's model (`harness.curator.learned`) was fitted on the
+of each other. The judge's K and MIN_SCORE (`harness.curator.judge`) were chosen on the
 development set and the FITTED ones (`development_corpora`); the rest are held out:
 nothing was tuned or fitted on them. Held out, by the round that first measured them:
 mobile_native, python_services and systems_cpp (round 2; since used in experiments that
 changed nothing, so count them as development for any later tuning); dotnet_enterprise,
 rails_ops, research_hpc and web3_tooling (round 3); elixir_phoenix and php_laravel
 (round 4); llm_apps and julia_r_stats (round 5). Used by tests/test_corpora.py,
-bench/suite.py, bench/matcher_train.py, bench/judge_bound.py and bench/judge_model.py
+bench/suite.py, bench/judge_bound.py and bench/judge_model.py
 (`evaluate_passes`); `PerfectJudge`, a judge that answers from the labels, by
 bench/judge_bound.py and bench/lessons.py too.
 """
@@ -35,7 +35,7 @@ from harness.state.memory import parse_entry
 DATA = Path(__file__).resolve().parent / "data"
 DEVELOPMENT = DATA / "curator_corpus"
 CORPORA = DATA / "corpora"
-# written apart from the match rule, then used to fit the second opinion's model
+# written apart from the match rule, then used (with it) to choose the judge's constants
 FITTED = ("web_mobile", "data_ml", "infra_systems", "jvm_services", "games_scripting",
           "embedded_rust", "frontend_monorepo", "cloud_data_ops")
 NOW = "2026-06-01T00:00:00Z"  # every pass's date: promotions made on it, and kept
@@ -67,7 +67,7 @@ class Quality:
 
 
 def development_corpora() -> list[Path]:
-    """What the match rule was tuned on and the second opinion's model fitted on."""
+    """What the match rule was tuned on, and the judge's constants chosen on."""
     return [DEVELOPMENT, *(CORPORA / name for name in FITTED)]
 
 
@@ -175,11 +175,18 @@ def evaluate_passes(folder: Path, work: Path,
                    missed, wrong)
 
 
-def answered(preview: CuratorReport, judge: Judgments) -> Judgments:
-    """The answers `judge` gives to the questions of a model-mode `preview`, as the real
-    pass takes them (it asks nothing more)."""
-    return Judgments({pair: bool(judge.ask(Question(pair[0], pair[1], pair[2], 0)))
-                      for pair, _, _ in preview.questions})
+def answered(preview: CuratorReport, judge: PerfectJudge) -> Judgments:
+    """The answers `judge` gives to the questions of a `preview`, as the real pass takes
+    them (it asks nothing more): one answer per note, "same as #i" or "new"
+    (`PerfectJudge.choose`), told as an answer per pair shown."""
+    shown: dict[tuple, list[str]] = {}
+    for (bucket, key, other), _, _ in preview.questions:
+        shown.setdefault((bucket, key), []).append(other)
+    answers = {}
+    for (bucket, key), others in shown.items():
+        chosen = judge.choose(key, others)
+        answers.update({(bucket, key, other): other == chosen for other in others})
+    return Judgments(answers)
 
 
 def families_in_identity(identity: Path, family_of: dict[str, str]) -> set[tuple[str, str]]:
@@ -193,11 +200,23 @@ class PerfectJudge(Judgments):
     with `error`, that share of its answers (drawn from a fixed seed) the wrong way."""
 
     def __init__(self, family_of: dict[str, str], asked: list[Question],
-                 error: float = 0.0) -> None:
+                 error: float = 0.0, seed: int = 0) -> None:
         super().__init__(budget=sys.maxsize)
         self.family = {normalize(text).key: family for text, family in family_of.items()}
         self.asked, self.error = asked, error
-        self.draw = random.Random(len(asked))
+        self.draw = random.Random(len(asked) * 7919 + seed)
+
+    def choose(self, key: str, others: list[str]) -> str | None:
+        """The one of `others` the note `key` says the lesson of, or None ("new"); with
+        `error`, that share of the answers is another choice, drawn at random."""
+        self.asked.extend(others)
+        family = self.family.get(key)
+        right = next((o for o in others if family is not None
+                      and self.family.get(o) == family), None)
+        if self.error and self.draw.random() < self.error:
+            wrong = [o for o in [*others, None] if o != right]
+            return self.draw.choice(wrong)
+        return right
 
     def ask(self, question: Question) -> bool:
         self.asked.append(question)

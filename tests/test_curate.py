@@ -474,7 +474,7 @@ def test_fail_across_two_missions_is_promoted_once_with_provenance(tmp_path, ide
     note(shop, "pnpm dev failed with EADDRINUSE: port 3000 was held by an old dev server",
          "FAIL", feature="F-005", run="102-worker-F-005", ts="2026-04-03T00:00:00Z")
     assert run(shop, identity, "shop").promoted == []  # one mission only
-    note(blog, "EADDRINUSE on :3000 when starting pnpm dev, a stale dev server still had the port",
+    note(blog, "pnpm dev failed with EADDRINUSE: port 3000 was held by an old dev server again",
          "FAIL", feature="F-009", run="201-worker-F-009", ts="2026-04-09T00:00:00Z")
     report = run(blog, identity, "blog")
     assert [(p.role, p.kind) for p in report.promoted] == [("worker", "FAIL")]

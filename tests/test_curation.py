@@ -3,6 +3,8 @@
 import json
 from pathlib import Path
 
+import pytest
+
 from harness.curator.check import ModelResult, ProposedPromotion
 from harness.state.memory import parse_entry
 from harness.state.store import hold_lock, lock_path
@@ -53,16 +55,22 @@ def test_curator_similarity_comes_from_config(invoke, state: Path) -> None:
     assert status["memory"]["raw"]["entries"] == 36  # nothing was touched
 
 
-def test_curator_second_opinion_comes_from_config(invoke, state: Path) -> None:
+@pytest.mark.parametrize(("written", "read"), [
+    ("", "auto"), ("curator: {judge: off}\n", "off"), ("curator: {judge: no}\n", "off"),
+    ("curator: {judge: auto}\n", "auto"), ("curator: {judge: on}\n", "auto"),
+    # the pair model's switch is gone: an old config still loads
+    ("curator: {second_opinion: false}\n", "auto")])
+def test_curator_judge_comes_from_config(state: Path, written: str, read: str) -> None:
     from harness.config import load_mission_config
-    from harness.run.curation import settings_for
 
-    assert settings_for(load_mission_config(state)).second_opinion is True
-    (state / "config.yaml").write_text("curator: {second_opinion: false}\n")
-    assert settings_for(load_mission_config(state)).second_opinion is False
-    (state / "config.yaml").write_text("curator: {second_opinion: sometimes}\n")
+    (state / "config.yaml").write_text(written)
+    assert load_mission_config(state).curator.judge == read
+
+
+def test_a_bad_curator_judge_exits_2_naming_the_key(invoke, state: Path) -> None:
+    (state / "config.yaml").write_text("curator: {judge: sometimes}\n")
     result = invoke("curator")
-    assert result.exit_code == 2 and "curator.second_opinion" in result.output
+    assert result.exit_code == 2 and "curator.judge" in result.output
 
 
 def test_curator_questions_come_from_config_and_a_bad_count_exits_2(invoke, state: Path) -> None:

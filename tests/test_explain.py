@@ -131,22 +131,3 @@ def test_forgot_needs_a_second_occasion_not_a_restatement() -> None:
     assert "Missed: both notes came from one occasion (R1)" in rule(ev)
     ev.note("2026-11-19", "2026-11-19T10:00:00Z", "textstats", "F-002", "R2")
     assert rule(ev).endswith("Met: it was forgotten in runs R1, R2.")
-
-
-def test_explain_clusters_by_the_missions_match_rule(invoke, state: Path) -> None:
-    """With `curator.second_opinion: false` the explanation reads the rule-only clusters."""
-    first = ("`make test` printed \"make: 'test' is up to date.\" and ran nothing, because "
-             "there's a test/ directory and make thinks the target file exists. "
-             "`.PHONY: test` fixed it")
-    second = ("Added make lint and make test targets; test said up to date immediately. "
-              "needs .PHONY since test/ is a directory")
-    (state / "config.yaml").write_text("curator: {second_opinion: false}\n")
-    (state / "raw.md").write_text(
-        f"[2026-11-18T09:00:00Z] worker F-001 TRICK: {first} (run R1-worker-F-001)\n"
-        f"[2026-11-18T10:00:00Z] worker F-002 TRICK: {second} (run R2-worker-F-002)\n")
-    assert invoke("curator").exit_code == 0
-    out = explain(invoke, first)
-    assert "evidence: 1 note, 2026-11-18" in out and "features: F-001;" in out
-    (state / "config.yaml").write_text("curator: {second_opinion: true}\n")
-    out = explain(invoke, first)  # the other rule: the record clustered again, in memory
-    assert "features: F-001, F-002;" in out

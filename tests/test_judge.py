@@ -11,8 +11,8 @@ from harness.curator.judge import Judgments, Question
 from harness.curator.matching import LessonIndex, same_lesson
 from harness.curator.text import normalize
 
-# one lesson in other words: the rule and the second opinion refuse it, the pair model
-# scores it at judge.FLOOR or more (conftest)
+# one lesson in other words: the rule refuses it, and it is among the lessons most like
+# each other (conftest)
 FIRST, SECOND = UNSURE_FIRST, UNSURE_SECOND
 ALIKE = "run `docker compose up --wait` so the tests start after the db is healthy"
 OTHER = "the frontend build needs NODE_OPTIONS=--max-old-space-size=4096 or it runs out"
@@ -54,31 +54,49 @@ def test_nothing_is_asked_without_a_budget_nor_about_pairs_the_rules_decide() ->
     assert judge.questions == []
 
 
-RACED = "tests raced the database until I added --wait to docker compose up"
+NPM = "npm cache needs to live in a writable location for this sandbox"
+UV = "uv cache needs to live in a writable location for this sandbox"
 
 
-def test_the_second_opinions_pick_is_asked_joined_until_answered_and_apart_if_so() -> None:
-    assert not same_lesson(ALIKE, RACED, 75)
-    pair = (BUCKET, normalize(RACED).key, normalize(ALIKE).key)
-    for judge, cluster in ((Judgments(budget=5), 0), (Judgments(), 0),
-                           (Judgments({pair: False}), 1)):
+def test_a_swapped_word_is_no_join_for_the_rules_but_a_question_for_the_judge() -> None:
+    # the same sentence about another tool: the score is high, but each side has a word
+    # the other lacks, so only a judge may join them; a note whose words only add to an
+    # earlier one's is still joined by the rules
+    assert same_lesson(NPM, UV, 75)  # the score alone would join them
+    pair = (BUCKET, normalize(UV).key, normalize(NPM).key)
+    for judge, cluster in ((Judgments(), 1), (Judgments(budget=5), 1),
+                           (Judgments({pair: True}), 0), (Judgments({pair: False}), 1)):
         ix = LessonIndex(75, judge=judge)
-        ix.assign(BUCKET, normalize(ALIKE), 0)
-        assert ix.assign(BUCKET, normalize(RACED), 1) == cluster
+        ix.assign(BUCKET, normalize(NPM), 0)
+        assert ix.assign(BUCKET, normalize(UV), 1) == cluster
     asking = Judgments(budget=5)
     ix = LessonIndex(75, judge=asking)
-    ix.assign(BUCKET, normalize(ALIKE), 0)
-    ix.assign(BUCKET, normalize(RACED), 1)
+    ix.assign(BUCKET, normalize(NPM), 0)
+    ix.assign(BUCKET, normalize(UV), 1)
     assert asking.questions == [Question(BUCKET, *pair[1:], 0)]
+    assert ix.assign(BUCKET, normalize(NPM + " here"), 2) == 0  # no swap: the rule joins
 
 
-def test_the_budget_bounds_the_questions_of_a_pass() -> None:
+def test_the_budget_bounds_the_notes_asked_about_in_a_pass() -> None:
     third = normalize("use --lf so pytest only repeats the tests that failed before")
-    for budget, asked in ((5, 3), (2, 2), (1, 1)):
+    for budget, notes in ((5, 2), (2, 2), (1, 1), (0, 0)):
         judge = Judgments(budget=budget)
         ix, _ = index(judge)
         ix.assign(BUCKET, third, 2)  # unsure of both earlier notes too
-        assert len(judge.questions) == asked
+        assert len({q.key for q in judge.questions}) == notes
+        # a note is asked about its K most similar lessons at most, in one question
+        assert all(sum(q.key == key for q in judge.questions) <= 2
+                   for key in {q.key for q in judge.questions})
+
+
+def test_a_candidate_sharing_too_little_is_not_asked_about() -> None:
+    judge = Judgments(budget=5)
+    ix = LessonIndex(75, judge=judge)
+    ix.assign(BUCKET, normalize(FIRST), 0)
+    # one word in common (api), of many: under judge.MIN_SCORE
+    ix.assign(BUCKET, normalize("the api docs live in docs/ and are built with mkdocs on "
+                                "every push to main"), 1)
+    assert judge.questions == []
 
 
 def test_questions_about_identity_have_their_own_budget() -> None:
@@ -170,9 +188,12 @@ def test_explain_finds_a_note_in_the_lesson_a_judge_joined_it_to(tmp_path: Path)
     curate(state, identity, "shop", CuratorSettings(), judge=Judgments({PAIR: True}))
     for db in identity.glob(".candidates.v*.db"):
         db.unlink()  # explain clusters the record itself
-    assert "evidence: 2 notes" in explain(state, identity, SECOND, 75.0)
+    said = explain(state, identity, SECOND, 75.0)
+    assert "evidence: 2 notes" in said
+    assert "judge: 1 answers recorded about its notes: 1 'same' (joined), 0 'new'" in said
     (identity / verdicts.DB).unlink()
-    assert "evidence: 1 note," in explain(state, identity, SECOND, 75.0)
+    said = explain(state, identity, SECOND, 75.0)
+    assert "evidence: 1 note," in said and "judge:" not in said
 
 
 def test_a_model_mode_preview_asks_too_what_the_real_pass_meets_once_a_pair_is_one(

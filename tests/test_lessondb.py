@@ -14,7 +14,7 @@ import pytest
 from harness.curator import lessondb, lessonsource, planning, record
 from harness.curator.curate import CuratorSettings, curate
 from tests.test_curate import note
-from tests.test_curator import CROWDED, CROWDED_AGAIN, crowd
+from tests.test_curator import CROWDED, crowd
 
 NOW = "2026-05-01T00:00:00Z"
 DB = lessondb.db_name(CuratorSettings().similarity)
@@ -201,7 +201,8 @@ def test_a_pass_over_the_database_finds_a_lesson_by_its_signature(tmp_path) -> N
         note(state, text, "TRICK", feature=f"F-{n:03d}", run=f"r{n}")
     curate(state, identity, "shop", CuratorSettings(), now=NOW)
     assert lessons(identity)[("worker", "TRICK", CROWDED, 1)] == 1
-    note(state, CROWDED_AGAIN, "TRICK", feature="F-999", run="r999")
+    # its words and more, none swapped: a note the rule joins to CROWDED once it finds it
+    note(state, f"{CROWDED}, every time", "TRICK", feature="F-999", run="r999")
     curate(state, identity, "shop", CuratorSettings(), now=NOW)
     assert lessons(identity)[("worker", "TRICK", CROWDED, 2)] == 1
 
@@ -221,9 +222,8 @@ def traced(monkeypatch) -> list[str]:
     statements: list[str] = []
     real = lessondb._open
 
-    def open_traced(identity: Path, similarity: float,
-                    second_opinion: bool) -> lessondb.LessonDB | None:
-        db = real(identity, similarity, second_opinion)
+    def open_traced(identity: Path, similarity: float) -> lessondb.LessonDB | None:
+        db = real(identity, similarity)
         if db is not None:
             db.conn.set_trace_callback(statements.append)
         return db

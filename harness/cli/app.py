@@ -163,8 +163,7 @@ def _explain(ctx: click.Context, text: str, role: str | None, kind: str | None) 
     paths = paths_of(ctx)
     state = check_state(paths.state)
     settings = settings_for(load_mission_config(state))
-    return explain(state, paths.identity, text, settings.similarity, role=role, kind=kind,
-                   second_opinion=settings.second_opinion)
+    return explain(state, paths.identity, text, settings.similarity, role=role, kind=kind)
 
 
 @cli.command()

@@ -37,8 +37,7 @@ class ModelResult:
 
 def check_model_result(result: ModelResult, *, rules_memory: str,
                        rules_promotions: Sequence[Promotion], identity: Mapping[str, str],
-                       bounds: Bounds, similarity: float,
-                       second_opinion: bool = True) -> list[str]:
+                       bounds: Bounds, similarity: float) -> list[str]:
     """Why a model's summary, MEMORY.md and promotions cannot stand; empty when they can.
 
     `rules_memory` is the rules-only MEMORY.md for the same input: every item in
@@ -75,7 +74,7 @@ def check_model_result(result: ModelResult, *, rules_memory: str,
             problems.append(f"summary line points to {ref}, which MEMORY.md lacks")
     if result.promotions is not None:
         problems += _promotion_problems(result.promotions, rules_promotions, identity,
-                                        similarity, second_opinion)
+                                        similarity)
     return problems
 
 
@@ -98,15 +97,14 @@ def _shape_problems(name: str, text: str, sections: tuple[str, ...], max_lines: 
 
 
 def _promotion_problems(proposed: list[ProposedPromotion], rules: Sequence[Promotion],
-                        identity: Mapping[str, str], similarity: float,
-                        second_opinion: bool) -> list[str]:
+                        identity: Mapping[str, str], similarity: float) -> list[str]:
     problems = []
     numbers = [p.number for p in proposed]
     problems += [f"promotion {n} is missing (a lesson that met its rule is promoted)"
                  for n in range(1, len(rules) + 1) if n not in numbers]
     problems += [f"promotion {n} is given twice" for n in sorted(set(numbers))
                  if numbers.count(n) > 1]
-    known = IdentityIndex(similarity, second_opinion=second_opinion)
+    known = IdentityIndex(similarity)
     for role, text in identity.items():
         known.add_text(role, text)
     for p in proposed:

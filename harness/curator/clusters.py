@@ -51,9 +51,8 @@ class BatchSource(Source, Protocol):
 class Clusters:
     """Cluster ids handed out over one LessonIndex, so L3 and promotion share one clustering."""
 
-    def __init__(self, threshold: float, source: BatchSource | None = None, *,
-                 second_opinion: bool = True) -> None:
-        self.index = LessonIndex(threshold, source=source, second_opinion=second_opinion)
+    def __init__(self, threshold: float, source: BatchSource | None = None) -> None:
+        self.index = LessonIndex(threshold, source=source)
         self.source = source
         self.count = 0
         # (bucket, exact text) -> cluster: a note repeated word for word skips

@@ -88,8 +88,7 @@ def cursor_start(paths: CuratorPaths, cursor: dict) -> int | None:
 
 
 def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
-                  digest: dict[str, Any] | None = None, *,
-                  second_opinion: bool = True) -> set[int]:
+                  digest: dict[str, Any] | None = None) -> set[int]:
     """Carry out `journal`; the indexes of staged promotions identity turned out to hold.
 
     `digest` is what `lessondb.append` needs to bring the lesson database up to date
@@ -104,7 +103,7 @@ def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
         lessondb.append(paths.identity, paths.staged_candidates, **(digest or {}))
     skipped: set[int] = set()
     if journal["promotions"] and paths.staged_promotions.name not in gone:
-        skipped = _promote(paths, journal["identity_sizes"], similarity, second_opinion)
+        skipped = _promote(paths, journal["identity_sizes"], similarity)
     _archive(paths, journal)
     _rewrite_raw(paths, journal["raw"])
     raw = journal["raw"]
@@ -151,8 +150,7 @@ def read_text(path: Path) -> str:
         return ""
 
 
-def _promote(paths: CuratorPaths, sizes: dict[str, int], similarity: float,
-             second_opinion: bool) -> set[int]:
+def _promote(paths: CuratorPaths, sizes: dict[str, int], similarity: float) -> set[int]:
     """Append the staged promotions under the identity lock; skip what identity holds.
 
     The plan checked identity already; a role file is checked again only if it
@@ -169,8 +167,7 @@ def _promote(paths: CuratorPaths, sizes: dict[str, int], similarity: float,
                     path = paths.role_file(role)
                     current = read_text(path)
                     if len(current.encode()) != sizes.get(role):
-                        recheck[role] = IdentityIndex(similarity,
-                                                      second_opinion=second_opinion)
+                        recheck[role] = IdentityIndex(similarity)
                         recheck[role].add_text(role, current)
                     outs[role] = out = open(path, "ab")
                     if not current:

@@ -106,8 +106,7 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
                 skipped = apply_journal(paths, journal, settings.similarity, {
                     "tracker": planner.tracker, "read": planner.record,
                     "batch": planner.batch, "count": planner.n_staged,
-                    "mission": planner.mission},
-                    second_opinion=settings.second_opinion)
+                    "mission": planner.mission})
                 report.promoted = [p for n, p in enumerate(report.promoted)
                                    if n not in skipped]
         finally:
@@ -134,7 +133,7 @@ def _finish_interrupted(paths: CuratorPaths, settings: CuratorSettings,
     if gone := missing_staged(paths, pending):
         report.changes.append(f"the interrupted run's staged {' and '.join(gone)} "
                               f"were gone from {paths.own}: carried out without them")
-    apply_journal(paths, pending, settings.similarity, second_opinion=settings.second_opinion)
+    apply_journal(paths, pending, settings.similarity)
 
 
 def preview_for_model(state: Path, identity_dir: Path, mission: str,

@@ -36,8 +36,7 @@ SHOWN = 3  # unread notes of the lesson quoted
 
 
 def explain(state: Path, identity: Path, text: str, similarity: float,
-            role: str | None = None, kind: str | None = None, *,
-            second_opinion: bool = True) -> str:
+            role: str | None = None, kind: str | None = None) -> str:
     """The explanation for TEXT (the I/O edge: reads the record, identity and raw.md)."""
     if not text.strip():
         raise UsageError("--explain needs the words of a lesson")
@@ -45,7 +44,7 @@ def explain(state: Path, identity: Path, text: str, similarity: float,
         raise UsageError(f"bad role name {role!r}")
     if kind in NEVER:
         return never_promoted(kind)
-    tracker, read = load_all(identity, similarity, second_opinion=second_opinion)
+    tracker, read = load_all(identity, similarity)
     recorded = verdicts.open_recorded(identity)
     if recorded is not None:  # a note the model judged one lesson with another is in it
         tracker.clusters.index.judge = Judgments(recorded=recorded.about)
@@ -59,8 +58,9 @@ def explain(state: Path, identity: Path, text: str, similarity: float,
     files = {ev.role: (read_text(identity / f"{ev.role}.md"),
                        read_text(archive_path(identity, ev.role)))
              for ev in lessons if memory.NAME.fullmatch(ev.role)}
-    blocks = [describe(ev, place(ev, *files.get(ev.role, ("", "")), similarity,
-                                 second_opinion)) for ev in lessons]
+    answers = verdicts.read_all(identity) if lessons else {}
+    blocks = [describe(ev, place(ev, *files.get(ev.role, ("", "")), similarity),
+                       judged(tracker, ev, answers)) for ev in lessons]
     if not blocks:
         blocks = [no_lesson(text, closest(tracker, text, role, kind))]
     unread, notes = unread_lines(CuratorPaths(state, identity))
@@ -161,23 +161,21 @@ def never_promoted(kind: str) -> str:
             "them.")
 
 
-def find_line(text: str, lesson: str, similarity: float,
-              second_opinion: bool = True) -> str | None:
+def find_line(text: str, lesson: str, similarity: float) -> str | None:
     """The line of an identity file (or its archive) that says `lesson` in any words."""
-    index = IdentityIndex(similarity, second_opinion=second_opinion)
+    index = IdentityIndex(similarity)
     index.add_text("", text)
     return index.line_of("", lesson)
 
 
-def place(ev: Evidence, role_text: str, archive_text: str, similarity: float,
-          second_opinion: bool = True) -> str:
+def place(ev: Evidence, role_text: str, archive_text: str, similarity: float) -> str:
     """Where the lesson is now, given the role's identity file and its archive."""
     role_file, archive = f"identity/{ev.role}.md", f"identity/archive/{ev.role}.md"
-    line = find_line(role_text, ev.text, similarity, second_opinion)
+    line = find_line(role_text, ev.text, similarity)
     if line is not None:
         by_hand = " (a line a person wrote)" if strength(line) is None else ""
         return f"now: in {role_file}{by_hand}: {line}"
-    line = find_line(archive_text, ev.text, similarity, second_opinion)
+    line = find_line(archive_text, ev.text, similarity)
     if line is not None:
         return (f"now: in {archive}, moved out of {role_file} for room; it comes back when "
                 f"the lesson recurs: {line}")
@@ -187,15 +185,31 @@ def place(ev: Evidence, role_text: str, archive_text: str, similarity: float,
     return f"now: not in {role_file}; the rule is not met yet."
 
 
-def describe(ev: Evidence, where: str) -> str:
-    """One lesson: its first words, its evidence, its rule and where it is now."""
+def describe(ev: Evidence, where: str, judge: str = "") -> str:
+    """One lesson: its first words, its evidence, the judge's answers about its notes,
+    its rule and where it is now."""
     seen = ev.first if ev.first == ev.last else f"{ev.first}..{ev.last}"
     runs = ev.show("runs") if ev.runs else "none recorded"
     return "\n".join([
         f"{ev.role} {ev.kind}, first noted as: {ev.text}",
         f"  evidence: {_notes(ev.count)}, {seen}; missions: {ev.show('missions')}; "
         f"features: {ev.show('features')}; runs: {runs}",
+        *([f"  {judge}"] if judge else []),
         f"  rule: {rule(ev)}", f"  {where}"])
+
+
+def judged(tracker: PromotionTracker, ev: Evidence, answers: verdicts.Answers) -> str:
+    """What the judge's recorded answers say about the lesson's phrasings, or ""."""
+    cid = tracker.lessons.index(ev)
+    keys = {key for c, key, _ in tracker.clusters.index.phrasings((ev.role, ev.kind))
+            if c == cid}
+    about = [same for (bucket, key, other), same in answers.items()
+             if bucket == (ev.role, ev.kind) and (key in keys or other in keys)]
+    if not about:
+        return ""
+    joined = sum(about)
+    return (f"judge: {len(about)} answers recorded about its notes: {joined} 'same' "
+            f"(joined), {len(about) - joined} 'new' (kept apart)")
 
 
 def no_lesson(text: str, near: list[Evidence]) -> str:

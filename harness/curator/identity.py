@@ -188,12 +188,10 @@ class IdentityIndex:
     (given `archive`, (role, lesson) -> archived lines that may say it) which archived line
     says a lesson."""
 
-    def __init__(self, similarity: float, *, second_opinion: bool = True,
-                 judge: Judgments | None = None,
+    def __init__(self, similarity: float, *, judge: Judgments | None = None,
                  archive: Callable[[str, str], list[str]] | None = None) -> None:
-        # a judge is asked from any probability (`judge`)
-        self._index = LessonIndex(similarity, second_opinion=second_opinion, judge=judge,
-                                  judge_floor=0.0)
+        # a lesson in identity in other words is the costlier mistake: a swap is no refusal
+        self._index = LessonIndex(similarity, judge=judge, sure=False)
         self.judged = judge is not None  # asks it when looking a lesson up
         self._lines: list[str] = []  # indexed lesson -> the line that says it
         self._archive = archive

@@ -1,39 +1,44 @@
-"""A judge's answers to "same lesson?", for the pairs the rules are unsure of (`matching`).
+"""A judge's answers to "same lesson?", for the notes the rules will not join on their own.
 
-A note that the rapidfuzz rule joins to no shortlisted phrasing may still be one of them
-in other words: the words the two share are few, or a measurement or a short tool name
-on one side makes the rule veto the pair. For the shortlisted phrasings the pair model
-(`learned`) still scores at FLOOR or more, conflicting or not, a judge may decide; that
-includes the one the second opinion would join (out of sample it is right about 95 times
-in 100: `bench/matcher_train.py`), which stays joined while the judge has not answered.
-With `curator.mode: model` the judge is the curator's model: a dry run collects the pairs
-as `Question`s (up to a budget), the model answers, and the real pass and every later one
-read the answers (`Judgments.verdict`) from `<identity>/.judgments.db`, so a pass run
-again, or a lesson database rebuilt from the candidate record, clusters the same way.
+The match rule (`matching`) joins a note to a lesson only when it is sure: the words agree
+and neither side swaps one of its words for another ("npm cache ..." and "uv cache ..."
+are two tricks). Everything else is a semantic judgement, so a judge decides it: for each
+new lesson note the rules leave alone, the K lessons of its role and kind most like it
+(`shortlist.pool_of`, ranked by `similarity`: the words they share, weighted by rarity)
+are its candidates, and the judge answers "same as #i" or "new". No candidate, no question.
 
-FLOOR was chosen on the development corpora by `bench/judge_bound.py`: a perfect judge
-asked from probability 0.5 lifts mean recall from 0.503 to 0.983 there, for 0.84
-questions per lesson note. Whether identity already holds a due lesson is asked with no
-floor (`identity.IdentityIndex`): identity's few lines make the pair model's word weights
-a poor guide there, and a lesson promoted twice in other words is the costlier mistake.
-But only about the line it ranks first (IDENTITY_ASKED): every line asked about is a
-chance for a wrong "same" to keep a due lesson out. On the development corpora, in model
-mode with one answer in ten wrong (means of five draws), asking about every shortlisted
-line gave precision 0.966 and recall 0.795, about one line 0.970 and 0.877; a perfect
-judge did as well with one (`bench/judge_bound.py`).
+K and MIN_SCORE were chosen on the development corpora (`bench/judge_bound.py`, the
+hand-written corpora the match rule was tuned on) for a judge that errs once in ten
+answers: each candidate shown is a chance for a wrong "same", each left out a chance to
+miss a lesson. There, K=2 and MIN_SCORE=8 gave a perfect judge precision 0.993 and recall
+0.986, a noisy one 0.939 and 0.889 (rapidfuzz's token_set_ratio as the ranking, at its
+best floor: 0.904 and 0.865 noisy), for about one candidate per lesson note.
+
+The judge is the curator role's model (`harness.run.judging`, or model mode): a dry run
+collects the questions (`Question`, one per candidate, grouped by note), the model answers
+them in one small call, and the real pass and every later one read the answers
+(`Judgments.verdict`) from the curator's database (`verdicts`), so a pass run again, or a
+lesson database rebuilt from the candidate record, clusters the same way. Without answers
+the rules stand: unsure notes stay apart (precision first).
+
+Whether identity already holds a due lesson is asked too, about the one line ranked first
+(IDENTITY_ASKED): every line asked about is a chance for a wrong "same" to keep a due
+lesson out, and a lesson promoted twice in other words is the costlier mistake.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.curator import learned
 from harness.curator.text import Norm
 
-FLOOR = 0.5  # the pair model's probability from which a judge is asked
+K = 2  # candidate lessons shown per note
+MIN_SCORE = 8.0  # a candidate sharing less (`similarity`, 0-100) is not worth a question
 IDENTITY_ASKED = 1  # identity lines asked about per due lesson (see the module docstring)
+IDENTITY_MIN_SCORE = 0.0  # ... however little they share: a lesson twice is the worse error
 
 
 @dataclass(frozen=True)
@@ -52,10 +57,35 @@ def about_identity(bucket: Any) -> bool:
     return isinstance(bucket, str)
 
 
+def similarity(a: str, b: str, df: dict[str, int]) -> float:
+    """How much of the two texts' word weight they share (0-100), each word weighted by
+    its rarity among the bucket's phrasings (`df`)."""
+    wa, wb = set(a.split()), set(b.split())
+    weight = {w: 1.0 / (1.0 + math.log1p(df.get(w, 0))) for w in wa | wb}
+    union = sum(weight.values())
+    return 100.0 * sum(weight[w] for w in wa & wb) / union if union else 0.0
+
+
+def ranked(key: str, candidates: list[tuple[int, str, int]], floor: float,
+           df: dict[str, int]) -> list[tuple[int, str]]:
+    """(cluster, phrasing key) of `candidates` (vid, key, cluster), the best phrasing of
+    each cluster, best first, none under `floor`. Ties keep the candidates'
+    order, which is the index's (most recent first within a word)."""
+    scored = sorted(((-similarity(key, other, df), n, cluster, other)
+                     for n, (_, other, cluster) in enumerate(candidates)))
+    out: list[tuple[int, str]] = []
+    for score, _, cluster, other in scored:
+        if -score < floor:
+            break
+        if all(cluster != seen for seen, _ in out):
+            out.append((cluster, other))
+    return out
+
+
 class Judgments:
-    """Answers, and the questions a pass asks: at most `budget` about the notes it
-    clusters, and as many about its due lessons beside identity (`about_identity`), so a
-    pass whose notes use up the budget still asks before promoting a lesson twice.
+    """Answers, and the questions a pass asks: about at most `budget` notes it clusters,
+    and as many due lessons beside identity (`about_identity`), so a pass whose notes use
+    up the budget still asks before promoting a lesson twice.
 
     `answers` are this pass's new ones, (bucket, key, other) -> True (same lesson) or False;
     `recorded` looks up those of earlier passes by note (`verdicts.Recorded.about`).
@@ -67,7 +97,7 @@ class Judgments:
         self.budget = budget
         self.recorded = recorded  # (bucket, key) -> the answers earlier passes recorded
         self.questions: list[Question] = []
-        self._asked = [0, 0]  # questions about clustering, about identity
+        self._asked: list[set[str]] = [set(), set()]  # notes asked about: clustering, identity
         self.texts: dict[str, str] = {}  # a question's note key -> its words (`shown`)
         self.fresh = dict(answers or {})  # new answers: recorded with the pass that got them
         self._answers: dict[tuple[Any, str], dict[str, bool]] = {}
@@ -81,8 +111,8 @@ class Judgments:
 
     def wanted(self, bucket: Any, key: str, may_ask: bool) -> bool:
         """Whether an answer is known about the note `key`, or (`may_ask`) this pass
-        still asks questions: whether the pair model need score its candidates at all."""
-        return bool(self._about(bucket, key)) or (may_ask and self.asking(bucket))
+        still asks questions: whether its candidates need ranking at all."""
+        return bool(self._about(bucket, key)) or (may_ask and self.asking(bucket, key))
 
     def _about(self, bucket: Any, key: str) -> dict[str, bool] | None:
         """The answers about the note `key`: this pass's, then those recorded before."""
@@ -94,39 +124,25 @@ class Judgments:
                 self._answers[note] = {**found, **self._answers.get(note, {})}
         return self._answers.get(note)
 
-    def asking(self, bucket: Any = None) -> bool:
-        """Whether this pass still asks questions of `bucket`'s kind (see the class)."""
-        return self._asked[about_identity(bucket)] < self.budget
+    def asking(self, bucket: Any = None, key: str | None = None) -> bool:
+        """Whether this pass still asks about the note `key` in `bucket` (see the class)."""
+        asked = self._asked[about_identity(bucket)]
+        return key in asked or len(asked) < self.budget
 
-    def decide(self, b: Any, norm: Norm, words: set[str], refused: list[tuple],
-               vetoed: list[int], ask: bool, floor: float = FLOOR,
-               second_opinion: bool = True) -> int | None:
-        """The cluster the judge says `norm` belongs to, in `b` (a `matching` bucket): of
-        the candidates, (id, key, anchors, strict words) `refused` and ids `vetoed`, those
-        the pair model scores at `floor` (at most learned.THRESHOLD) or more, surest first.
-        Unanswered pairs are asked when `ask`. The second opinion's pick (with
-        `second_opinion`: the surest of `refused` at learned.THRESHOLD, as
-        `learned.second_opinion` picks it) is one of them, joined while it has no answer."""
-        key = norm.key
-        candidates = refused + [(v, b.keys[v], b.anchors[v].replace("!", "").split(),
-                                 b.strict[v]) for v in vetoed]
-        scored = learned.ranked(key, words, norm.anchors.split(), norm.strict.split(),
-                                candidates, b.df, floor)
-        second = None
-        if second_opinion:
-            cut, refused_ids = learned.log_odds(learned.THRESHOLD), {c[0] for c in refused}
-            second = next((vid for margin, vid in scored
-                           if margin >= cut and vid in refused_ids), None)
-        # about identity, only the line the pair model is surest of is asked about
-        may_ask = IDENTITY_ASKED if about_identity(b.name) else len(scored)
-        for _, vid in scored:
-            other = b.keys[vid]
-            same = self.verdict(b.name, key, other)
+    def decide(self, bucket: Any, norm: Norm, candidates: list[tuple[int, str, int]],
+               ask: bool, df: dict[str, int]) -> int | None:
+        """The cluster the judge says `norm` belongs to, of `candidates` (vid, phrasing key,
+        cluster), or None: the first, best first, with a "same" answer. The best K
+        (IDENTITY_ASKED about identity) of those without an answer are asked when `ask`."""
+        identity = about_identity(bucket)
+        may_ask, floor = (IDENTITY_ASKED, IDENTITY_MIN_SCORE) if identity else (K, MIN_SCORE)
+        for cluster, other in ranked(norm.key, candidates, floor, df):
+            same = self.verdict(bucket, norm.key, other)
             if same is None and ask and may_ask > 0:
                 may_ask -= 1
-                same = self.ask(Question(b.name, key, other, b.owner[vid]))
-            if same or (same is None and vid == second):
-                return b.owner[vid]
+                same = self.ask(Question(bucket, norm.key, other, cluster))
+            if same:
+                return cluster
         return None
 
     def shown(self, lesson_text: Callable[[int], str | None], due_text: dict[str, str],
@@ -153,7 +169,7 @@ class Judgments:
     def ask(self, question: Question) -> bool | None:
         """Note `question` for the judge (within the budget). A judge that answers at once
         (a benchmark's) returns its answer; the model answers after the pass: None."""
-        if self.asking(question.bucket) and question not in self.questions:
+        if self.asking(question.bucket, question.key) and question not in self.questions:
             self.questions.append(question)
-            self._asked[about_identity(question.bucket)] += 1
+            self._asked[about_identity(question.bucket)].add(question.key)
         return None

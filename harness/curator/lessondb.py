@@ -35,9 +35,10 @@ from harness.state.store import hold_lock
 # 2: clusters joined by the second opinion (`learned`) too; 3: the shortlist looks under
 # technical words first (`shortlist`); 4: phrasings filed under their signature, and
 # measurements and runners no longer strict (`text`); 5: a person's note (no run) is no
-# worker, occasion or mission of a lesson (`promotion.Evidence`). Files of other versions are
+# worker, occasion or mission of a lesson (`promotion.Evidence`); 6: the rule joins only
+# what it is sure of, and the pair model is gone (`matching`). Files of other versions are
 # left alone.
-VERSION = 5
+VERSION = 6
 OLD_DIGEST = ".candidates.digest"  # the cache before this one: removed when a database is made
 SCHEMA = """
 CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL);
@@ -53,31 +54,28 @@ CREATE INDEX variant_lesson ON variant(lesson);
 """
 
 
-def db_name(similarity: float, second_opinion: bool = True) -> str:
-    """The database's file name: one per format and match rule (similarity, second opinion
-    or not), so that missions clustering by other rules, or another version of the harness,
-    never replace a database another curator has open (SQLite's WAL files go by the
-    database's path)."""
-    return f".candidates.v{VERSION}-s{similarity:g}{'' if second_opinion else '-rule'}.db"
+def db_name(similarity: float) -> str:
+    """The database's file name: one per format and match rule (similarity), so that
+    missions clustering by other rules, or another version of the harness, never replace a
+    database another curator has open (SQLite's WAL files go by the database's path)."""
+    return f".candidates.v{VERSION}-s{similarity:g}.db"
 
 
-def load(identity: Path, similarity: float, *,
-         second_opinion: bool = True) -> tuple[PromotionTracker, RecordRead]:
+def load(identity: Path, similarity: float) -> tuple[PromotionTracker, RecordRead]:
     """A tracker that reads the database's lessons as the pass needs them, and how far the
     database covers the log; an empty tracker when there is no usable database."""
-    db = _open(identity, similarity, second_opinion)
+    db = _open(identity, similarity)
     if db is None:
-        return PromotionTracker(similarity, second_opinion=second_opinion), RecordRead()
-    tracker = PromotionTracker(similarity, source=db, second_opinion=second_opinion)
+        return PromotionTracker(similarity), RecordRead()
+    tracker = PromotionTracker(similarity, source=db)
     tracker.clusters.count = db.first_cluster
     return tracker, db.read
 
 
-def load_all(identity: Path, similarity: float, *,
-             second_opinion: bool = True) -> tuple[PromotionTracker, RecordRead]:
+def load_all(identity: Path, similarity: float) -> tuple[PromotionTracker, RecordRead]:
     """Every lesson and phrasing in memory (for `explain`, which lists them)."""
-    db = _open(identity, similarity, second_opinion)
-    tracker = PromotionTracker(similarity, second_opinion=second_opinion)
+    db = _open(identity, similarity)
+    tracker = PromotionTracker(similarity)
     if db is None:
         return tracker, RecordRead()
     with contextlib.closing(db):
@@ -91,8 +89,8 @@ def load_all(identity: Path, similarity: float, *,
         return tracker, db.read
 
 
-def _open(identity: Path, similarity: float, second_opinion: bool) -> LessonDB | None:
-    path = identity / db_name(similarity, second_opinion)
+def _open(identity: Path, similarity: float) -> LessonDB | None:
+    path = identity / db_name(similarity)
     if not path.exists():
         return None
     conn = None
@@ -101,7 +99,6 @@ def _open(identity: Path, similarity: float, second_opinion: bool) -> LessonDB |
         conn.execute("BEGIN")  # one snapshot for the whole pass
         meta = {k: orjson.loads(v) for k, v in conn.execute("SELECT k, v FROM meta")}
         if (meta.get("version") == VERSION and meta.get("similarity") == similarity
-                and meta.get("second_opinion", True) == second_opinion
                 and log.covers(identity / log.RECORD, meta["end"], meta["tail_sha"])):
             return LessonDB(conn, meta)
     except (sqlite3.Error, ValueError, KeyError, TypeError):
@@ -139,7 +136,6 @@ def _meta_rows(tracker: PromotionTracker, read: RecordRead, generation: int,
                next_vid: int) -> list[tuple[str, bytes]]:
     index = tracker.clusters.index
     meta = {"version": VERSION, "similarity": index.threshold,
-            "second_opinion": index.second_opinion,
             "end": read.end, "tail_sha": read.tail_sha, "batches": read.batches,
             "latest": read.latest,
             "generation": generation, "next_cluster": tracker.clusters.count,
@@ -195,7 +191,7 @@ def _lesson_rows(tracker: PromotionTracker, clusters: Any) -> Any:
 
 def _write_whole(identity: Path, tracker: PromotionTracker, read: RecordRead) -> None:
     """A new database of everything in memory, put in place of any old one."""
-    name = db_name(tracker.clusters.index.threshold, tracker.clusters.index.second_opinion)
+    name = db_name(tracker.clusters.index.threshold)
     fd, tmp = tempfile.mkstemp(dir=identity, prefix=f"{name}.", suffix=".tmp")
     os.close(fd)
     try:

@@ -13,11 +13,13 @@ technical words do not disagree and rapidfuzz scores them at or above the thresh
   longer one that contains its words. When both sides name exactly the same
   anchors, the prose may differ by AGREE_BONUS points more.
 
-- Second opinion: when the score refuses every shortlisted phrasing that does not
-  conflict, `learned.second_opinion` may still join the best of them (paraphrases that
-  share a few rare words and little else), unless `curator.second_opinion` is off. Then
-  a judge (`judge`) may join one of those or of the vetoed ones. `same_lesson` is the rule
-  alone: the others weigh words by their counts in a bucket, which only the index has.
+- Sure: the rule joins only what it is sure of. A pair where each side has a word the
+  other lacks ("npm cache needs a writable folder" and "uv cache needs ...") is a
+  swap: maybe a paraphrase, maybe another lesson with one name changed. The rules keep
+  such pairs apart (precision first); a judge (`judge`) decides them, with any pair the
+  anchors veto, among the note's most similar lessons (`shortlist.pool_of`).
+  `same_lesson` is the rule's score alone, for texts that need no judge (identity lines,
+  a model's rewrite): there, a swap is not refused.
 
 The index never compares a text with every other: each bucket (role and kind)
 keeps an inverted index word -> recent variants, each variant filed under its
@@ -35,10 +37,9 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from harness.curator import learned
 from harness.curator.bucket import Bucket, Source
-from harness.curator.judge import FLOOR, Judgments
-from harness.curator.shortlist import POSTING_CAP, shortlist_of
+from harness.curator.judge import Judgments
+from harness.curator.shortlist import POSTING_CAP, pool_of, shortlist_of
 from harness.curator.text import Norm, normalize
 
 MAX_VARIANTS = 2  # phrasings indexed per cluster: more recall, bounded drift
@@ -84,6 +85,12 @@ def _conflict(a_words: set[str], a_strict: list[str], a_anchors: list[str], b_ke
     return bool(needed) and not set(b_key.split()).issuperset(needed)
 
 
+def _swapped(a_words: set[str], b_key: str) -> bool:
+    """Whether each side has a word the other lacks (see the module docstring)."""
+    b_words = set(b_key.split())
+    return not (a_words <= b_words or b_words <= a_words)
+
+
 def _capped(a: str, b: str, raw: float) -> float:
     na, nb = a.count(" ") + 1, b.count(" ") + 1
     if min(na, nb) < LENGTH_FLOOR * max(na, nb):
@@ -102,13 +109,12 @@ class LessonIndex:
     """
 
     def __init__(self, threshold: float, *, anchored: bool = True,
-                 source: Source | None = None, second_opinion: bool = True,
-                 judge: Judgments | None = None, judge_floor: float = FLOOR) -> None:
+                 source: Source | None = None, sure: bool = True,
+                 judge: Judgments | None = None) -> None:
         self.threshold = threshold
         self.anchored = anchored  # False: score alone decides (decision topics)
-        self.second_opinion = second_opinion  # False: the rule alone (`curator.second_opinion`)
-        self.judge = judge  # answers about the pairs left unsure, and questions (`judge`)
-        self.judge_floor = judge_floor  # the pair model's probability from which it is asked
+        self.sure = sure  # False: a swap of words is no reason to refuse (`same_lesson`)
+        self.judge = judge  # answers about the notes left unsure, and questions (`judge`)
         self.source = source  # the buckets it covers are read from it as queries need
         self._buckets: dict[Any, Bucket] = {}
         self._variants = bytearray()  # cluster id -> phrasings indexed
@@ -150,31 +156,27 @@ class LessonIndex:
                         shortlist: list[int], ask: bool) -> int | None:
         key, threshold = norm.key, self.threshold
         a_strict = norm.strict.split()
-        refused = []  # shortlisted without a conflict, but under the score: a second opinion
-        vetoed = []  # conflicting: only a judge may still join them
         for vid in shortlist:
             b_strict = b.strict[vid]
             if b_strict and not a_words.issuperset(b_strict):
-                vetoed.append(vid)  # what _conflict finds first, before unpacking anchors
-                continue
+                continue  # what _conflict finds first, before unpacking anchors
             packed = b.anchors[vid]
             b_anchors = packed.replace("!", "").split() if b_strict else packed.split()
             b_key = b.keys[vid]
             if (a_anchors or b_anchors) and _conflict(a_words, a_strict, a_anchors, b_key,
                                                       b_strict, b_anchors):
-                vetoed.append(vid)
                 continue
-            if _scores(key, a_anchors, b_key, b_anchors, threshold):
+            if _scores(key, a_anchors, b_key, b_anchors, threshold) and not (
+                    self.sure and _swapped(a_words, b_key)):
                 return b.owner[vid]
-            refused.append((vid, b_key, b_anchors, b_strict))
         judge = self.judge
-        if judge is not None and judge.wanted(b.name, key, ask):  # it weighs the pick too
-            return judge.decide(b, norm, a_words, refused, vetoed, ask, self.judge_floor,
-                                self.second_opinion)
-        if not refused or not self.second_opinion:
+        if judge is None or not judge.wanted(b.name, key, ask):
             return None
-        best = learned.second_opinion(key, a_words, a_anchors, a_strict, refused, b.df)
-        return None if best is None else b.owner[best]
+        pool = pool_of(b, a_words, a_anchors, norm.signature)
+        if b.source is not None:
+            b.source.fault_variants(b, pool)
+        return judge.decide(b.name, norm, [(vid, b.keys[vid], b.owner[vid]) for vid in pool],
+                            ask, b.df)
 
     def add(self, bucket: Any, norm: Norm, cluster: int) -> None:
         """Index `norm` as a phrasing of `cluster` (a small int; up to MAX_VARIANTS each)."""

@@ -126,7 +126,7 @@ class Planner:
         problems = check_model_result(
             answer, rules_memory=files["MEMORY.md"], rules_promotions=promotions,
             identity=self.identity_texts, bounds=self.settings.bounds,
-            similarity=self.settings.similarity, second_opinion=self.settings.second_opinion)
+            similarity=self.settings.similarity)
         if problems:
             self.report.model = "rejected: " + "; ".join(problems[:5])
             return files, promotions
@@ -152,8 +152,7 @@ class Planner:
         if not self.dry_run:
             paths.own.mkdir(parents=True, exist_ok=True)
         # the database first: the reader takes the candidate record from where it ends
-        self.tracker, digest_read = lessondb.load(paths.identity, settings.similarity,
-                                                  second_opinion=settings.second_opinion)
+        self.tracker, digest_read = lessondb.load(paths.identity, settings.similarity)
         self.recorded = verdicts.open_recorded(paths.identity)
         if self.recorded is not None:
             self.judge.recorded = self.recorded.about
@@ -231,7 +230,6 @@ class Planner:
         due = [ev for ev in self.tracker.due() if memory.NAME.fullmatch(ev.role)]
         archive = ArchiveSearch(self.paths.identity, write=not self.dry_run)
         identity = IdentityIndex(self.settings.similarity,
-                                 second_opinion=self.settings.second_opinion,
                                  judge=self.judge if self.judge.active() else None,
                                  archive=archive.lines)
         self.identity_sizes: dict[str, int] = {}  # role file sizes the plan was checked on

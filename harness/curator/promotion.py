@@ -154,9 +154,8 @@ class PromotionTracker:
     """Candidates clustered into lessons per role and kind."""
 
     def __init__(self, similarity: float, clusters: Clusters | None = None,
-                 source: LessonSource | None = None, *, second_opinion: bool = True) -> None:
-        self.clusters = clusters or Clusters(similarity, source=source,
-                                             second_opinion=second_opinion)
+                 source: LessonSource | None = None) -> None:
+        self.clusters = clusters or Clusters(similarity, source=source)
         self.source = source  # where lessons of earlier passes are read as they recur
         self.lessons: list[Evidence | None] = []  # cluster id -> evidence
         self.noted: set[int] = set()  # clusters given a note here, not just loaded (`put`)

@@ -17,11 +17,9 @@ class CuratorSettings:
     one lesson: 75 merges the paraphrases of the labelled corpus and keeps every near miss
     apart (70 merges near misses, 80 loses paraphrases; tests/test_curate.py measures it).
     `topic_similarity` decides when a decision without a `topic:` prefix replaces an
-    earlier one. `second_opinion` lets `learned`'s model join what the rule refuses (more
-    recall; on some corpora written apart from it, less precision: README)."""
+    earlier one."""
 
     similarity: float = 75.0
-    second_opinion: bool = True
     raw_keep: int = 10
     bounds: Bounds = field(default_factory=Bounds)
     topic_similarity: float = 70.0

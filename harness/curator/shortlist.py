@@ -22,18 +22,19 @@ from typing import Any
 BLOCK_WORDS = 3  # a query looks up the variants under these many of its words only
 POSTING_CAP = 24  # per word, only the most recent variants are looked at
 SHORTLIST = 4  # variants sharing the most of those words get scored by rapidfuzz
+POOL_WORDS = 5  # a judge's candidates come from under these many words (`pool_of`)
 
 
-def block_words(df: dict[str, int], words: set[str],
-                anchors: Collection[str] = ()) -> list[tuple[int, str]]:
-    """(count, word) of the BLOCK_WORDS words a query looks up: the rarest of its
+def block_words(df: dict[str, int], words: set[str], anchors: Collection[str] = (),
+                limit: int = BLOCK_WORDS) -> list[tuple[int, str]]:
+    """(count, word) of the `limit` words a query looks up: the rarest of its
     `anchors` (a subset of `words`), then the rarest of its other words. Rarest first, ties
     by the word itself: a set's order changes with the hash seed."""
     get = df.get
-    counted = sorted([(n, w) for w in anchors if (n := get(w))])[:BLOCK_WORDS]
-    if len(counted) < BLOCK_WORDS:
+    counted = sorted([(n, w) for w in anchors if (n := get(w))])[:limit]
+    if len(counted) < limit:
         others = sorted([(n, w) for w in words if (n := get(w)) and w not in anchors])
-        counted += others[:BLOCK_WORDS - len(counted)]
+        counted += others[:limit - len(counted)]
     return counted
 
 
@@ -90,3 +91,21 @@ def _rest(second: list[int], third: list[int], need: int) -> list[int]:
             in_second = set(second)
             rest += [v for v in third if v not in in_second]
     return rest[:need]
+
+
+def pool_of(b: Any, words: set[str], anchors: Collection[str] = (),
+            signature: str = "") -> list[int]:
+    """A judge's candidates for a query (`judge.decide`): every recent variant filed
+    under its signature or one of its POOL_WORDS rarest words, most recent first."""
+    postings = b.postings
+    filed = [w for _, w in block_words(b.df, words, anchors, POOL_WORDS)]
+    if signature in postings:
+        filed.insert(0, signature)
+    seen: set[int] = set()
+    out = []
+    for word in filed:
+        for vid in reversed(postings[word][-POSTING_CAP:]):
+            if vid not in seen:
+                seen.add(vid)
+                out.append(vid)
+    return out

@@ -29,7 +29,7 @@ max_attempts: 3              # validator fails before a feature becomes `failed`
 #   claude-sonnet-4-5: {input_tokens: 3, output_tokens: 15,
 #                       cache_creation_input_tokens: 3.75, cache_read_input_tokens: 0.3}
 #   "qwen2.5-coder:14b": {input_tokens: 0, output_tokens: 0}   # zeros: a free (local) model
-# curator: {mode: rules, similarity: 80, second_opinion: true, questions: 20}
+# curator: {mode: rules, judge: auto, similarity: 75, questions: 20}
 # workspace: shared          # shared: one worker or validator per working tree at a time;
 #                            # worktrees: a git worktree per feature, merged on a pass
 """

@@ -32,6 +32,7 @@ from harness.errors import DONE, UsageError
 from harness.paths import Paths, check_state
 from harness.run.events import emit
 from harness.run.export import export_identity
+from harness.run.judging import Verdict, judged
 from harness.run.lifecycle import call_and_close
 from harness.run.outcome import Interrupted, Judged, judge_error, outcome_fields
 from harness.run.prepare import Prepared, prepare
@@ -49,8 +50,7 @@ JUDGED = ("the rules' result changed since the model saw it (its same-lesson ans
 
 def settings_for(config: MissionConfig) -> CuratorSettings:
     """The curator settings from the mission config (unset keys keep the curator's defaults)."""
-    settings = CuratorSettings(identity_chars=config.prompt.identity_chars,
-                               second_opinion=config.curator.second_opinion)
+    settings = CuratorSettings(identity_chars=config.prompt.identity_chars)
     if config.curator.similarity is not None:
         settings.similarity = config.curator.similarity
     return settings
@@ -81,8 +81,15 @@ def _run_curator(paths: Paths, dry_run: bool) -> CuratorReport:
         load_env_files(state)  # cron reads no profile: keys may live in env files
         report = ModelCuration(paths, config).run()
     else:
-        report = curate(state, paths.identity, mission_name(config, state),
-                        settings_for(config), dry_run=dry_run)
+        name, settings = mission_name(config, state), settings_for(config)
+        verdict = Verdict(None)
+        if config.curator.judge == "auto" and not dry_run:
+            load_env_files(state)
+            verdict = judged(paths, config, name, settings)
+        report = curate(state, paths.identity, name, settings, dry_run=dry_run,
+                        judge=verdict.answers)
+        if verdict.note:
+            report.changes.append(verdict.note)
     if dry_run:
         return report
     report.changes += export_identity(paths.workdir, paths.identity, config.identity_export)

@@ -126,14 +126,17 @@ def prepare(paths: Paths, role: str, feature: Feature | None, plan: list[Feature
             mission: MissionConfig, *, extra: dict[str, Any] | None = None,
             backend: str | None = None, backend_options: dict[str, Any] | None = None,
             sandbox: str | None = None, dry_run: bool = False,
-            workspace: Workspace | None = None) -> Prepared:
+            workspace: Workspace | None = None,
+            role_update: dict[str, Any] | None = None) -> Prepared:
     """Claim a run id, render the prompt from disk and write the run's starting record.
 
     `backend`, `backend_options` and `sandbox` (from the command line) override the role's
-    config.
+    config; `role_update`, the harness's own, any of its fields (the curator's judge: its
+    template, no tools, one turn).
     """
     role_config, role_path, role_text = role_config_for(paths, role, backend, backend_options,
                                                         sandbox)
+    role_config = role_config.model_copy(update=role_update or {})
     fid = feature.id if feature else None
     # the prompt says how to give the verdict and notes: the CLI's structured answer, or tools
     answer = role_config.backend == "command" and wants_answer(role_config.options,
@@ -163,11 +166,23 @@ def prepare(paths: Paths, role: str, feature: Feature | None, plan: list[Feature
         "role_config": {"path": str(role_path), "sha256": put_object(paths.state, role_text)},
         "prompt_sha256": sha256(rendered.text),
         "workdir": str(paths.workdir),
-        **({"workspace": {"branch": workspace.branch, "base": workspace.base}}
-           if workspace else {}),
+        **_recorded_extras(workspace, role_update),
     })
     record.write_file("prompt.md", rendered.text)
     return Prepared(record, rendered, feature, role_config, mission, workspace)
+
+
+def _recorded_extras(workspace: Workspace | None,
+                     role_update: dict[str, Any] | None) -> dict[str, Any]:
+    """What a run's starting record adds when there is any: its worktree, the harness's
+    changes to the role's config."""
+    extras: dict[str, Any] = {}
+    if workspace:
+        extras["workspace"] = {"branch": workspace.branch, "base": workspace.base}
+    if role_update:
+        extras["role_update"] = {k: getattr(v, "model_dump", lambda v=v: v)()
+                                 for k, v in role_update.items()}
+    return extras
 
 
 def _context_json(paths: Paths, role: str, run_id: str, feature: Feature | None,

@@ -43,6 +43,9 @@ def make_project(base: Path, home: Path) -> Paths:
     project = base / "textstats"
     shutil.copytree(HERE / "project", project, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(home / ".harness.example", project / ".harness")
+    with open(project / ".harness" / "config.yaml", "a", encoding="utf-8") as config:
+        # offline: no model judges the demo's lessons, even with a key in the environment
+        config.write("curator: {judge: off}\n")
     # the demo's lessons stay in the demo: a folder of its own, not the person's identity
     (base / "identity").mkdir()
     shutil.copy(home / "identity" / "README.md", base / "identity" / "README.md")

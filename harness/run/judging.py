@@ -1,0 +1,172 @@
+"""`curator.judge: auto`: the curator role's model decides "same lesson?" in one small call.
+
+A rules pass planned as a dry run (`curate.preview_for_model`) collects the questions: each
+new lesson note the rules would not join on their own, with the few lessons most like it,
+and each due lesson beside the identity line most like it (`harness.curator.judge`). They
+go to the curator role's backend in one run of their own, through the run lifecycle like
+any run (prompt, transcript, tokens and cost recorded; `templates/judge.md.j2`: the
+questions, not the memory), and the answer, one line per note ("3: same as #1", "4: new"),
+is the pass's answers. The real pass then clusters with them and records them for every
+later pass.
+
+No question, no call. A backend that cannot authenticate (`unavailable`), a spent budget,
+a failed call or an answer that does not parse leaves the rules to decide alone: the pass
+goes on and says why (`Verdict.note`); it never fails for its judge. A SIGTERM during the
+call ends the pass like any run's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from typing import Any
+
+from harness.backends.cli_presets import preset_for
+from harness.config import MissionConfig, RoleConfig, load_role_config
+from harness.curator.curate import preview_for_model
+from harness.curator.identity import identity_file, identity_lessons, role_of
+from harness.curator.judge import Judgments, about_identity
+from harness.curator.settings import CuratorSettings
+from harness.errors import DONE, HarnessError
+from harness.paths import Paths
+from harness.run.lifecycle import call_and_close
+from harness.run.outcome import SIGNAL_EXIT, Judged, judge_error, outcome_fields
+from harness.run.prepare import Prepared, prepare
+from harness.state import ledger
+from harness.state.plan import load_plan
+from harness.types import Outcome
+
+TEMPLATE = "judge.md.j2"
+MAX_TOKENS = 1024  # an answer is a line per note
+KEYS = {"anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"), "openai": ("OPENAI_API_KEY",)}
+_ANSWER = re.compile(r"^\W*(?:note\s*)?(\d+)\s*[:.)\-]\s*(?:(new)\b|same(?:\s+as)?\s*#?\s*(\d+))",
+                     re.I | re.M)
+
+Pair = tuple[Any, str, str]  # (bucket, note key, candidate key): a question's pair
+
+
+class JudgeInterrupted(HarnessError):
+    """SIGTERM during the judge's call: the pass stops there, like any run."""
+
+    exit_code = SIGNAL_EXIT
+
+
+@dataclass
+class Verdict:
+    """What the judge gave a pass: its answers (None: the rules decide alone) and why."""
+
+    answers: Judgments | None
+    note: str = ""  # for the pass's report: why there was no judge, or what it cost
+    run_id: str | None = None
+
+
+def judged(paths: Paths, mission: MissionConfig, name: str,
+           settings: CuratorSettings) -> Verdict:
+    """Ask the curator role's model this pass's questions (see the module docstring)."""
+    role, _, _ = load_role_config("curator", paths.state, paths.home)
+    why = unavailable(role) or _budget_spent(paths, mission)
+    if why:
+        return Verdict(None, f"judge: none ({why}); the rules decided alone")
+    preview = preview_for_model(paths.state, paths.identity, name, settings,
+                                mission.curator.questions)
+    if not preview.questions:
+        return Verdict(None)  # nothing unsure: no call
+    notes = grouped(preview.questions)
+    prepared = prepare(paths, "curator", None, load_plan(paths.state), mission,
+                       extra={"judge_questions": shown(notes)},
+                       role_update={"template": TEMPLATE, "tools": [],
+                                    "caps": role.caps.model_copy(update={
+                                        "turns": 1, "max_tokens": MAX_TOKENS})})
+    answers: dict[Pair, bool] = {}
+    result = call_and_close(paths, prepared, _reader(notes, answers))
+    if result.exit_code == SIGNAL_EXIT:
+        raise JudgeInterrupted(f"curator: {result.message} while its judge worked; "
+                               "nothing was curated")
+    if result.exit_code != DONE or not answers:
+        return Verdict(None, f"judge: {result.message or 'no answer'} (run {result.run_id}); "
+                       "the rules decided alone", result.run_id)
+    return Verdict(Judgments(answers), f"judge: {len(notes)} notes asked in run "
+                   f"{result.run_id}", result.run_id)
+
+
+def unavailable(role: RoleConfig) -> str | None:
+    """Why the role's backend cannot judge here, or None: an API backend needs its key (in
+    the environment or an env file, loaded before), an agent CLI its program on PATH."""
+    if role.backend in KEYS:
+        if role.backend == "openai" and (role.options.get("base_url")
+                                         or os.environ.get("OPENAI_BASE_URL")):
+            return None  # a server of one's own may take no key
+        keys = KEYS[role.backend]
+        return None if any(os.environ.get(k) for k in keys) else f"no {' or '.join(keys)}"
+    if role.backend == "command":
+        command = role.options.get("command")
+        program = (command.split()[0] if isinstance(command, str) else command[0]) \
+            if command else preset_for(role.options)[1].argv[0]
+        return None if shutil.which(program) else f"{program} is not on PATH"
+    return None
+
+
+def _budget_spent(paths: Paths, mission: MissionConfig) -> str | None:
+    if mission.budget_usd is not None and ledger.spent(paths.state) >= mission.budget_usd:
+        return f"the mission budget ${mission.budget_usd:.2f} is spent"
+    return None
+
+
+def grouped(questions: list[tuple[Pair, str, str]]) -> list[tuple[str, str, list[Pair], list[str]]]:
+    """The questions by note: (what is asked, the note's words, its pairs, their texts)."""
+    notes: dict[tuple[Any, str], tuple[str, str, list[Pair], list[str]]] = {}
+    for pair, text, other in questions:
+        bucket = pair[0]
+        if (bucket, pair[1]) not in notes:
+            asked = (f"is this {role_of(bucket)} lesson already in {identity_file(bucket)}?"
+                     if about_identity(bucket) else f"a {bucket[0]} {bucket[1]} note")
+            notes[(bucket, pair[1])] = (asked, text, [], [])
+        notes[(bucket, pair[1])][2].append(pair)
+        # an identity line by its lesson alone: its provenance is for people, not the question
+        notes[(bucket, pair[1])][3].append(
+            next(identity_lessons(other), other) if about_identity(bucket) else other)
+    return list(notes.values())
+
+
+def shown(notes: list[tuple[str, str, list[Pair], list[str]]]) -> str:
+    """The questions as the judge's prompt shows them, numbered."""
+    lines = []
+    for n, (asked, text, _, others) in enumerate(notes, 1):
+        lines += [f"Note {n} ({asked}): {text}",
+                  *(f"  #{i}: {other}" for i, other in enumerate(others, 1)), ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def parse(answer: str, notes: list[tuple[str, str, list[Pair], list[str]]]) -> dict[Pair, bool]:
+    """The pairs' answers from the model's lines; a note answered twice, or with a
+    candidate it was not shown, is left unanswered."""
+    chosen: dict[int, int | None] = {}
+    for number, new, same in _ANSWER.findall(answer):
+        n = int(number)
+        pick = None if new else int(same)
+        if not 1 <= n <= len(notes) or (pick is not None and not 1 <= pick <= len(notes[n - 1][2])):
+            continue
+        chosen[n] = -1 if n in chosen and chosen[n] != pick else pick
+    out: dict[Pair, bool] = {}
+    for n, pick in chosen.items():
+        if pick != -1:
+            out.update({pair: i == pick for i, pair in enumerate(notes[n - 1][2], 1)})
+    return out
+
+
+def _reader(notes, answers: dict[Pair, bool]):
+    """The lifecycle's judge of the run: reads the answer into `answers`."""
+    def judge(_paths: Paths, _prepared: Prepared, outcome: Outcome | None,
+              error: BaseException | None) -> Judged:
+        if error is not None:
+            code, result, message = judge_error(error)
+            fields, message = outcome_fields(outcome, error, message)
+            return Judged(code, result, message, {**fields, "result": result})
+        answers.update(parse(outcome.summary if outcome else "", notes))
+        message = (f"{len({p[:2] for p in answers})} of {len(notes)} notes answered"
+                   if answers else "the judge's answer named no note")
+        fields, message = outcome_fields(outcome, None, message)
+        return Judged(DONE, "done", message, {**fields, "result": "done"})
+    return judge

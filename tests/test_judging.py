@@ -1,0 +1,152 @@
+"""`curator.judge: auto`: the curator role's model answers "same lesson?" in one small
+call of its own, recorded like any run; without it, or when it fails, the rules decide."""
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import (
+    UNSURE_FIRST,
+    UNSURE_SECOND,
+    assert_unsure_pair_judged_one,
+    run_sh,
+    unsure_pair_lines,
+)
+from fake_api import text
+
+from harness.curator import verdicts
+from harness.run.judging import parse
+
+ROLE = ("template: curator.md.j2\nbackend: anthropic\nmodel: claude-haiku-4-5\n"
+        "tools: [curation, finish]\noptions: {{base_url: '{url}'}}\n")
+
+
+def unsure_mission(state: Path, url: str, config: str = "") -> None:
+    """The unsure pair in raw.md; the curator's backend is the fake API at `url`."""
+    (state / "raw.md").write_text(unsure_pair_lines())
+    (state / "roles").mkdir(exist_ok=True)
+    (state / "roles" / "curator.yaml").write_text(ROLE.format(url=url))
+    if config:
+        with open(state / "config.yaml", "a") as f:
+            f.write(config)
+
+
+def judge_runs(state: Path) -> list[dict]:
+    manifests = (json.loads(p.read_text()) for p in sorted(state.glob("runs/*/manifest.json")))
+    return [m for m in manifests if m.get("template") == "judge.md.j2"]
+
+
+def test_the_judge_is_asked_once_and_its_same_promotes_and_is_recorded(
+        invoke, api, state: Path, isolated_env: Path) -> None:
+    unsure_mission(state, api.base_url)
+    api.reply(text("1: same as #1"), input=300, output=6)
+    result = invoke("curator")
+    assert result.exit_code == 0, result.output
+    (request,) = api.requests
+    shown = json.dumps(request["messages"])
+    assert UNSURE_SECOND in shown and UNSURE_FIRST in shown and "Note 1 (" in shown
+    assert not request.get("tools")  # a question, not a tool loop: one small call
+    assert "MEMORY.md" not in shown  # the questions, not the memory
+    assert_unsure_pair_judged_one(isolated_env)
+    (run,) = judge_runs(state)
+    assert run["usage"]["input_tokens"] == 300 and run["cost_usd"] > 0
+    assert run["role_update"]["tools"] == [] and run["role_update"]["caps"]["turns"] == 1
+    assert f"judge: 1 notes asked in run {run['run_id']}" in result.output
+    assert invoke("reconstruct", run["run_id"], "--check").exit_code == 0
+    again = invoke("curator")  # the answer is recorded: nothing is asked twice
+    assert again.exit_code == 0 and len(api.requests) == 1
+
+
+def test_a_new_keeps_the_notes_apart_and_is_recorded_too(
+        invoke, api, state: Path, isolated_env: Path) -> None:
+    unsure_mission(state, api.base_url)
+    api.reply(text("Note 1: new"))
+    assert invoke("curator").exit_code == 0
+    assert not (isolated_env / "worker.md").exists()
+    assert list(verdicts.read_all(isolated_env).values()) == [False]
+
+
+@pytest.mark.parametrize("answer", [
+    pytest.param(("error", 401, "authentication_error", "invalid x-api-key"), id="refused"),
+    pytest.param(("error", 400, "invalid_request_error", "bad"), id="bad-request"),
+    pytest.param(("text", "I cannot tell."), id="no-answer-line"),
+    pytest.param(("text", "1: same as #7"), id="a-candidate-never-shown"),
+])
+def test_a_failed_or_unreadable_judge_leaves_the_rules_and_the_pass_goes_on(
+        invoke, api, state: Path, isolated_env: Path, answer: tuple) -> None:
+    unsure_mission(state, api.base_url)
+    if answer[0] == "error":
+        api.error(*answer[1:])
+    else:
+        api.reply(text(answer[1]))
+    result = invoke("curator")
+    assert result.exit_code == 0, result.output
+    assert "the rules decided alone" in result.output
+    assert "curator: 2 new lines" in result.output  # the pass itself went on
+    assert not (isolated_env / "worker.md").exists()
+    assert verdicts.read_all(isolated_env) == {}  # nothing recorded: asked again next time
+    assert len(judge_runs(state)) == 1  # the failed call is on record
+
+
+def test_without_a_key_the_rules_decide_alone_and_say_why(
+        invoke, state: Path, monkeypatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    unsure_mission(state, "http://127.0.0.1:9")
+    result = invoke("curator")
+    assert result.exit_code == 0, result.output
+    assert "judge: none (no ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN)" in result.output
+    assert judge_runs(state) == []
+
+
+@pytest.mark.parametrize("config", ["curator: {judge: off}\n", "budget_usd: 0\n"],
+                         ids=["judge-off", "budget-spent"])
+def test_judge_off_or_a_spent_budget_makes_no_call(invoke, api, state: Path,
+                                                   config: str) -> None:
+    unsure_mission(state, api.base_url, config)
+    result = invoke("curator")
+    assert result.exit_code == 0, result.output
+    assert api.requests == [] and judge_runs(state) == []
+    if "budget" in config:
+        assert "budget $0.00 is spent" in result.output
+
+
+def test_nothing_unsure_no_call(invoke, api, state: Path) -> None:
+    unsure_mission(state, api.base_url)
+    (state / "raw.md").write_text(
+        "[2026-06-01T10:01:00Z] worker F-101 TRICK: run `make lint` before pushing "
+        "(run r1-worker-F-101)\n[2026-06-01T10:02:00Z] worker F-102 - started on F-102\n")
+    assert invoke("curator").exit_code == 0
+    assert api.requests == []
+
+
+def test_the_key_from_the_state_env_file_lets_cron_run_the_judge(
+        api, project: Path, state: Path, isolated_env: Path, monkeypatch) -> None:
+    # cron reads no profile: the key lives in the mission's env file, and run.sh finds it
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    unsure_mission(state, api.base_url)
+    (state / "env").write_text("ANTHROPIC_API_KEY=from-the-env-file\n")
+    (state / "env").chmod(0o600)
+    api.reply(text("1: same as #1"))
+    result = run_sh("curator", cwd=project, env={"HOME": str(project)})
+    assert result.returncode == 0, result.stderr
+    assert "from-the-env-file" in json.dumps(api.headers[0])
+    assert_unsure_pair_judged_one(isolated_env)
+
+
+NOTES = [("a worker TRICK note", "n1", [("b", "n1", "x"), ("b", "n1", "y")], ["x", "y"]),
+         ("a worker TRICK note", "n2", [("b", "n2", "x")], ["x"])]
+
+
+@pytest.mark.parametrize(("answer", "expected"), [
+    ("1: same as #2\n2: new", {("b", "n1", "x"): False, ("b", "n1", "y"): True,
+                               ("b", "n2", "x"): False}),
+    ("Note 2 - same as 1", {("b", "n2", "x"): True}),
+    ("1) SAME AS #1", {("b", "n1", "x"): True, ("b", "n1", "y"): False}),
+    ("1: same as #1\n1: new", {}),  # two answers for one note: neither counts
+    ("1: same as #1\n1: same as #1", {("b", "n1", "x"): True, ("b", "n1", "y"): False}),
+    ("3: new\n2: same as #2", {}),  # no note 3; note 2 has no candidate 2
+    ("", {}),
+])
+def test_the_answer_lines_are_read_strictly(answer: str, expected: dict) -> None:
+    assert parse(answer, NOTES) == expected
