@@ -68,7 +68,9 @@ def record_report(state: Path, rows: list[RunSummary], now: float) -> None:
     """Note that a report of `rows` was made at `now`: the next one opens with what came
     after (the runs that ended in this second and were shown are named, not shown again)."""
     second = float(int(now))
-    seen = [r.run_id for r in rows if r.seconds is not None and ended(r) >= second]
+    # a run still going is left out: it is shown when it ends. One that ended with no time
+    # of its end (an outage's record) counts as ending when it began, and is named too
+    seen = [r.run_id for r in rows if r.status != "started" and ended(r) >= second]
     atomic_write(state / LAST_REPORT, orjson.dumps({
         "format": FORMAT_VERSION, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
         "seen": seen}))
