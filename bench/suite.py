@@ -20,6 +20,7 @@ import contextlib
 import multiprocessing
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -253,23 +254,45 @@ def cluster_rows(sizes: tuple[int, ...]) -> list[Row]:
 
 
 def corpus_rows() -> list[Row]:
-    """Promotion precision and recall on each labelled corpus (tests/corpus_quality.py): the
-    development ones the curator was tuned or its pair model fitted on, and the held-out
-    ones nothing was tuned on."""
+    """Promotion precision and recall on each labelled corpus (bench/judge_bound.py): the
+    rules alone, a judge that never errs and one wrong once in ten answers. Development
+    corpora set the judge's constants; the held-out ones (the real agents' notes among
+    them) carry the goals."""
     sys.path.insert(0, str(ROOT / "tests"))
     import corpus_quality
+    import judge_bound
 
+    goals = {"rules": (0.95, None), "perfect": (0.97, 0.95), "noisy": (0.90, 0.85)}
+    names = {"rules": "rules only", "perfect": "a judge that never errs",
+             "noisy": "a judge wrong once in ten"}
     rows, development = [], corpus_quality.development_corpora()
     for folder in [*development, *corpus_quality.held_out_corpora()]:
-        with tempfile.TemporaryDirectory() as work:
-            q = corpus_quality.evaluate(folder, Path(work))
         held_out = folder not in development
-        label = "held out" if held_out else "development"
-        met = q.precision >= 0.95 and q.recall >= 0.9
-        rows.append(Row(f"promotions on corpus {folder.name} ({label}): precision / recall",
-                        f"{q.precision:.3f} / {q.recall:.3f} ({q.right} of {q.expected} due)",
-                        "≥ 0.95 / ≥ 0.9" if held_out else "", met if held_out else None))
+        figures = judge_bound.figures(folder)
+        for judge, (p_goal, r_goal) in goals.items():
+            p, r = figures[judge]["precision"], figures[judge]["recall"]
+            goal = f"P ≥ {p_goal}" + (f", R ≥ {r_goal}" if r_goal else "")
+            met = p >= p_goal and (r_goal is None or r >= r_goal)
+            rows.append(Row(f"{folder.name} ({'held out' if held_out else 'development'}), "
+                            f"{names[judge]}: precision / recall", f"{p:.3f} / {r:.3f}",
+                            goal if held_out else "", met if held_out else None))
     return rows
+
+
+def judge_cost_rows(history: int = 100_000, passes: int = 5) -> list[Row]:
+    """A judged cron pass over CRON_NEW new entries after `history` entries (one lesson in
+    ten distinct: 10k lessons at 100k), bench/judge_cost.py: tokens of its one call."""
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "judge_cost.py"), "--history",
+                          str(history), "--passes", str(passes), "--new", str(CRON_NEW)],
+                         capture_output=True, text=True, check=True).stdout
+    median = {k: float(v) for k, v in re.findall(r"^median (\w+): (\S+)$", out, re.M)}
+    lessons = history // 10
+    return [Row(f"judged cron pass, {CRON_NEW} new entries, {lessons:,} lessons of history: "
+                f"input / output tokens of its call (median of {passes})",
+                f"{median['input_tokens']:,.0f} / {median['output_tokens']:,.0f}",
+                "≤ 3,000 input", median["input_tokens"] <= 3000),
+            Row(f"judged cron pass: notes asked, wall time (median of {passes})",
+                f"{median['notes']:g}, {median['seconds']:.2f} s", "", None)]
 
 
 # ---- (4): concurrent writers ----
@@ -422,7 +445,10 @@ def main() -> None:
     rows.append(reference_row("after them"))
     say("curator clusters against the truth at 10k and 100k entries (bench/lessons.py)")
     rows += cluster_rows(CLUSTER_SIZES)
+    say("promotions on the labelled corpora, with and without a judge (bench/judge_bound.py)")
     rows += corpus_rows()
+    say("a judged cron pass after 10k lessons of history (bench/judge_cost.py)")
+    rows += judge_cost_rows()
     say(f"simulating {PROMPT_RUNS[-1]:,} runs for the worker prompt's size")
     prompt, history_note = prompt_rows(PROMPT_RUNS)
     rows += prompt
