@@ -150,3 +150,34 @@ NOTES = [("a worker TRICK note", "n1", [("b", "n1", "x"), ("b", "n1", "y")], ["x
 ])
 def test_the_answer_lines_are_read_strictly(answer: str, expected: dict) -> None:
     assert parse(answer, NOTES) == expected
+
+
+def test_an_agent_cli_judges_too(invoke, state: Path, isolated_env: Path, monkeypatch) -> None:
+    # the curator role on Claude Code (the command backend): the judge's prompt on its
+    # stdin, its answer the result's text
+    import shlex
+    import sys
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    fake = Path(__file__).parent / "fake_clis" / "claude.py"
+    (state / "raw.md").write_text(unsure_pair_lines())
+    (state / "roles").mkdir(exist_ok=True)
+    command = shlex.join([sys.executable, str(fake), "text", "1: same as #1"])
+    (state / "roles" / "curator.yaml").write_text(
+        f"backend: command\noptions: {{preset: claude, command: {json.dumps(command)}}}\n")
+    result = invoke("curator")
+    assert result.exit_code == 0, result.output
+    assert_unsure_pair_judged_one(isolated_env)
+    (run,) = judge_runs(state)
+    assert run["backend"] == "command" and run["summary"] == "1: same as #1"
+
+
+def test_an_agent_cli_not_on_path_leaves_the_rules(invoke, state: Path) -> None:
+    (state / "raw.md").write_text(unsure_pair_lines())
+    (state / "roles").mkdir(exist_ok=True)
+    (state / "roles" / "curator.yaml").write_text(
+        "backend: command\noptions: {preset: claude, command: no-such-agent-cli}\n")
+    result = invoke("curator")
+    assert result.exit_code == 0, result.output
+    assert "judge: none (no-such-agent-cli is not on PATH)" in result.output
+    assert judge_runs(state) == []

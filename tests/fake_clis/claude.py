@@ -139,6 +139,8 @@ elif mode == "not_logged_in":  # claude.py not_logged_in [FILE]: as Claude Code 
     result("success", True, "Not logged in · Please run /login", total_cost_usd=0,
            num_turns=1, api_error_status=None, usage={"input_tokens": 0, "output_tokens": 0})
     sys.exit(1)
+elif mode == "text":  # claude.py text TEXT [flags]: one turn answering TEXT
+    result(text=sys.argv[2], num_turns=1)
 elif mode == "not_json":
     print("Error: Invalid API key · Please run /login")
     sys.exit(1)
