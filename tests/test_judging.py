@@ -181,3 +181,28 @@ def test_an_agent_cli_not_on_path_leaves_the_rules(invoke, state: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "judge: none (no-such-agent-cli is not on PATH)" in result.output
     assert judge_runs(state) == []
+
+
+def test_an_overlapping_pass_is_turned_away_before_it_pays_for_a_call(
+        api, project: Path, state: Path, invoke, monkeypatch) -> None:
+    # cron starts a second pass while the first waits on its judge: exit 3 at once, no call
+    import subprocess
+    import time
+
+    from conftest import RUN_SH
+
+    unsure_mission(state, api.base_url)
+    api.reply(text("1: same as #1"), delay=5)
+    first = subprocess.Popen([str(RUN_SH), "curator"], cwd=project, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not api.requests and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert api.requests, "the first pass never called its judge"
+        second = invoke("curator")
+        assert second.exit_code == 3 and "busy" in second.output
+        assert len(api.requests) == 1
+    finally:
+        out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err

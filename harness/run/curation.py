@@ -39,7 +39,7 @@ from harness.run.prepare import Prepared, prepare
 from harness.state import actions, ledger
 from harness.state.envfile import load_env_files
 from harness.state.plan import load_plan
-from harness.state.store import DISK_ERRNOS
+from harness.state.store import DISK_ERRNOS, hold_lock, lock_path
 from harness.types import Outcome
 
 NO_ANSWER = "the model gave no answer"
@@ -77,21 +77,16 @@ def run_curator(paths: Paths, *, dry_run: bool = False) -> CuratorReport:
 def _run_curator(paths: Paths, dry_run: bool) -> CuratorReport:
     state = check_state(paths.state)
     config = load_mission_config(state)
-    if config.curator.mode == "model" and not dry_run:
-        load_env_files(state)  # cron reads no profile: keys may live in env files
-        report = ModelCuration(paths, config).run()
-    else:
-        name, settings = mission_name(config, state), settings_for(config)
-        verdict = Verdict(None)
-        if config.curator.judge == "auto" and not dry_run:
-            load_env_files(state)
-            verdict = judged(paths, config, name, settings)
-        report = curate(state, paths.identity, name, settings, dry_run=dry_run,
-                        judge=verdict.answers)
-        if verdict.note:
-            report.changes.append(verdict.note)
     if dry_run:
-        return report
+        return curate(state, paths.identity, mission_name(config, state), settings_for(config),
+                      dry_run=True)
+    # the model's call is made outside the curator's own lock (`curate`'s): an overlapping
+    # cron pass is turned away here, before it pays for a call of its own
+    with hold_lock(lock_path(state, "curation"), wait=False, what="the curator"):
+        if config.curator.mode == "model" or config.curator.judge == "auto":
+            load_env_files(state)  # cron reads no profile: keys may live in env files
+        report = (ModelCuration(paths, config).run() if config.curator.mode == "model"
+                  else _judged_pass(paths, config))
     report.changes += export_identity(paths.workdir, paths.identity, config.identity_export)
     if config.curator.mode != "model":
         ledger.append_progress(state, "curator", None, "-", "done", 0, 0.0)
@@ -99,6 +94,18 @@ def _run_curator(paths: Paths, dry_run: bool) -> CuratorReport:
         emit(paths, config, "lesson.promoted", role=promotion.role, kind=promotion.kind,
              lesson=promotion.text, reason=promotion.line,
              identity=str(paths.identity / f"{promotion.role}.md"))
+    return report
+
+
+def _judged_pass(paths: Paths, config: MissionConfig) -> CuratorReport:
+    """A rules pass, with the judge's answers when `curator.judge: auto` can get them."""
+    name, settings = mission_name(config, paths.state), settings_for(config)
+    verdict = Verdict(None)
+    if config.curator.judge == "auto":
+        verdict = judged(paths, config, name, settings)
+    report = curate(paths.state, paths.identity, name, settings, judge=verdict.answers)
+    if verdict.note:
+        report.changes.append(verdict.note)
     return report
 
 
