@@ -6,8 +6,8 @@ does not release, and works in two phases.
 
 Plan (`planning`): no raw lock, no visible write. Load the candidate record
 (`record`: its digest, then the lines after it), then stream raw.md once up to
-its last complete line (`end`); `scan` reads both, in a second process for a big
-backlog, and the curator clusters what it hands over. Lines before the cursor's
+its last complete line (`end`); `scan` reads both, and the curator clusters what it
+hands over. Lines before the cursor's
 `processed` offset were learned by an earlier run and are only counted; newer
 lines feed MEMORY.md and the candidate record. The cut is the offset of the
 `raw_keep`-th last entry; everything before it goes to the archive. The long
@@ -97,8 +97,7 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
     anchor = hold_dir_lock(paths.state, "another curator")
     with lock, anchor, _no_cyclic_gc():
         _finish_interrupted(paths, settings, report)
-        planner = Planner(paths, mission, settings, today, report, refine,
-                          lock_fds=(lock.fd, anchor.fd), judge=judge)
+        planner = Planner(paths, mission, settings, today, report, refine, judge=judge)
         try:
             journal = planner.plan()
             if journal is not None:

@@ -10,14 +10,14 @@ the promotions under `<state>/curator/`. What it returns is the journal that
 from __future__ import annotations
 
 import secrets
-import sys
+from collections.abc import Iterable
 from dataclasses import replace
 
 from harness.curator import lessondb, verdicts
 from harness.curator import record as candidates
 from harness.curator.archived import ArchiveSearch
 from harness.curator.book import MemoryBook
-from harness.curator.candidate import LESSON_KINDS, PROMOTABLE, Candidate, mission_token
+from harness.curator.candidate import LESSON_KINDS, PROMOTABLE, mission_token
 from harness.curator.check import check_model_result
 from harness.curator.commit import (
     FORMAT_VERSION,
@@ -36,10 +36,9 @@ from harness.curator.promotion import (
     PromotionTracker,
     plan_promotions,
 )
-from harness.curator.reader import RawReader, use_process
-from harness.curator.scan import HEAD_BYTES, Record, Scan, ScanJob, checked_keys, months_before
+from harness.curator.scan import HEAD_BYTES, RawPass, Scan, ScanJob, checked_keys, months_before
 from harness.curator.settings import CuratorReport, CuratorSettings, Refine
-from harness.curator.text import Norm, normalize
+from harness.curator.text import normalize
 from harness.state import memory
 from harness.state.store import sha256
 
@@ -49,10 +48,9 @@ class Planner:
 
     def __init__(self, paths: CuratorPaths, mission: str, settings: CuratorSettings,
                  today: str, report: CuratorReport, refine: Refine | None = None, *,
-                 lock_fds: tuple[int, ...] = (), judge: Judgments | None = None) -> None:
+                 judge: Judgments | None = None) -> None:
         self.paths, self.settings, self.refine = paths, settings, refine
         self.judge = judge or Judgments()
-        self.lock_fds = lock_fds  # the curator's locks, for a reader process to hold too
         self.mission = mission_token(mission)
         self.today, self.dry_run = today, report.dry_run
         self.batch = secrets.token_hex(6)
@@ -62,7 +60,6 @@ class Planner:
         self.tracker: PromotionTracker | None = None
         self.recorded: verdicts.Recorded | None = None
         self.record: candidates.RecordRead | None = None
-        self._text_clusters: list[int] = []  # the pass's text number -> cluster
 
     def plan(self) -> dict | None:
         """The journal of what to change, or None when nothing would (or in a dry run)."""
@@ -161,25 +158,17 @@ class Planner:
             self.tracker.clusters.index.judge = self.judge
         job = ScanJob(str(paths.raw), start, settings.raw_keep, month,
                       None if self.dry_run else str(paths.staged_candidates), self.batch,
-                      self.mission, str(paths.identity), record_start=digest_read.end,
-                      record_batches=digest_read.batches, record_latest=digest_read.latest,
+                      self.mission, str(paths.identity), digest_read,
                       notes_kept=settings.bounds.notes_kept(), counted=counted)
-        process = settings.reader == "process" or (
-            settings.reader == "auto" and use_process(job))
-        with RawReader(job, process=process, lock_fds=self.lock_fds) as reader:
-            add, cluster_of = self.tracker.add, self._cluster_of
-            for batch in reader.candidates():
-                for *fields, ref in batch:
-                    c = Candidate(*fields)
-                    add(c, cluster=cluster_of((c.role, c.kind), ref, c.text))
-            self.record = reader.record
-            book = MemoryBook(old_memory, settings.bounds, similarity=settings.similarity,
-                              topic_similarity=settings.topic_similarity,
-                              next_ids=next_ids, clusters=self.tracker.clusters)
-            for batch in reader:
-                self._learn(batch, book)
-            scan = reader.scan
-        assert scan is not None
+        raw_pass = RawPass(job)
+        for c in raw_pass.candidates():
+            self.tracker.add(c, cluster=self._cluster_of((c.role, c.kind), c.text))
+        self.record = raw_pass.record
+        book = MemoryBook(old_memory, settings.bounds, similarity=settings.similarity,
+                          topic_similarity=settings.topic_similarity,
+                          next_ids=next_ids, clusters=self.tracker.clusters)
+        self._learn(raw_pass.entries(), book)
+        scan = raw_pass.scan
         book.keep_notes((n, memory.Entry(ts, role, feature, "-", text, run))
                         for n, ts, role, feature, text, run in scan.notes)
         self.report.processed, self.report.unparsed = scan.processed, scan.unparsed
@@ -190,38 +179,30 @@ class Planner:
         self.n_staged, self.preview = scan.staged, scan.staged_preview
         return scan, book
 
-    def _cluster_of(self, bucket: tuple[str, str], ref: int | tuple[str, ...],
-                    text: str) -> int:
-        """The cluster of `text`, which the pass handed over with `ref` (`scan.Record`)."""
-        if type(ref) is int:
-            return self._text_clusters[ref]
+    def _cluster_of(self, bucket: tuple[str, str], text: str) -> int:
+        """The cluster of `text`; the words a model is shown for it, if it asked."""
         asked = len(self.judge.questions)
-        cid = self.tracker.clusters.assign(bucket, Norm(*ref))
-        if len(self.judge.questions) > asked:  # the words a model is shown for the note
-            self.judge.texts[ref[0]] = text
-        self._text_clusters.append(cid)
+        cid = self.tracker.clusters.assign_text(bucket, text)
+        if len(self.judge.questions) > asked:
+            self.judge.texts[normalize(text).key] = text
         return cid
 
-    def _learn(self, batch: list[Record | int], book: MemoryBook) -> None:
-        # Runs once per note of a big log: no Entry or Candidate is built for a lesson, and
-        # role, feature and kind come interned (memory.parse_fields; marshal keeps that).
-        tracker, mission, intern = self.tracker, self.mission, sys.intern
-        known, cluster_of = self._text_clusters, self._cluster_of
-        note_lesson, note_candidate = book.note_lesson, tracker.note
-        for record in batch:
-            if type(record) is int:  # plain notes: the pass hands the newest over at the end
-                book.count_notes(record)
+    def _learn(self, entries: Iterable[tuple | None], book: MemoryBook) -> None:
+        """Take raw.md's entries (`scan.RawPass.entries`) into MEMORY.md and the tracker."""
+        tracker, mission = self.tracker, self.mission
+        for fields in entries:
+            if fields is None:  # a plain note: the pass hands the newest over at the end
+                book.count_notes(1)
                 continue
-            ts, role, feature, kind, text, run, ref = record
-            if kind not in LESSON_KINDS:
-                book.add(memory.Entry(ts, role, feature, kind, text, run))
+            entry = memory.Entry(*fields)
+            if entry.kind not in LESSON_KINDS:
+                book.add(entry)
                 continue
-            # most notes repeat a text the pass has numbered: one list lookup
-            cid = known[ref] if type(ref) is int else cluster_of((role, kind), ref, text)
-            day = intern(ts[:10])
-            note_lesson(cid, role, kind, text, day, run or feature)
-            if kind in PROMOTABLE:
-                note_candidate(cid, role, kind, text, day, ts, mission, feature, run)
+            cid = self._cluster_of((entry.role, entry.kind), entry.text)
+            book.add(entry, cid)
+            if entry.kind in PROMOTABLE:
+                tracker.note(cid, entry.role, entry.kind, entry.text, entry.ts[:10], entry.ts,
+                             mission, entry.feature, entry.run)
 
     def _discard_staged(self) -> None:
         if not self.dry_run:
