@@ -10,6 +10,7 @@ the promotions under `<state>/curator/`. What it returns is the journal that
 from __future__ import annotations
 
 import secrets
+import sys
 from collections.abc import Iterable
 from dataclasses import replace
 
@@ -189,20 +190,22 @@ class Planner:
 
     def _learn(self, entries: Iterable[tuple | None], book: MemoryBook) -> None:
         """Take raw.md's entries (`scan.RawPass.entries`) into MEMORY.md and the tracker."""
-        tracker, mission = self.tracker, self.mission
+        # once per note: no Entry is built for a lesson, and its day is interned (a few
+        # hundred distinct days)
+        mission, intern, cluster_of = self.mission, sys.intern, self._cluster_of
+        note_lesson, note_candidate = book.note_lesson, self.tracker.note
         for fields in entries:
             if fields is None:  # a plain note: the pass hands the newest over at the end
                 book.count_notes(1)
                 continue
-            entry = memory.Entry(*fields)
-            if entry.kind not in LESSON_KINDS:
-                book.add(entry)
+            ts, role, feature, kind, text, run = fields
+            if kind not in LESSON_KINDS:
+                book.add(memory.Entry(*fields))
                 continue
-            cid = self._cluster_of((entry.role, entry.kind), entry.text)
-            book.add(entry, cid)
-            if entry.kind in PROMOTABLE:
-                tracker.note(cid, entry.role, entry.kind, entry.text, entry.ts[:10], entry.ts,
-                             mission, entry.feature, entry.run)
+            cid, day = cluster_of((role, kind), text), intern(ts[:10])
+            note_lesson(cid, role, kind, text, day, run or feature)
+            if kind in PROMOTABLE:
+                note_candidate(cid, role, kind, text, day, ts, mission, feature, run)
 
     def _discard_staged(self) -> None:
         if not self.dry_run:
