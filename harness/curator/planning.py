@@ -30,7 +30,9 @@ from harness.curator.commit import (
     stage_promotions,
 )
 from harness.curator.diffs import DIFF_PREVIEW, append_diff, drop_head_diff, rewrite_diff
+from harness.curator.identity import identity_lessons
 from harness.curator.judge import Judgments
+from harness.curator.lessonsource import LessonDB
 from harness.curator.promotion import (
     IdentityIndex,
     Promotion,
@@ -59,6 +61,11 @@ class Planner:
         self.preview: list[str] = []  # the first staged candidate lines, for the diff
         self.n_staged = 0
         self.tracker: PromotionTracker | None = None
+        # (bucket, exact text) -> cluster: a note repeated word for word is matched once
+        self._seen: dict[tuple, int] = {}
+        # (bucket, key) -> the text normalised to it: recorded with a phrasing or an answer,
+        # so that a new normaliser can key them again
+        self._texts: dict[tuple, str] = {}
         self.recorded: verdicts.Recorded | None = None
         self.record: candidates.RecordRead | None = None
 
@@ -95,7 +102,8 @@ class Planner:
         return {
             "version": FORMAT_VERSION, "batch": self.batch,
             "files": changed, "candidates": self.n_staged, "promotions": len(promotions),
-            "judgments": verdicts.rows(self.judge.fresh, memory.utc_now(), self.mission),
+            "judgments": verdicts.rows(self.judge.fresh, memory.utc_now(), self.mission,
+                                       self.text_of),
             "identity_sizes": self.identity_sizes, "memory_archive": compacted.archived,
             "archive_sizes": archive_sizes(paths.archive, [m for _, _, m in months],
                                            bool(compacted.archived)),
@@ -150,8 +158,9 @@ class Planner:
         if not self.dry_run:
             paths.own.mkdir(parents=True, exist_ok=True)
         # the database first: the reader takes the candidate record from where it ends
-        self.tracker, digest_read = lessondb.load(paths.identity, settings.similarity,
-                                                  second_opinion=settings.second_opinion)
+        self.tracker, digest_read = lessondb.load(
+            paths.identity, settings.similarity, second_opinion=settings.second_opinion,
+            write=not self.dry_run, said=self.report.changes)
         self.recorded = verdicts.open_recorded(paths.identity)
         if self.recorded is not None:
             self.judge.recorded = self.recorded.about
@@ -182,11 +191,22 @@ class Planner:
 
     def _cluster_of(self, bucket: tuple[str, str], text: str) -> int:
         """The cluster of `text`; the words a model is shown for it, if it asked."""
-        asked = len(self.judge.questions)
-        cid = self.tracker.clusters.assign_text(bucket, text)
-        if len(self.judge.questions) > asked:
-            self.judge.texts[normalize(text).key] = text
+        cid = self._seen.get((bucket, text))
+        if cid is None:
+            asked, norm = len(self.judge.questions), normalize(text)
+            cid = self._seen[bucket, text] = self.tracker.clusters.assign(bucket, norm)
+            self._texts.setdefault((bucket, norm.key), text)
+            if len(self.judge.questions) > asked:
+                self.judge.texts[norm.key] = text
         return cid
+
+    def text_of(self, bucket: tuple[str, str] | str, key: str) -> str | None:
+        """The text the pass normalised to `key` in `bucket`, or the lesson database's."""
+        text = self._texts.get((bucket, key))
+        source = self.tracker.source if self.tracker is not None else None
+        if text is None and isinstance(source, LessonDB) and isinstance(bucket, tuple):
+            text = source.text_of(bucket, key)
+        return text
 
     def _learn(self, entries: Iterable[tuple | None], book: MemoryBook) -> None:
         """Take raw.md's entries (`scan.RawPass.entries`) into MEMORY.md and the tracker."""
@@ -213,7 +233,8 @@ class Planner:
 
     def _promotions(self) -> list[Promotion]:
         due = [ev for ev in self.tracker.due() if memory.NAME.fullmatch(ev.role)]
-        archive = ArchiveSearch(self.paths.identity, write=not self.dry_run)
+        archive = ArchiveSearch(self.paths.identity, write=not self.dry_run,
+                                said=self.report.changes)
         identity = IdentityIndex(self.settings.similarity,
                                  second_opinion=self.settings.second_opinion,
                                  judge=self.judge if self.judge.active() else None,
@@ -224,6 +245,10 @@ class Planner:
             text = self.identity_texts[role] = read_text(self.paths.role_file(role))
             self.identity_sizes[role] = len(text.encode())
             identity.add_text(role, text)
+            for lesson in identity_lessons(text):  # what an answer about identity is about
+                self._texts.setdefault((role, normalize(lesson).key), lesson)
+        for ev in due:
+            self._texts.setdefault((ev.role, normalize(ev.text).key), ev.text)
         try:
             promotions = plan_promotions(due, identity, self.today)
         finally:

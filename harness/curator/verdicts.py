@@ -1,27 +1,28 @@
-"""The judge's answers on disk: `<identity>/.judgments.db`, SQLite (see `judge`).
+"""The judge's answers on disk: the `answer` table of the curator database (`curatordb`).
 
 One row per answer: the bucket (role and kind; kind `-` for a question about what a
 role's identity file already says), the two `text.normalize` keys, whether they say one
-lesson, and when and in which mission it was answered. The pass that got the answers
+lesson, when and in which mission it was answered, and the two texts when the pass knew
+them (a new normaliser keys the answer again from them). The pass that got the answers
 writes them as a journal step (INSERT OR IGNORE: a redone step adds nothing twice), and
 nothing changes them after. Shared by the missions of one identity folder, like the
 candidate record. A pass asks only about the notes it is unsure of, by key, so its cost
-does not grow with the answers of all earlier passes; without the file it asks nothing.
+does not grow with the answers of all earlier passes.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness.curator import curatordb
 from harness.curator.judge import about_identity
 
-DB = ".judgments.db"
-SCHEMA = """CREATE TABLE IF NOT EXISTS answer(
-    role TEXT, kind TEXT, key TEXT, other TEXT, same INTEGER, ts TEXT, mission TEXT,
-    PRIMARY KEY(role, kind, key, other)) WITHOUT ROWID"""
 Answers = dict[tuple[Any, str, str], bool]
+# (bucket, key) -> the text normalised to `key`, when the pass knows it
+TextOf = Callable[[Any, str], str | None]
 
 
 class Recorded:
@@ -42,28 +43,37 @@ class Recorded:
 
 
 def open_recorded(identity: Path) -> Recorded | None:
-    """The recorded answers, or None when none were ever recorded."""
-    path = identity / DB
-    if not path.exists():
+    """The recorded answers, or None when none were ever recorded (or, before a pass has
+    migrated the database, none can be read yet)."""
+    conn = curatordb.connect(identity, write=False)
+    if conn is None:
         return None
-    return Recorded(sqlite3.connect(path, isolation_level=None, timeout=30))
+    if conn.execute("SELECT 1 FROM answer LIMIT 1").fetchone() is None:
+        conn.close()
+        return None
+    return Recorded(conn)
 
 
-def rows(answers: Answers, ts: str, mission: str) -> list[list]:
-    """`answers` as the journal holds them, one row each (see `append`)."""
-    return [[*_columns(bucket), key, other, int(same), ts, mission]
-            for (bucket, key, other), same in answers.items()]
+def rows(answers: Answers, ts: str, mission: str,
+         text_of: TextOf | None = None) -> list[list]:
+    """`answers` as the journal holds them, one row each (see `append`), with the texts
+    `text_of` knows."""
+    def text(bucket: Any, key: str) -> str | None:
+        return None if text_of is None else text_of(bucket, key)
+
+    return [[*_columns(bucket), key, other, int(same), ts, mission, text(bucket, key),
+             text(bucket, other)] for (bucket, key, other), same in answers.items()]
 
 
 def append(identity: Path, new_rows: list[list]) -> None:
     """Record `rows`' answers, in one transaction; an answer recorded before stands."""
-    identity.mkdir(parents=True, exist_ok=True)  # a shared folder nothing has written yet
-    conn = sqlite3.connect(identity / DB, isolation_level=None, timeout=30)
+    conn = curatordb.connect(identity)
+    assert conn is not None
     try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(SCHEMA)
         conn.execute("BEGIN IMMEDIATE")
-        conn.executemany("INSERT OR IGNORE INTO answer VALUES (?, ?, ?, ?, ?, ?, ?)", new_rows)
+        # a journal of an earlier version holds rows without the texts
+        conn.executemany("INSERT OR IGNORE INTO answer VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         [[*row, None, None][:9] for row in new_rows])
         conn.execute("COMMIT")
     finally:
         conn.close()
