@@ -58,6 +58,17 @@ def load(identity: Path, similarity: float, *, second_opinion: bool = True,
     return tracker, db.read
 
 
+def forget(identity: Path) -> None:
+    """Drop every rule's lessons: the next pass clusters the whole record again."""
+    conn = curatordb.connect(identity)
+    assert conn is not None
+    try:
+        for table in ("lesson_meta", "lesson", "variant", "word"):
+            conn.execute(f"DELETE FROM {table}")
+    finally:
+        conn.close()
+
+
 def load_all(identity: Path, similarity: float, *,
              second_opinion: bool = True) -> tuple[PromotionTracker, RecordRead]:
     """Every lesson and phrasing in memory (for `explain`, which lists them)."""

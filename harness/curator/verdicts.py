@@ -20,6 +20,7 @@ from typing import Any
 from harness.curator import curatordb
 from harness.curator.judge import about_identity
 
+DB = curatordb.NAME  # the file the answers are in
 Answers = dict[tuple[Any, str, str], bool]
 # (bucket, key) -> the text normalised to `key`, when the pass knows it
 TextOf = Callable[[Any, str], str | None]
