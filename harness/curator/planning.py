@@ -61,10 +61,8 @@ class Planner:
         self.preview: list[str] = []  # the first staged candidate lines, for the diff
         self.n_staged = 0
         self.tracker: PromotionTracker | None = None
-        # (bucket, exact text) -> cluster: a note repeated word for word is matched once
-        self._seen: dict[tuple, int] = {}
-        # (bucket, key) -> the text normalised to it: recorded with a phrasing or an answer,
-        # so that a new normaliser can key them again
+        self._seen: dict[tuple, int] = {}  # (bucket, exact text) -> cluster: matched once
+        # (bucket, key) -> the text normalised to it: kept with phrasings and answers
         self._texts: dict[tuple, str] = {}
         self.recorded: verdicts.Recorded | None = None
         self.record: candidates.RecordRead | None = None
@@ -157,7 +155,7 @@ class Planner:
         paths, settings = self.paths, self.settings
         if not self.dry_run:
             paths.own.mkdir(parents=True, exist_ok=True)
-        # the database first: the reader takes the candidate record from where it ends
+        # the database first: the pass reads the candidate record on from where it ends
         self.tracker, digest_read = lessondb.load(
             paths.identity, settings.similarity, second_opinion=settings.second_opinion,
             write=not self.dry_run, said=self.report.changes)
@@ -178,9 +176,9 @@ class Planner:
                           topic_similarity=settings.topic_similarity,
                           next_ids=next_ids, clusters=self.tracker.clusters)
         self._learn(raw_pass.entries(), book)
-        scan = raw_pass.scan
         book.keep_notes((n, memory.Entry(ts, role, feature, "-", text, run))
-                        for n, ts, role, feature, text, run in scan.notes)
+                        for n, ts, role, feature, text, run in raw_pass.scan.notes)
+        scan = raw_pass.scan
         self.report.processed, self.report.unparsed = scan.processed, scan.unparsed
         if scan.recounted:
             self.report.changes.append(f"{scan.recounted} entries of raw.md were counted by an "
@@ -202,16 +200,14 @@ class Planner:
 
     def text_of(self, bucket: tuple[str, str] | str, key: str) -> str | None:
         """The text the pass normalised to `key` in `bucket`, or the lesson database's."""
-        text = self._texts.get((bucket, key))
-        source = self.tracker.source if self.tracker is not None else None
-        if text is None and isinstance(source, LessonDB) and isinstance(bucket, tuple):
-            text = source.text_of(bucket, key)
-        return text
+        source = self.tracker and self.tracker.source
+        if (bucket, key) not in self._texts and isinstance(source, LessonDB):
+            return source.text_of(bucket, key) if isinstance(bucket, tuple) else None
+        return self._texts.get((bucket, key))
 
     def _learn(self, entries: Iterable[tuple | None], book: MemoryBook) -> None:
         """Take raw.md's entries (`scan.RawPass.entries`) into MEMORY.md and the tracker."""
-        # once per note: no Entry is built for a lesson, and its day is interned (a few
-        # hundred distinct days)
+        # once per note: no Entry for a lesson, and its day interned (a few hundred in all)
         mission, intern, cluster_of = self.mission, sys.intern, self._cluster_of
         note_lesson, note_candidate = book.note_lesson, self.tracker.note
         for fields in entries:
