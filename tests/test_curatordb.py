@@ -134,3 +134,17 @@ def test_forgetting_the_lessons_makes_the_next_pass_read_the_whole_record(tmp_pa
     note(state, FIRST, "TRICK", feature="F-002", run="r2")
     report = curate(state, identity, "shop", CuratorSettings(), now=NOW)
     assert [p.text for p in report.promoted] == [FIRST]
+
+
+def test_an_answer_about_identity_is_recorded_with_its_texts(tmp_path) -> None:
+    state, identity = tmp_path / "shop", tmp_path / "identity"
+    state.mkdir()
+    identity.mkdir()
+    (identity / "worker.md").write_text(
+        f"- TRICK: {SECOND} [promoted 2026-04-01; seen 2x 2026-04-01; missions: blog]\n")
+    for n in range(2):
+        note(state, FIRST, "TRICK", feature=f"F-00{n}", run=f"r{n}")
+    pair = ("worker", normalize(FIRST).key, normalize(SECOND).key)
+    curate(state, identity, "shop", CuratorSettings(), now=NOW, judge=Judgments({pair: True}))
+    assert table(identity, "SELECT role, kind, text, other_text FROM answer") == [
+        ("worker", "-", FIRST, SECOND)]

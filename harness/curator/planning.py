@@ -13,6 +13,7 @@ import secrets
 import sys
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import Any
 
 from harness.curator import lessondb, verdicts
 from harness.curator import record as candidates
@@ -30,7 +31,6 @@ from harness.curator.commit import (
     stage_promotions,
 )
 from harness.curator.diffs import DIFF_PREVIEW, append_diff, drop_head_diff, rewrite_diff
-from harness.curator.identity import identity_lessons
 from harness.curator.judge import Judgments
 from harness.curator.lessonsource import LessonDB
 from harness.curator.promotion import (
@@ -63,7 +63,7 @@ class Planner:
         self.tracker: PromotionTracker | None = None
         self._seen: dict[tuple, int] = {}  # (bucket, exact text) -> cluster: matched once
         # (bucket, key) -> the text normalised to it: kept with phrasings and answers
-        self._texts: dict[tuple, str] = {}
+        self._texts: dict[Any, Any] = {}
         self.recorded: verdicts.Recorded | None = None
         self.record: candidates.RecordRead | None = None
 
@@ -200,9 +200,13 @@ class Planner:
 
     def text_of(self, bucket: tuple[str, str] | str, key: str) -> str | None:
         """The text the pass normalised to `key` in `bucket`, or the lesson database's."""
-        source = self.tracker and self.tracker.source
-        if (bucket, key) not in self._texts and isinstance(source, LessonDB):
-            return source.text_of(bucket, key) if isinstance(bucket, tuple) else None
+        if isinstance(bucket, str):  # about identity: texts of due lessons and identity lines
+            if bucket not in self._texts:
+                self._texts[bucket] = verdicts.identity_texts(bucket, self.tracker.due(),
+                                                              self.identity_texts)
+            return self._texts[bucket].get(key)
+        if (bucket, key) not in self._texts and isinstance(self.tracker.source, LessonDB):
+            return self.tracker.source.text_of(bucket, key)
         return self._texts.get((bucket, key))
 
     def _learn(self, entries: Iterable[tuple | None], book: MemoryBook) -> None:
@@ -241,10 +245,6 @@ class Planner:
             text = self.identity_texts[role] = read_text(self.paths.role_file(role))
             self.identity_sizes[role] = len(text.encode())
             identity.add_text(role, text)
-            for lesson in identity_lessons(text):  # what an answer about identity is about
-                self._texts.setdefault((role, normalize(lesson).key), lesson)
-        for ev in due:
-            self._texts.setdefault((ev.role, normalize(ev.text).key), ev.text)
         try:
             promotions = plan_promotions(due, identity, self.today)
         finally:

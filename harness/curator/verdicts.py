@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.curator import curatordb
+from harness.curator.identity import archive_bucket, identity_lessons
 from harness.curator.judge import about_identity
+from harness.curator.text import normalize
 
 DB = curatordb.NAME  # the file the answers are in
 Answers = dict[tuple[Any, str, str], bool]
@@ -64,6 +66,14 @@ def rows(answers: Answers, ts: str, mission: str,
 
     return [[*_columns(bucket), key, other, int(same), ts, mission, text(bucket, key),
              text(bucket, other)] for (bucket, key, other), same in answers.items()]
+
+
+def identity_texts(bucket: str, due: list[Any], identity: dict[str, str]) -> dict[str, str]:
+    """key -> text, for what a question in `bucket` about identity may be about: the due
+    lessons (`promotion.Evidence`) and the lessons of the role's identity file."""
+    texts = [ev.text for ev in due if bucket in (ev.role, archive_bucket(ev.role, ev.kind))]
+    texts += identity_lessons(identity.get(bucket, ""))
+    return {normalize(text).key: text for text in reversed(texts)}
 
 
 def append(identity: Path, new_rows: list[list]) -> None:
