@@ -11,14 +11,14 @@ for each history in turn (alternating, so a change in the machine's load reaches
 alike), it appends `--new` entries from the same lesson pool, spread over the next 30
 minutes (`curator.append_entries`), and times one curator pass over them in a fresh
 subprocess (the curate() call, not the interpreter's start). The row is the pass of median time;
-"min-s" and "max-s" are the fastest and the slowest. Each pass opens the lesson database
-(`<identity>/.candidates.v4-s75.db`, `harness.curator.lessondb`), reads the rows its new notes
-touch and, when it appends candidates, writes back what changed: "db-open-s" and
-"db-write-s" are the open and the write within the pass, "db-MiB" and "record-MiB" the
-sizes of the database and of the candidate record after the passes. With `--answers N`,
-each history's identity folder also holds N answers of a model-mode judge
-(`<identity>/.judgments.db`, `harness.curator.verdicts`), which every pass consults about
-the notes it is unsure of. Last, one more pass over the biggest history runs under
+"min-s" and "max-s" are the fastest and the slowest. Each pass opens the curator database
+(`<identity>/.curator.db`, `harness.curator.curatordb`), reads the lesson rows its new notes
+touch (`harness.curator.lessondb`) and, when it appends candidates, writes back what
+changed: "db-open-s" and "db-write-s" are the open and the write within the pass, "db-MiB"
+and "record-MiB" the sizes of the database and of the candidate record after the passes.
+With `--answers N`, each history's identity folder also holds N answers of a model-mode
+judge (`harness.curator.verdicts`), which every pass consults about the notes it is unsure
+of. Last, one more pass over the biggest history runs under
 cProfile, and the top lines of its profile are printed.
 """
 
@@ -46,7 +46,7 @@ import curator  # noqa: E402 - bench/curator.py: the generators and the child pr
 # the goal (issue 32): at 300k entries of history, a pass over 10 new ones takes < 0.3 s
 # and at most 1.5x the same pass at 1k
 GOAL_RATIO, GOAL_SECONDS = 1.5, 0.3
-# harness.curator.lessondb's open and its two writes (what changed; a whole new database)
+# harness.curator.lessondb's open and its two writes (what changed; every row of a rule)
 TIMED = ("load", "_write_changes", "_write_whole")
 COLUMNS = ("history", "passes", "new", "seconds", "min-s", "max-s", "cpu-s", "db-open-s",
            "db-write-s", "db-MiB", "record-MiB", "history-s")
@@ -123,7 +123,7 @@ def row(history: int, new: int, results: list[dict], first: dict, folder: Path) 
     identity = folder / "identity"
     figures = (history, len(results), new, median["seconds"], times[0], times[-1],
                median["cpu"], median["open_s"], median["write_s"],
-               sum(map(mib, identity.glob(".candidates.v*.db"))), mib(identity / ".candidates.log"),
+               sum(map(mib, identity.glob(".curator.db*"))), mib(identity / ".candidates.log"),
                first["seconds"])
     return " ".join(f"{f:>{WIDTH[c]}.3f}" if isinstance(f, float) else f"{f:>{WIDTH[c]}}"
                     for c, f in zip(COLUMNS, figures, strict=True))

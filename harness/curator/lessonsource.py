@@ -41,10 +41,13 @@ class LessonDB:
         asked, fetched = self._asked.get(bucket, ()), self._fetched.setdefault(bucket, {})
         new = [k for k in dict.fromkeys(keys) if (" ", k) not in asked and k not in fetched]
         fetched.update(dict.fromkeys(new))
-        # newest first: a key held twice ends on its first row, the one a single seek finds
-        for key, lesson in self._rows_in("key, lesson FROM variant", "key", bucket, new,
-                                         " ORDER BY vid DESC"):
-            fetched[key] = lesson
+        # a key held twice takes its first row, the one a single seek finds (sorted here:
+        # an ORDER BY makes SQLite walk every phrasing of the rule in vid order)
+        first: dict[str, int] = {}
+        for key, lesson, vid in self._rows_in("key, lesson, vid FROM variant", "key", bucket,
+                                              new):
+            if vid < first.get(key, vid + 1):
+                first[key], fetched[key] = vid, lesson
 
     def fault(self, bucket: Any, b: Any, key: str, words: set[str]) -> None:
         """Bring into `b` what a query of `key` needs: its exact phrasing, and its words
@@ -69,15 +72,15 @@ class LessonDB:
                 b.df[word] = df
                 b.postings[word] = orjson.loads(postings)
 
-    def _rows_in(self, select: str, column: str, bucket: Any, values: list[str],
-                 order: str = "") -> Iterator[tuple]:
+    def _rows_in(self, select: str, column: str, bucket: Any, values: list[str]
+                 ) -> Iterator[tuple]:
         """SELECT `select` of `bucket`'s rows whose `column` is one of `values`, QUERY_WORDS
         values to a query."""
         for first in range(0, len(values), QUERY_WORDS):
             chunk = values[first:first + QUERY_WORDS]
             yield from self.conn.execute(
                 f"SELECT {select} WHERE rule=? AND role=? AND kind=? AND {column} IN "
-                f"({','.join('?' * len(chunk))}){order}", (self.rule, *bucket, *chunk))
+                f"({','.join('?' * len(chunk))})", (self.rule, *bucket, *chunk))
 
     def fault_variants(self, b: Any, vids: list[int]) -> None:
         """Bring the phrasings `vids` into `b`."""
