@@ -269,7 +269,7 @@ def test_memory_md_lessons_are_looked_up_in_one_query_per_bucket(tmp_path, monke
     report = curate(state, identity, "shop", CuratorSettings(), now=NOW)
     assert [p.text for p in report.promoted] == ["tool1 --opt1 needs its fixtures first"]
     # the 30 MEMORY.md lessons: one query; the new note's phrasing was asked with them
-    assert len([s for s in statements if "key, lesson FROM variant WHERE rule=" in s]) == 1
+    assert len([s for s in statements if "key, lesson, vid FROM variant WHERE rule=" in s]) == 1
 
 
 def test_a_reader_forgets_a_missions_earlier_batch_only() -> None:
