@@ -13,7 +13,6 @@ import secrets
 import sys
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any
 
 from harness.curator import lessondb, verdicts
 from harness.curator import record as candidates
@@ -61,9 +60,7 @@ class Planner:
         self.preview: list[str] = []  # the first staged candidate lines, for the diff
         self.n_staged = 0
         self.tracker: PromotionTracker | None = None
-        self._seen: dict[tuple, int] = {}  # (bucket, exact text) -> cluster: matched once
-        # (bucket, key) -> the text normalised to it: kept with phrasings and answers
-        self._texts: dict[Any, Any] = {}
+        self._identity_texts: dict[str, dict[str, str]] = {}  # see `text_of`
         self.recorded: verdicts.Recorded | None = None
         self.record: candidates.RecordRead | None = None
 
@@ -189,25 +186,23 @@ class Planner:
 
     def _cluster_of(self, bucket: tuple[str, str], text: str) -> int:
         """The cluster of `text`; the words a model is shown for it, if it asked."""
-        cid = self._seen.get((bucket, text))
-        if cid is None:
-            asked, norm = len(self.judge.questions), normalize(text)
-            cid = self._seen[bucket, text] = self.tracker.clusters.assign(bucket, norm)
-            self._texts.setdefault((bucket, norm.key), text)
-            if len(self.judge.questions) > asked:
-                self.judge.texts[norm.key] = text
+        asked = len(self.judge.questions)
+        cid = self.tracker.clusters.assign_text(bucket, text)
+        if len(self.judge.questions) > asked:
+            self.judge.texts[normalize(text).key] = text
         return cid
 
     def text_of(self, bucket: tuple[str, str] | str, key: str) -> str | None:
         """The text the pass normalised to `key` in `bucket`, or the lesson database's."""
         if isinstance(bucket, str):  # about identity: texts of due lessons and identity lines
-            if bucket not in self._texts:
-                self._texts[bucket] = verdicts.identity_texts(bucket, self.tracker.due(),
-                                                              self.identity_texts)
-            return self._texts[bucket].get(key)
-        if (bucket, key) not in self._texts and isinstance(self.tracker.source, LessonDB):
+            if bucket not in self._identity_texts:
+                self._identity_texts[bucket] = verdicts.identity_texts(
+                    bucket, self.tracker.due(), self.identity_texts)
+            return self._identity_texts[bucket].get(key)
+        text = self.tracker.clusters.texts.get((bucket, key))
+        if text is None and isinstance(self.tracker.source, LessonDB):
             return self.tracker.source.text_of(bucket, key)
-        return self._texts.get((bucket, key))
+        return text
 
     def _learn(self, entries: Iterable[tuple | None], book: MemoryBook) -> None:
         """Take raw.md's entries (`scan.RawPass.entries`) into MEMORY.md and the tracker."""
