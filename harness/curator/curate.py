@@ -167,7 +167,8 @@ def preview_for_model(state: Path, identity_dir: Path, mission: str,
 @contextmanager
 def _no_cyclic_gc() -> Iterator[None]:
     # A big run builds millions of small objects and no cycles; the cycle collector would
-    # walk them all again and again for nothing. Reference counting still frees memory.
+    # walk them all again and again for nothing (0.8 s of 8 s CPU at 300k entries).
+    # Reference counting still frees memory.
     enabled = gc.isenabled()
     gc.disable()
     try:
