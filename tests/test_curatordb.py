@@ -148,3 +148,35 @@ def test_an_answer_about_identity_is_recorded_with_its_texts(tmp_path) -> None:
     curate(state, identity, "shop", CuratorSettings(), now=NOW, judge=Judgments({pair: True}))
     assert table(identity, "SELECT role, kind, text, other_text FROM answer") == [
         ("worker", "-", FIRST, SECOND)]
+
+
+def test_an_old_answers_file_that_cannot_be_read_is_left_and_said(tmp_path) -> None:
+    (tmp_path / ".judgments.db").write_bytes(b"not a database at all" * 100)
+    said: list[str] = []
+    curatordb.connect(tmp_path, said=said).close()
+    assert (tmp_path / ".judgments.db").read_bytes() == b"not a database at all" * 100
+    assert len(said) == 1 and "its answers were not imported" in said[0]
+    assert verdicts.read_all(tmp_path) == {}
+
+
+def test_a_lesson_database_locked_past_its_timeout_is_left_for_the_next_pass(
+        tmp_path, monkeypatch) -> None:
+    state, identity = tmp_path / "shop", tmp_path / "identity"
+    state.mkdir()
+    note(state, FIRST, "TRICK", feature="F-001", run="r1")
+    curate(state, identity, "shop", CuratorSettings(), now=NOW)
+
+    def locked(*args: object) -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(lessondb, "_write_changes", locked)
+    note(state, FIRST, "TRICK", feature="F-002", run="r2")
+    report = curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    assert [p.text for p in report.promoted] == [FIRST]
+    assert not (state / "curator" / "journal.json").exists()  # the pass finished
+    monkeypatch.undo()
+    # the rows stayed as they were: the next pass reads the record on from the older offset
+    note(state, FIRST, "TRICK", feature="F-003", run="r3")
+    curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    rows = table(identity, "SELECT row FROM lesson")
+    assert len(rows) == 1 and b'"F-003"' in rows[0][0] and b'"F-002"' in rows[0][0]

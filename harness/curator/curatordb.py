@@ -32,7 +32,7 @@ DAMAGED = ".curator.db.damaged"
 OLD_CACHES = (".candidates.v*.db", ".archive.db", ".candidates.digest")
 
 
-def _tables(conn: sqlite3.Connection, identity: Path) -> list[Path]:
+def _tables(conn: sqlite3.Connection, identity: Path, said: list[str] | None) -> list[Path]:
     conn.execute("""CREATE TABLE answer(role TEXT, kind TEXT, key TEXT, other TEXT,
         same INTEGER, ts TEXT, mission TEXT, text TEXT, other_text TEXT,
         PRIMARY KEY(role, kind, key, other)) WITHOUT ROWID""")
@@ -54,32 +54,42 @@ def _tables(conn: sqlite3.Connection, identity: Path) -> list[Path]:
     return []
 
 
-def _import_answers(conn: sqlite3.Connection, identity: Path) -> list[Path]:
+def _import_answers(conn: sqlite3.Connection, identity: Path,
+                    said: list[str] | None) -> list[Path]:
     """The answers of `.judgments.db` (harness 2026-11), without their texts: they keep
-    their keys until the normaliser changes."""
+    their keys until the normaliser changes. A file that cannot be read stays, said so."""
     old = identity / ".judgments.db"
     if not old.is_file():
         return []
-    source = sqlite3.connect(f"{old.resolve().as_uri()}?mode=ro", uri=True)
     try:
-        rows = source.execute("SELECT role, kind, key, other, same, ts, mission FROM answer"
-                              ).fetchall()
-    finally:
-        source.close()
+        source = sqlite3.connect(f"{old.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            rows = source.execute("SELECT role, kind, key, other, same, ts, mission FROM "
+                                  "answer").fetchall()
+        finally:
+            source.close()
+    except sqlite3.Error as e:
+        if said is not None:
+            said.append(f"{old} could not be read ({e}): its answers were not imported; "
+                        "the file is left as it was")
+        return []
     conn.executemany("INSERT OR IGNORE INTO answer VALUES (?, ?, ?, ?, ?, ?, ?, NULL, NULL)",
                      rows)
     return [old, Path(f"{old}-wal"), Path(f"{old}-shm")]
 
 
-def _drop_old_caches(conn: sqlite3.Connection, identity: Path) -> list[Path]:
+def _drop_old_caches(conn: sqlite3.Connection, identity: Path,
+                     said: list[str] | None) -> list[Path]:
     """The lesson database and archive index of earlier versions: caches of files that
     stay, made again in this database by the passes to come."""
     return [path for pattern in OLD_CACHES for found in identity.glob(pattern)
             for path in (found, Path(f"{found}-wal"), Path(f"{found}-shm"))]
 
 
-# (name, migration): each returns the files to delete once it is committed
-MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection, Path], list[Path]]]] = [
+# (name, migration): each returns the files to delete once it is committed, and may say
+# what it could not do
+Migration = Callable[[sqlite3.Connection, Path, list[str] | None], list[Path]]
+MIGRATIONS: list[tuple[str, Migration]] = [
     ("1-tables", _tables),
     ("2-import-judgments-db", _import_answers),
     ("3-drop-old-caches", _drop_old_caches),
@@ -154,7 +164,7 @@ def _migrate(conn: sqlite3.Connection, identity: Path, said: list[str] | None) -
         gone: list[Path] = []
         for name, migration in MIGRATIONS:
             if name not in done:
-                gone += migration(conn, identity)
+                gone += migration(conn, identity, said)
                 conn.execute("INSERT INTO migration VALUES (?)", (name,))
         row = conn.execute("SELECT v FROM setting WHERE k='normaliser'").fetchone()
         if row is not None and row[0] != str(NORMALISER_VERSION):

@@ -133,10 +133,13 @@ def append(identity: Path, staged: Path, *, tracker: PromotionTracker | None = N
             covered.end, covered.tail_sha = end, tail_sha
         text_of = text_of or (lambda bucket, key: None)
         source = tracker.source
-        if isinstance(source, LessonDB):
-            _write_changes(source, tracker, covered, text_of)
-        else:
-            _write_whole(identity, tracker, covered, text_of)
+        try:
+            if isinstance(source, LessonDB):
+                _write_changes(source, tracker, covered, text_of)
+            else:
+                _write_whole(identity, tracker, covered, text_of)
+        except sqlite3.OperationalError:
+            pass  # locked past the timeout: a cache; the next pass reads on from the log
 
 
 def _meta_rows(rule_name: str, tracker: PromotionTracker, read: RecordRead, generation: int,
