@@ -180,3 +180,19 @@ def test_a_lesson_database_locked_past_its_timeout_is_left_for_the_next_pass(
     curate(state, identity, "shop", CuratorSettings(), now=NOW)
     rows = table(identity, "SELECT row FROM lesson")
     assert len(rows) == 1 and b'"F-003"' in rows[0][0] and b'"F-002"' in rows[0][0]
+
+
+def test_answers_met_by_a_damaged_database_go_to_a_new_one(tmp_path) -> None:
+    verdicts.append(tmp_path, verdicts.rows({(BUCKET, "a b", "c d"): True}, NOW, "shop"))
+    path = tmp_path / curatordb.NAME
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    data = bytearray(path.read_bytes())
+    data[4096:] = b"\xff" * (len(data) - 4096)  # every page past the first is garbage
+    path.write_bytes(bytes(data))
+    said: list[str] = []
+    verdicts.append(tmp_path, verdicts.rows({(BUCKET, "e f", "g h"): False}, NOW, "shop"),
+                    said)
+    assert verdicts.read_all(tmp_path) == {(BUCKET, "e f", "g h"): False}
+    assert "set aside" in said[0] and (tmp_path / curatordb.DAMAGED).exists()

@@ -105,7 +105,8 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
                 skipped = apply_journal(paths, journal, settings.similarity, {
                     "tracker": planner.tracker, "read": planner.record,
                     "batch": planner.batch, "count": planner.n_staged,
-                    "mission": planner.mission, "text_of": planner.text_of},
+                    "mission": planner.mission, "text_of": planner.text_of,
+                    "said": report.changes},
                     second_opinion=settings.second_opinion)
                 report.promoted = [p for n, p in enumerate(report.promoted)
                                    if n not in skipped]

@@ -156,7 +156,7 @@ def _migrate(conn: sqlite3.Connection, identity: Path, said: list[str] | None) -
     """Apply the migrations not recorded yet, and re-key for a new normaliser; one
     transaction, so two curators starting at once migrate once."""
     conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("BEGIN IMMEDIATE")  # outside the try: no ROLLBACK without a transaction
     try:
         conn.execute("CREATE TABLE IF NOT EXISTS migration(name TEXT PRIMARY KEY)")
         conn.execute("CREATE TABLE IF NOT EXISTS setting(k TEXT PRIMARY KEY, v TEXT)")

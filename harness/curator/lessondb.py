@@ -115,7 +115,7 @@ def _open(identity: Path, rule_name: str, write: bool, said: list[str] | None
 
 def append(identity: Path, staged: Path, *, tracker: PromotionTracker | None = None,
            read: RecordRead | None = None, batch: str = "", count: int = 0,
-           mission: str = "", text_of: TextOf = None) -> None:
+           mission: str = "", text_of: TextOf = None, said: list[str] | None = None) -> None:
     """Append the staged candidate lines to the log, as one locked write.
 
     Given the `tracker` that planned this `batch` of `count` lines and how far it had
@@ -140,6 +140,8 @@ def append(identity: Path, staged: Path, *, tracker: PromotionTracker | None = N
                 _write_whole(identity, tracker, covered, text_of)
         except sqlite3.OperationalError:
             pass  # locked past the timeout: a cache; the next pass reads on from the log
+        except sqlite3.DatabaseError:  # damaged: the next pass makes it again from the log
+            curatordb.set_aside(identity, said)
 
 
 def _meta_rows(rule_name: str, tracker: PromotionTracker, read: RecordRead, generation: int,

@@ -76,18 +76,27 @@ def identity_texts(bucket: str, due: list[Any], identity: dict[str, str]) -> dic
     return {normalize(text).key: text for text in reversed(texts)}
 
 
-def append(identity: Path, new_rows: list[list]) -> None:
-    """Record `rows`' answers, in one transaction; an answer recorded before stands."""
-    conn = curatordb.connect(identity)
-    assert conn is not None
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        # a journal of an earlier version holds rows without the texts
-        conn.executemany("INSERT OR IGNORE INTO answer VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         [[*row, None, None][:9] for row in new_rows])
-        conn.execute("COMMIT")
-    finally:
-        conn.close()
+def append(identity: Path, new_rows: list[list], said: list[str] | None = None) -> None:
+    """Record `rows`' answers, in one transaction; an answer recorded before stands. A
+    database found damaged here is set aside (`curatordb`) and the answers go to a new one."""
+    for attempt in range(2):
+        conn = curatordb.connect(identity, said=said)
+        assert conn is not None
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            # a journal of an earlier version holds rows without the texts
+            conn.executemany("INSERT OR IGNORE INTO answer VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                             [[*row, None, None][:9] for row in new_rows])
+            conn.execute("COMMIT")
+            return
+        except sqlite3.OperationalError:
+            raise  # locked past the timeout: the journal step is redone by the next run
+        except sqlite3.DatabaseError:
+            if attempt:
+                raise
+        finally:
+            conn.close()
+        curatordb.set_aside(identity, said)
 
 
 def read_all(identity: Path) -> Answers:
