@@ -196,3 +196,15 @@ def test_answers_met_by_a_damaged_database_go_to_a_new_one(tmp_path) -> None:
                     said)
     assert verdicts.read_all(tmp_path) == {(BUCKET, "e f", "g h"): False}
     assert "set aside" in said[0] and (tmp_path / curatordb.DAMAGED).exists()
+
+
+def test_a_pass_with_recorded_answers_leaves_no_wal_file_behind(tmp_path) -> None:
+    """Every connection of a pass is closed by then; the last one, read-only, could not
+    checkpoint the WAL and remove it, and every later open would read it through."""
+    state, identity = tmp_path / "shop", tmp_path / "identity"
+    state.mkdir()
+    verdicts.append(identity, verdicts.rows({(BUCKET, "a b", "c d"): True}, NOW, "shop"))
+    for n in range(2):
+        note(state, FIRST, "TRICK", feature=f"F-00{n}", run=f"r{n}")
+    curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    assert not (identity / f"{curatordb.NAME}-wal").exists()

@@ -156,7 +156,7 @@ class Planner:
         self.tracker, digest_read = lessondb.load(
             paths.identity, settings.similarity, second_opinion=settings.second_opinion,
             write=not self.dry_run, said=self.report.changes)
-        self.recorded = verdicts.open_recorded(paths.identity)
+        self.recorded = verdicts.open_recorded(paths.identity, write=not self.dry_run)
         if self.recorded is not None:
             self.judge.recorded = self.recorded.about
         if self.judge.active():

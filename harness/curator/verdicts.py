@@ -45,10 +45,12 @@ class Recorded:
         self.conn.close()
 
 
-def open_recorded(identity: Path) -> Recorded | None:
-    """The recorded answers, or None when none were ever recorded (or, before a pass has
-    migrated the database, none can be read yet)."""
-    conn = curatordb.connect(identity, write=False)
+def open_recorded(identity: Path, *, write: bool = False) -> Recorded | None:
+    """The recorded answers, or None when none were ever recorded (or, read only before a
+    pass has migrated the database, none can be read yet). A pass that writes opens them
+    read-write: a read-only connection closing last leaves SQLite's WAL file behind, and
+    every later open reads it through."""
+    conn = curatordb.connect(identity, write=write)
     if conn is None:
         return None
     if conn.execute("SELECT 1 FROM answer LIMIT 1").fetchone() is None:
