@@ -8,10 +8,13 @@ import sqlite3
 from pathlib import Path
 from types import SimpleNamespace
 
-from harness.curator import curatordb, lessondb, verdicts
+import pytest
+
+from harness.curator import curatordb, lessondb, lessonsource, verdicts
 from harness.curator.curate import CuratorSettings, curate
 from harness.curator.judge import Judgments
 from harness.curator.text import NORMALISER_VERSION, normalize
+from harness.errors import UsageError
 from tests.test_curate import note
 
 NOW = "2026-05-01T00:00:00Z"
@@ -208,3 +211,27 @@ def test_a_pass_with_recorded_answers_leaves_no_wal_file_behind(tmp_path) -> Non
         note(state, FIRST, "TRICK", feature=f"F-00{n}", run=f"r{n}")
     curate(state, identity, "shop", CuratorSettings(), now=NOW)
     assert not (identity / f"{curatordb.NAME}-wal").exists()
+
+
+def test_a_database_found_damaged_while_planning_stops_the_run_with_a_message(
+        tmp_path, monkeypatch) -> None:
+    state, identity = tmp_path / "shop", tmp_path / "identity"
+    state.mkdir()
+    note(state, FIRST, "TRICK", feature="F-001", run="r1")
+    curate(state, identity, "shop", CuratorSettings(), now=NOW)
+
+    def damaged(*args: object) -> None:
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(lessonsource.LessonDB, "fault", damaged)
+    note(state, FIRST, "TRICK", feature="F-002", run="r2")
+    raw = (state / "raw.md").read_bytes()
+    with pytest.raises(UsageError, match="without --dry-run sets it aside"):
+        curate(state, identity, "shop", CuratorSettings(), now=NOW, dry_run=True)
+    assert (identity / curatordb.NAME).exists()
+    with pytest.raises(UsageError, match="was damaged .* set aside as .curator.db.damaged"):
+        curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    assert (state / "raw.md").read_bytes() == raw  # nothing changed
+    monkeypatch.undo()
+    report = curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    assert [p.text for p in report.promoted] == [FIRST]  # made anew from the record

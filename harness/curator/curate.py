@@ -52,10 +52,12 @@ plans, fills the diffs and writes nothing.
 from __future__ import annotations
 
 import gc
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from harness.curator import curatordb
 from harness.curator.commit import (
     CuratorPaths,
     apply_journal,
@@ -67,7 +69,7 @@ from harness.curator.identity import bound_identity, check_role_files
 from harness.curator.judge import Judgments, about_identity
 from harness.curator.planning import Planner
 from harness.curator.settings import CuratorReport, CuratorSettings, Refine
-from harness.errors import UsageError
+from harness.errors import BusyError, UsageError
 from harness.paths import check_identity
 from harness.state import memory
 from harness.state.locks import hold_dir_lock, hold_lock, lock_path
@@ -99,7 +101,7 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
         _finish_interrupted(paths, settings, report)
         planner = Planner(paths, mission, settings, today, report, refine, judge=judge)
         try:
-            journal = planner.plan()
+            journal = _plan(planner, paths)
             if journal is not None:
                 write_journal(paths, journal)
                 skipped = apply_journal(paths, journal, settings.similarity, {
@@ -119,6 +121,28 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
                 report.identity_archived = bound_identity(paths.identity,
                                                           settings.identity_chars)
         return report
+
+
+def _plan(planner: Planner, paths: CuratorPaths) -> dict | None:
+    """The planner's journal. A curator database found damaged on the way is set aside (not
+    by a dry run) and the run stops with a message: nothing has changed yet, and the next
+    run makes it anew from the files it caches. Locked past its timeout: BusyError."""
+    db = paths.identity / curatordb.NAME
+    try:
+        return planner.plan()
+    except sqlite3.OperationalError as e:
+        if "locked" in str(e):
+            raise BusyError(f"{db} is locked by another curator ({e}); try again") from None
+        raise
+    except sqlite3.DatabaseError as e:
+        if planner.dry_run:
+            raise UsageError(f"{db} is damaged ({e}); a curator run without --dry-run "
+                             "sets it aside and makes it anew") from None
+        planner.close()
+        curatordb.set_aside(paths.identity, None)
+        raise UsageError(f"{db} was damaged ({e}): set aside as {curatordb.DAMAGED}; the "
+                         "next curator run makes it anew from the candidate record and the "
+                         "identity archive") from None
 
 
 def _finish_interrupted(paths: CuratorPaths, settings: CuratorSettings,
