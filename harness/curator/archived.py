@@ -138,7 +138,7 @@ class ArchiveSearch:
         if self._conn is None:
             try:
                 conn = curatordb.connect(self.identity, write=self.write, said=self.said)
-            except sqlite3.OperationalError:
+            except (sqlite3.OperationalError, OSError):  # locked, a full disk: read the files
                 return None
             if conn is None:
                 return None

@@ -133,7 +133,7 @@ def _plan(planner: Planner, paths: CuratorPaths) -> dict | None:
     except sqlite3.OperationalError as e:
         if "locked" in str(e):
             raise BusyError(f"{db} is locked by another curator ({e}); try again") from None
-        raise
+        raise curatordb.unwritable(paths.identity, e) from None
     except sqlite3.DatabaseError as e:
         if planner.dry_run:
             raise UsageError(f"{db} is damaged ({e}); a curator run without --dry-run "

@@ -20,6 +20,7 @@ be read from it) and made anew, with a message.
 from __future__ import annotations
 
 import contextlib
+import errno
 import shutil
 import sqlite3
 from collections.abc import Callable
@@ -102,7 +103,7 @@ def connect(identity: Path, *, write: bool = True,
     """The database, migrated and keyed by this normaliser (autocommit; the caller begins
     its transactions). Without `write` (a dry run), None unless it is already so: nothing
     is made or changed. What a migration or a repair did is added to `said`. Locked past
-    its timeout: sqlite3.OperationalError."""
+    its timeout: sqlite3.OperationalError; not writable (a full disk): OSError."""
     path = identity / NAME
     if not write:
         return _read_only(path)
@@ -112,10 +113,18 @@ def connect(identity: Path, *, write: bool = True,
     except sqlite3.OperationalError as e:
         if "locked" in str(e):
             raise
+        if not path.is_dir():  # a full disk, say: not damage
+            raise unwritable(identity, e) from None
     except sqlite3.DatabaseError:
         pass
     set_aside(identity, said)
     return _migrated(path, identity, said)
+
+
+def unwritable(identity: Path, error: sqlite3.Error) -> OSError:
+    """An SQLite error that is no lock and no damage (a full disk) as an OSError naming the
+    database: the command line says which file, with exit 2."""
+    return OSError(errno.EIO, f"cannot write ({error})", str(identity / NAME))
 
 
 def _migrated(path: Path, identity: Path, said: list[str] | None) -> sqlite3.Connection:

@@ -138,8 +138,8 @@ def append(identity: Path, staged: Path, *, tracker: PromotionTracker | None = N
                 _write_changes(source, tracker, covered, text_of)
             else:
                 _write_whole(identity, tracker, covered, text_of)
-        except sqlite3.OperationalError:
-            pass  # locked past the timeout: a cache; the next pass reads on from the log
+        except (sqlite3.OperationalError, OSError):
+            pass  # locked past the timeout, a full disk: a cache; the next pass reads the log
         except sqlite3.DatabaseError:  # damaged: the next pass makes it again from the log
             curatordb.set_aside(identity, said)
 

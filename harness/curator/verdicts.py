@@ -91,8 +91,8 @@ def append(identity: Path, new_rows: list[list], said: list[str] | None = None) 
                              [[*row, None, None][:9] for row in new_rows])
             conn.execute("COMMIT")
             return
-        except sqlite3.OperationalError:
-            raise  # locked past the timeout: the journal step is redone by the next run
+        except sqlite3.OperationalError as e:  # the journal step is redone by the next run
+            raise e if "locked" in str(e) else curatordb.unwritable(identity, e) from None
         except sqlite3.DatabaseError:
             if attempt:
                 raise
