@@ -38,8 +38,6 @@ def outcome(state: Path, identity: Path) -> dict[str, bytes]:
             data = path.read_bytes()
             if path.name == ".candidates.log":
                 data = b"\n".join(line.partition(b"\t")[2] for line in data.split(b"\n"))
-            if path.name.startswith(".candidates.v"):
-                continue  # names the batch tags too; checked by the run after
             out[str(path.relative_to(folder.parent))] = data
     return out
 
