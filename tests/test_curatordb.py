@@ -235,3 +235,18 @@ def test_a_database_found_damaged_while_planning_stops_the_run_with_a_message(
     monkeypatch.undo()
     report = curate(state, identity, "shop", CuratorSettings(), now=NOW)
     assert [p.text for p in report.promoted] == [FIRST]  # made anew from the record
+
+
+def test_a_dry_run_before_the_first_pass_of_this_version_changes_no_file(tmp_path) -> None:
+    state, identity = tmp_path / "shop", tmp_path / "identity"
+    state.mkdir()
+    old_judgments(identity)
+    (identity / ".archive.db").write_bytes(b"an old cache")
+    before = sorted(p.name for p in identity.iterdir())
+    for n in range(2):
+        note(state, FIRST, "TRICK", feature=f"F-00{n}", run=f"r{n}")
+    report = curate(state, identity, "shop", CuratorSettings(), now=NOW, dry_run=True)
+    assert [p.text for p in report.promoted] == [FIRST]  # clustered from the files alone
+    assert sorted(p.name for p in identity.iterdir()) == before
+    curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    assert verdicts.read_all(identity) == {(BUCKET, "a b", "c d"): True}
