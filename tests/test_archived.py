@@ -3,7 +3,9 @@ evidence merged (harness/curator/archived.py, identity.IdentityIndex, promotion.
 
 from pathlib import Path
 
-from harness.curator.archived import DB, ArchiveSearch
+from harness.curator.archived import ArchiveSearch
+from harness.curator.curatordb import DAMAGED
+from harness.curator.curatordb import NAME as DB
 from harness.curator.identity import IdentityIndex
 from harness.curator.judge import Judgments
 from harness.curator.promotion import Evidence, plan_promotions
@@ -65,7 +67,12 @@ def test_a_cut_archive_or_a_damaged_index_is_read_again(tmp_path: Path) -> None:
     (tmp_path / DB).write_bytes(b"not a database at all" * 100)
     for stale in tmp_path.glob(f"{DB}-*"):
         stale.unlink()
-    assert ArchiveSearch(tmp_path).lines("worker", "alembic") == [OTHER]
+    said: list[str] = []
+    search = ArchiveSearch(tmp_path, said=said)
+    assert search.lines("worker", "alembic") == [OTHER]
+    assert search._conn is not None  # from the index made anew, not from the file
+    search.close()
+    assert (tmp_path / DAMAGED).exists() and "set aside" in said[0]
 
 
 def due(text: str, runs: tuple[str, ...], count: int = 2) -> Evidence:
@@ -140,14 +147,16 @@ def test_an_index_that_fails_a_query_leaves_the_lookup_to_the_file(tmp_path: Pat
     ArchiveSearch(tmp_path).close()
     ArchiveSearch(tmp_path).lines("worker", "dotfiles")
     with sqlite3.connect(tmp_path / DB) as conn:
-        conn.execute("DROP TABLE words")
+        conn.execute("DROP TABLE archive_words")
     search = ArchiveSearch(tmp_path, write=False)  # a dry run: the index stays as it is
     assert sorted(search.lines("worker", "dotfiles")) == sorted([OLD, OTHER])
     assert (tmp_path / DB).exists()
+    for made in tmp_path.glob(f"{DB}*"):
+        made.unlink()
     search = ArchiveSearch(tmp_path)
     search.lines("worker", "alembic")  # opens the index; validator has no archive at all
     with sqlite3.connect(tmp_path / DB) as conn:
-        conn.execute("DROP TABLE words")
+        conn.execute("DROP TABLE archive_words")
     assert search.lines("validator", "dotfiles") == []
 
 

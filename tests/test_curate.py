@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.curator import commit as curate_commit
-from harness.curator import lessondb, planning
+from harness.curator import curatordb, planning
 from harness.curator import record as candidates
 from harness.curator.book import Bounds
 from harness.curator.candidate import Candidate, parse_candidate
@@ -615,7 +615,7 @@ def test_the_lesson_database_spares_rereading_the_candidate_record(tmp_path, ide
             note(state, f"{tool}{n} --opt{n} needs its fixtures first", "TRICK",
                  feature=f"F-{n:03d}", run=f"{mission}-r{n}")
         assert run(state, identity, mission).promoted == []
-    assert (identity / lessondb.db_name(SETTINGS.similarity)).exists()
+    assert (identity / curatordb.NAME).exists()
     reads = counting_record_reads(monkeypatch)
     note(shop, "gizmo3 --opt3 needs the fixtures first", "TRICK", feature="F-900", run="x1")
     report = run(shop, identity, "shop")
@@ -630,7 +630,7 @@ def test_a_doubtful_lesson_database_is_ignored(state, identity, monkeypatch, spo
     for n in range(20):
         note(state, f"tool{n} --opt{n} needs its fixtures first", "TRICK", run=f"r{n}")
     run(state, identity)
-    db, log = identity / lessondb.db_name(SETTINGS.similarity), identity / ".candidates.log"
+    db, log = identity / curatordb.NAME, identity / ".candidates.log"
     settings = SETTINGS
     if spoil == "truncate":
         db.write_bytes(db.read_bytes()[:1000])

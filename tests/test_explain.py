@@ -114,7 +114,10 @@ def test_unread_raw_lines_are_mentioned(invoke, curated: Path) -> None:
 def test_explain_writes_nothing(invoke, curated: Path, isolated_env: Path) -> None:
     with open(curated / "raw.md", "a") as f:
         f.write(f"[2026-11-20T09:00:00Z] worker F-005 TRICK: {ECHO} (run R8-worker-F-005)\n")
-    next(isolated_env.glob(".candidates.v*.db")).unlink()  # explain must not rebuild it either
+    made = list(isolated_env.glob(".curator.db*"))
+    assert made
+    for path in made:  # explain must not make the curator database again either
+        path.unlink()
     before, identity_before = snapshot(curated), snapshot(isolated_env)
     for text in (UNITTEST, ECHO, FAIL, "bananas are yellow"):
         explain(invoke, text)

@@ -1,5 +1,6 @@
-"""The lesson database (`<identity>/.candidates.v4-s75.db`): a pass reads what its notes touch,
-agrees with a pass that clustered all history in memory, and never counts a note twice."""
+"""The lesson database (`lessondb`, in `<identity>/.curator.db`): a pass reads what its notes
+touch, agrees with a pass that clustered all history in memory, and never counts a note
+twice."""
 
 from __future__ import annotations
 
@@ -11,27 +12,30 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harness.curator import lessondb, lessonsource, planning, record
+from harness.curator import curatordb, lessondb, lessonsource, planning, record
 from harness.curator.curate import CuratorSettings, curate
 from tests.test_curate import note
 from tests.test_curator import CROWDED, crowd
 
 NOW = "2026-05-01T00:00:00Z"
-DB = lessondb.db_name(CuratorSettings().similarity)
+DB = curatordb.NAME
+RULE = lessondb.rule(CuratorSettings().similarity)
 TOOLS = ["pnpm", "cargo", "make", "go", "pytest", "docker", "helm", "terraform"]
 
 
 def lessons(identity: Path) -> Counter:
     """Each lesson the database holds, by role, kind, first text and count."""
     with sqlite3.connect(identity / DB) as conn:
-        rows = [orjson.loads(r) for (r,) in conn.execute("SELECT row FROM lesson")]
+        rows = [orjson.loads(r) for (r,) in conn.execute("SELECT row FROM lesson WHERE rule=?",
+                                                         (RULE,))]
     return Counter((r[0], r[1], r[2], r[3]) for r in rows)
 
 
 def evidence(identity: Path) -> list[bytes]:
     """Every lesson's whole evidence row, in one order."""
     with sqlite3.connect(identity / DB) as conn:
-        return sorted(row for (row,) in conn.execute("SELECT row FROM lesson"))
+        return sorted(row for (row,) in conn.execute("SELECT row FROM lesson WHERE rule=?",
+                                                     (RULE,)))
 
 
 def history(state: Path, rng: random.Random, n: int, day: int) -> None:
@@ -49,7 +53,8 @@ def curate_all(folder: Path, missions: list[str], forget: bool) -> list[str]:
     promoted = []
     for mission in missions:
         if forget:
-            (folder / "identity" / DB).unlink(missing_ok=True)
+            for suffix in ("", "-wal", "-shm"):
+                (folder / "identity" / f"{DB}{suffix}").unlink(missing_ok=True)
         report = curate(folder / mission, folder / "identity", mission, CuratorSettings(),
                         now=NOW)
         promoted += [p.line for p in report.promoted]
@@ -83,7 +88,8 @@ def test_passes_over_the_database_agree_with_passes_over_all_history(tmp_path) -
     assert len(kept_rows) > 100 and kept_rows == rebuilt_rows
     # sixteen passes, and the database remembers one batch per mission, not one per pass
     with sqlite3.connect(tmp_path / "kept" / "identity" / DB) as conn:
-        meta = {k: orjson.loads(v) for k, v in conn.execute("SELECT k, v FROM meta")}
+        meta = {k: orjson.loads(v) for k, v in conn.execute(
+            "SELECT k, v FROM lesson_meta WHERE rule=?", (RULE,))}
     assert len(meta["batches"]) == 2 and set(meta["latest"]) == {"shop", "blog"}
     assert set(meta["batches"]) == set(meta["latest"].values())
     # (later passes differ on purpose: one that reads all history has every lesson in hand
@@ -156,12 +162,19 @@ def test_a_damaged_database_is_rebuilt_from_the_record(tmp_path, damage) -> None
              run=f"r{n}")
     curate(state, identity, "shop", CuratorSettings(), now=NOW)
     (identity / DB).write_bytes(damage)
+    for suffix in ("-wal", "-shm"):
+        (identity / f"{DB}{suffix}").unlink(missing_ok=True)
     note(state, "cargo test -p core needs the db up", "TRICK", feature="F-009", run="r9")
-    curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    report = curate(state, identity, "shop", CuratorSettings(), now=NOW)
     assert lessons(identity)[("worker", "TRICK", "cargo test -p core needs the db up", 3)] == 1
+    set_aside = [c for c in report.changes if "set aside" in c]
+    if damage:  # an empty file is an empty database: made as a new one, nothing to say
+        assert set_aside and (identity / curatordb.DAMAGED).read_bytes() == damage
+    else:
+        assert not set_aside
 
 
-def test_missions_at_another_similarity_keep_a_database_of_their_own(tmp_path) -> None:
+def test_missions_at_another_similarity_keep_lessons_of_their_own(tmp_path) -> None:
     identity = tmp_path / "identity"
     for mission, similarity in (("shop", 75.0), ("blog", 80.0)):
         (tmp_path / mission).mkdir()
@@ -169,27 +182,28 @@ def test_missions_at_another_similarity_keep_a_database_of_their_own(tmp_path) -
              feature="F-001", run=f"{mission}-1")
         curate(tmp_path / mission, identity, mission, CuratorSettings(similarity=similarity),
                now=NOW)
-    assert sorted(p.name for p in identity.glob(".candidates.*.db")) == [
-        lessondb.db_name(75.0), lessondb.db_name(80.0)]
+    with sqlite3.connect(identity / DB) as conn:
+        rules = {r for (r,) in conn.execute("SELECT DISTINCT rule FROM lesson")}
+    assert rules == {lessondb.rule(75.0), lessondb.rule(80.0)} == {"s75", "s80"}
 
 
-def test_a_database_of_another_version_is_left_alone_and_history_reclustered(
-        tmp_path, monkeypatch) -> None:
+def test_lessons_of_another_version_are_made_again_from_the_record(tmp_path,
+                                                                    monkeypatch) -> None:
     # a new match rule (VERSION) clusters the whole log again rather than build on what
-    # the old rule clustered; a curator of the old version may still have its file open
+    # the old rule clustered
     state, identity = tmp_path / "shop", tmp_path / "identity"
     state.mkdir()
     note(state, "pnpm test --filter web needs the db up", "FAIL", feature="F-001", run="r1")
     monkeypatch.setattr(lessondb, "VERSION", lessondb.VERSION - 1)
     curate(state, identity, "shop", CuratorSettings(), now=NOW)
-    old = identity / lessondb.db_name(CuratorSettings().similarity)
-    before = old.read_bytes()
     monkeypatch.undo()
     note(state, "pnpm test --filter web needs the db up", "FAIL", feature="F-002", run="r2")
     curate(state, identity, "shop", CuratorSettings(), now=NOW)
-    assert old.read_bytes() == before
-    assert lessons(identity)[("worker", "FAIL", "pnpm test --filter web needs the db up",
-                              2)] == 1
+    assert lessons(identity) == Counter({("worker", "FAIL",
+                                          "pnpm test --filter web needs the db up", 2): 1})
+    with sqlite3.connect(identity / DB) as conn:
+        (version,), = conn.execute("SELECT v FROM lesson_meta WHERE k='version'")
+    assert orjson.loads(version) == lessondb.VERSION
 
 
 def test_a_pass_over_the_database_finds_a_lesson_by_its_signature(tmp_path) -> None:
@@ -222,8 +236,9 @@ def traced(monkeypatch) -> list[str]:
     statements: list[str] = []
     real = lessondb._open
 
-    def open_traced(identity: Path, similarity: float) -> lessondb.LessonDB | None:
-        db = real(identity, similarity)
+    def open_traced(identity: Path, rule: str, write: bool,
+                    said: list[str] | None) -> lessondb.LessonDB | None:
+        db = real(identity, rule, write, said)
         if db is not None:
             db.conn.set_trace_callback(statements.append)
         return db
@@ -255,7 +270,7 @@ def test_memory_md_lessons_are_looked_up_in_one_query_per_bucket(tmp_path, monke
     report = curate(state, identity, "shop", CuratorSettings(), now=NOW)
     assert [p.text for p in report.promoted] == ["tool1 --opt1 needs its fixtures first"]
     # the 30 MEMORY.md lessons: one query; the new note's phrasing was asked with them
-    assert len([s for s in statements if "FROM variant WHERE role" in s]) == 1
+    assert len([s for s in statements if "key, lesson, vid FROM variant WHERE rule=" in s]) == 1
 
 
 def test_a_reader_forgets_a_missions_earlier_batch_only() -> None:

@@ -7,13 +7,13 @@ after a long history the archive holds tens of thousands of lines: reading and n
 them all took a cron pass over 10 new entries from 0.09 s to 5.4 s (`bench/cron.py
 --answers`, 1M entries of history).
 
-So a full-text index beside the archives, `<identity>/.archive.db` (SQLite FTS5), holds
-each archived line's lesson, and a lookup reads only the CANDIDATES lines sharing the most
-of a lesson's rarer words (bm25). The files stay the truth: the index records how many
-bytes of each it has read and reads on from there, and starts over when a file is shorter
-than that (a person cut it) or the index cannot be read. A dry run writes nothing: the
-part not indexed yet is read from the file. Without FTS5 in the SQLite at hand, every
-line of the archive is a candidate.
+So a full-text index of the archives in the curator database (`curatordb`: SQLite FTS5)
+holds each archived line's lesson, and a lookup reads only the CANDIDATES lines sharing
+the most of a lesson's rarer words (bm25). The files stay the truth: the index records
+how many bytes of each it has read and reads on from there, and starts over when a file
+is shorter than that (a person cut it); a damaged database is set aside and made anew. A
+dry run writes nothing: the part not indexed yet is read from the file. Without FTS5 in
+the SQLite at hand, every line of the archive is a candidate.
 """
 
 from __future__ import annotations
@@ -23,28 +23,20 @@ import sqlite3
 from collections import Counter
 from pathlib import Path
 
+from harness.curator import curatordb
 from harness.curator.identity import archive_path, identity_lessons
 from harness.curator.text import STOPWORDS
 
-DB = ".archive.db"
 CANDIDATES = 8  # archived lines scored per due lesson, sharing the most of its rarer words
 RAREST = 4  # of a lesson's words, the rarest searched for,
 SCORED = 512  # while the lines holding them are at most this many (bm25 scores each)
 _WORD = re.compile(r"[a-z0-9]+")
-SCHEMA = """
-CREATE VIRTUAL TABLE IF NOT EXISTS lines USING fts5(
-    role UNINDEXED, line UNINDEXED, lesson, tokenize = 'unicode61');
-CREATE TABLE IF NOT EXISTS words (
-    role TEXT, word TEXT, lines INTEGER NOT NULL, PRIMARY KEY (role, word)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS read (role TEXT PRIMARY KEY, bytes INTEGER NOT NULL);
-"""
-
-
 class ArchiveSearch:
     """Candidate archived lines for a lesson, per role (see the module docstring)."""
 
-    def __init__(self, identity: Path, *, write: bool = True) -> None:
-        self.identity, self.write = identity, write
+    def __init__(self, identity: Path, *, write: bool = True,
+                 said: list[str] | None = None) -> None:
+        self.identity, self.write, self.said = identity, write, said
         self._conn: sqlite3.Connection | None = None
         self._tails: dict[str, list[str]] = {}  # role -> archived lines not in the index
 
@@ -70,7 +62,7 @@ class ArchiveSearch:
         # scoring every line with a common word is most of a lookup's cost: only the
         # rarest words are searched for (FTS5's own counts read every line they are in)
         counted = self._conn.execute(
-            "SELECT lines, word FROM words WHERE role = ? AND word IN "
+            "SELECT lines, word FROM archive_words WHERE role = ? AND word IN "
             f"({', '.join('?' * len(words))})", (role, *words)).fetchall()
         rarest, rows = [], 0
         for lines, word in sorted(counted)[:RAREST]:
@@ -82,7 +74,8 @@ class ArchiveSearch:
             return []
         query = " OR ".join(f'"{w}"' for w in rarest)
         return [line for (line,) in self._conn.execute(
-            "SELECT line FROM lines WHERE lines MATCH ? AND role = ? ORDER BY rank LIMIT ?",
+            "SELECT line FROM archive_lines WHERE archive_lines MATCH ? AND role = ? "
+            "ORDER BY rank LIMIT ?",
             (f"lesson : ({query})", role, CANDIDATES))]
 
     def close(self) -> None:
@@ -91,12 +84,11 @@ class ArchiveSearch:
             self._conn = None
 
     def _drop(self) -> None:
-        """Close the index and, unless a dry run, delete it: it is made again from the files."""
+        """Close the damaged database and, unless a dry run, set it aside: the next pass
+        makes the index again from the files."""
         self.close()
         if self.write:
-            path = self.identity / DB
-            for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
-                stale.unlink(missing_ok=True)
+            curatordb.set_aside(self.identity, self.said)
 
     def _caught_up(self, role: str) -> list[str]:
         """Bring the index up to the end of `role`'s archive; the lines it does not hold
@@ -126,46 +118,36 @@ class ArchiveSearch:
     def _read_on(self, conn: sqlite3.Connection, role: str, path: Path) -> list[str]:
         """Within a transaction: index `role`'s archive from where the index stopped, or
         (a dry run) return those lines."""
-        row = conn.execute("SELECT bytes FROM read WHERE role = ?", (role,)).fetchone()
+        row = conn.execute("SELECT bytes FROM archive_read WHERE role = ?", (role,)).fetchone()
         start = row[0] if row else 0
         if start > path.stat().st_size:  # the file was cut: read it all again
             start = 0
             if self.write:
-                conn.execute("DELETE FROM lines WHERE role = ?", (role,))
-                conn.execute("DELETE FROM words WHERE role = ?", (role,))
+                conn.execute("DELETE FROM archive_lines WHERE role = ?", (role,))
+                conn.execute("DELETE FROM archive_words WHERE role = ?", (role,))
         end, new = _lines_from(path, start)
         if not self.write:
             return new
         _insert(conn, role, new)
-        conn.execute("INSERT OR REPLACE INTO read VALUES (?, ?)", (role, end))
+        conn.execute("INSERT OR REPLACE INTO archive_read VALUES (?, ?)", (role, end))
         return []
 
     def _connect(self) -> sqlite3.Connection | None:
-        """The index (made first if need be); None without one to read or FTS5 to make it."""
-        if self._conn is not None:
-            return self._conn
-        path = self.identity / DB
-        for attempt in range(2):
-            conn = None
+        """The database (migrated first if need be); None without one to read (a dry run
+        before any pass made it), FTS5 to index with, or past a lock's timeout."""
+        if self._conn is None:
             try:
-                if self.write:
-                    conn = sqlite3.connect(path, isolation_level=None, timeout=30)
-                    conn.execute("PRAGMA journal_mode=WAL")
-                    conn.executescript(SCHEMA)
-                else:
-                    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
-                                           isolation_level=None, timeout=30)
-                conn.execute("SELECT 1 FROM read LIMIT 1").fetchall()
-            except sqlite3.DatabaseError as e:
-                if conn is not None:
-                    conn.close()
-                # no FTS5, locked, or (read only) no index yet; else not a database
-                if isinstance(e, sqlite3.OperationalError) or not self.write or attempt:
-                    return None
-                self._drop()
-                continue
+                conn = curatordb.connect(self.identity, write=self.write, said=self.said)
+            except (sqlite3.OperationalError, OSError):  # locked, a full disk: read the files
+                return None
+            if conn is None:
+                return None
+            try:
+                conn.execute("SELECT 1 FROM archive_lines LIMIT 1").fetchall()
+            except sqlite3.OperationalError:  # no FTS5: no archive_lines
+                conn.close()
+                return None
             self._conn = conn
-            break
         return self._conn
 
 
@@ -181,8 +163,8 @@ def _insert(conn: sqlite3.Connection, role: str, lines: list[str]) -> None:
         lesson = " ".join(identity_lessons(line))
         rows.append((role, line, lesson))
         counts.update(_words(lesson))
-    conn.executemany("INSERT INTO lines (role, line, lesson) VALUES (?, ?, ?)", rows)
-    conn.executemany("INSERT INTO words VALUES (?, ?, ?) ON CONFLICT (role, word) "
+    conn.executemany("INSERT INTO archive_lines (role, line, lesson) VALUES (?, ?, ?)", rows)
+    conn.executemany("INSERT INTO archive_words VALUES (?, ?, ?) ON CONFLICT (role, word) "
                      "DO UPDATE SET lines = lines + excluded.lines",
                      [(role, word, n) for word, n in counts.items()])
 

@@ -1,10 +1,5 @@
 """Kinds of notes, and the candidate record's line: one promotable note as it is recorded
-beside the identity files (`record`).
-
-Kept apart from `promotion` so that the raw.md pass (`scan`, in its own process for a big
-log, `reader`) imports nothing of the matching: that process's memory counts in a big run's
-peak.
-"""
+beside the identity files (`record`), written by the raw.md pass (`scan`)."""
 
 from __future__ import annotations
 

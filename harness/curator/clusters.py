@@ -8,39 +8,6 @@ from typing import Any, Protocol
 from harness.curator.matching import LessonIndex, Source
 from harness.curator.text import Norm, normalize
 
-SEEN_CAP = 1 << 16  # exact texts remembered (per generation) to skip matching them again
-
-
-class RecentTexts:
-    """Exact texts seen lately, each with a value: a bounded memo.
-
-    Keyed by a 64-bit hash to stay small (the odds of a collision among a million
-    distinct texts are below one in ten million). Two generations of `cap` bound
-    the memory and keep what recurs: a hit in the old one moves to the new. So it
-    holds at least the last `cap` distinct keys touched, and at most the last 2 * `cap`.
-    """
-
-    __slots__ = ("_new", "_old", "_cap")
-
-    def __init__(self, cap: int = SEEN_CAP) -> None:
-        self._new: dict[int, Any] = {}
-        self._old: dict[int, Any] = {}
-        self._cap = cap
-
-    def get(self, key: int) -> Any:
-        """The value remembered under `key` (a hash), or None."""
-        value = self._new.get(key)
-        if value is None:
-            value = self._old.get(key)
-            if value is not None:
-                self.put(key, value)
-        return value
-
-    def put(self, key: int, value: Any) -> None:
-        if len(self._new) >= self._cap:
-            self._old, self._new = self._new, {}
-        self._new[key] = value
-
 
 class BatchSource(Source, Protocol):
     """A `matching.Source` that can look up many exact phrasings of a bucket in one go."""
@@ -57,15 +24,18 @@ class Clusters:
         self.count = 0
         # (bucket, exact text) -> cluster: a note repeated word for word skips
         # normalising and matching
-        self._seen = RecentTexts()
+        self._seen: dict[tuple[Any, str], int] = {}
+        # (bucket, key) -> the first text normalised to `key`: what a phrasing or a judge's
+        # answer is recorded with, so that a new normaliser can key it again (`curatordb`)
+        self.texts: dict[tuple[Any, str], str] = {}
 
     def assign_text(self, bucket: Any, text: str) -> int:
         """The cluster `text` belongs to, a new one when none matches."""
-        h = hash((bucket, text))
-        cid = self._seen.get(h)
+        cid = self._seen.get((bucket, text))
         if cid is None:
-            cid = self.assign(bucket, normalize(text))
-            self._seen.put(h, cid)
+            norm = normalize(text)
+            cid = self._seen[bucket, text] = self.assign(bucket, norm)
+            self.texts.setdefault((bucket, norm.key), text)
         return cid
 
     def assign(self, bucket: Any, norm: Norm) -> int:

@@ -97,7 +97,7 @@ def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
     for name, text in journal["files"].items():
         atomic_write(paths.state / name, text)
     if journal.get("judgments"):  # before the candidates: whatever clusters them reads these
-        verdicts.append(paths.identity, journal["judgments"])
+        verdicts.append(paths.identity, journal["judgments"], (digest or {}).get("said"))
     gone = missing_staged(paths, journal)  # see there
     if journal["candidates"] and paths.staged_candidates.name not in gone:
         lessondb.append(paths.identity, paths.staged_candidates, **(digest or {}))

@@ -6,8 +6,8 @@ does not release, and works in two phases.
 
 Plan (`planning`): no raw lock, no visible write. Load the candidate record
 (`record`: its digest, then the lines after it), then stream raw.md once up to
-its last complete line (`end`); `scan` reads both, in a second process for a big
-backlog, and the curator clusters what it hands over. Lines before the cursor's
+its last complete line (`end`); `scan` reads both, and the curator clusters what it
+hands over. Lines before the cursor's
 `processed` offset were learned by an earlier run and are only counted; newer
 lines feed MEMORY.md and the candidate record. The cut is the offset of the
 `raw_keep`-th last entry; everything before it goes to the archive. The long
@@ -52,10 +52,12 @@ plans, fills the diffs and writes nothing.
 from __future__ import annotations
 
 import gc
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from harness.curator import curatordb
 from harness.curator.commit import (
     CuratorPaths,
     apply_journal,
@@ -67,7 +69,7 @@ from harness.curator.identity import bound_identity, check_role_files
 from harness.curator.judge import Judgments, about_identity
 from harness.curator.planning import Planner
 from harness.curator.settings import CuratorReport, CuratorSettings, Refine
-from harness.errors import UsageError
+from harness.errors import BusyError, UsageError
 from harness.paths import check_identity
 from harness.state import memory
 from harness.state.locks import hold_dir_lock, hold_lock, lock_path
@@ -97,16 +99,16 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
     anchor = hold_dir_lock(paths.state, "another curator")
     with lock, anchor, _no_cyclic_gc():
         _finish_interrupted(paths, settings, report)
-        planner = Planner(paths, mission, settings, today, report, refine,
-                          lock_fds=(lock.fd, anchor.fd), judge=judge)
+        planner = Planner(paths, mission, settings, today, report, refine, judge=judge)
         try:
-            journal = planner.plan()
+            journal = _plan(planner, paths)
             if journal is not None:
                 write_journal(paths, journal)
                 skipped = apply_journal(paths, journal, settings.similarity, {
                     "tracker": planner.tracker, "read": planner.record,
                     "batch": planner.batch, "count": planner.n_staged,
-                    "mission": planner.mission})
+                    "mission": planner.mission, "text_of": planner.text_of,
+                    "said": report.changes})
                 report.promoted = [p for n, p in enumerate(report.promoted)
                                    if n not in skipped]
         finally:
@@ -118,6 +120,28 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
                 report.identity_archived = bound_identity(paths.identity,
                                                           settings.identity_chars)
         return report
+
+
+def _plan(planner: Planner, paths: CuratorPaths) -> dict | None:
+    """The planner's journal. A curator database found damaged on the way is set aside (not
+    by a dry run) and the run stops with a message: nothing has changed yet, and the next
+    run makes it anew from the files it caches. Locked past its timeout: BusyError."""
+    db = paths.identity / curatordb.NAME
+    try:
+        return planner.plan()
+    except sqlite3.OperationalError as e:
+        if "locked" in str(e):
+            raise BusyError(f"{db} is locked by another curator ({e}); try again") from None
+        raise curatordb.unwritable(paths.identity, e) from None
+    except sqlite3.DatabaseError as e:
+        if planner.dry_run:
+            raise UsageError(f"{db} is damaged ({e}); a curator run without --dry-run "
+                             "sets it aside and makes it anew") from None
+        planner.close()
+        curatordb.set_aside(paths.identity, None)
+        raise UsageError(f"{db} was damaged ({e}): set aside as {curatordb.DAMAGED}; the "
+                         "next curator run makes it anew from the candidate record and the "
+                         "identity archive") from None
 
 
 def _finish_interrupted(paths: CuratorPaths, settings: CuratorSettings,
@@ -167,7 +191,8 @@ def preview_for_model(state: Path, identity_dir: Path, mission: str,
 @contextmanager
 def _no_cyclic_gc() -> Iterator[None]:
     # A big run builds millions of small objects and no cycles; the cycle collector would
-    # walk them all again and again for nothing. Reference counting still frees memory.
+    # walk them all again and again for nothing (0.8 s of 8 s CPU at 300k entries).
+    # Reference counting still frees memory.
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -1,5 +1,6 @@
-"""The lesson database (`lessondb`) as the index's and the tracker's source: the rows a
-pass asks for, as its queries need them, in the read transaction `lessondb` opened."""
+"""The lesson database (`lessondb`) as the index's and the tracker's source: the rows of
+one match rule a pass asks for, as its queries need them, in the read transaction
+`lessondb` opened."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ QUERY_WORDS = 500  # words per query: SQLite caps the parameters of one statemen
 class LessonDB:
     """An open database as the index's and the tracker's source (`promotion.LessonSource`)."""
 
-    def __init__(self, conn: sqlite3.Connection, meta: dict[str, Any]) -> None:
-        self.conn = conn
+    def __init__(self, conn: sqlite3.Connection, meta: dict[str, Any], rule: str) -> None:
+        self.conn, self.rule = conn, rule
         self.generation: int = meta["generation"]
         self.first_cluster: int = meta["next_cluster"]  # clusters below are in the database
         self.first_vid = self.next_vid = meta["next_vid"]
@@ -40,10 +41,13 @@ class LessonDB:
         asked, fetched = self._asked.get(bucket, ()), self._fetched.setdefault(bucket, {})
         new = [k for k in dict.fromkeys(keys) if (" ", k) not in asked and k not in fetched]
         fetched.update(dict.fromkeys(new))
-        # newest first: a key held twice ends on its first row, the one a single seek finds
-        for key, lesson in self._rows_in("key, lesson FROM variant", "key", bucket, new,
-                                         " ORDER BY vid DESC"):
-            fetched[key] = lesson
+        # a key held twice takes its first row, the one a single seek finds (sorted here:
+        # an ORDER BY makes SQLite walk every phrasing of the rule in vid order)
+        first: dict[str, int] = {}
+        for key, lesson, vid in self._rows_in("key, lesson, vid FROM variant", "key", bucket,
+                                              new):
+            if vid < first.get(key, vid + 1):
+                first[key], fetched[key] = vid, lesson
 
     def fault(self, bucket: Any, b: Any, key: str, words: set[str]) -> None:
         """Bring into `b` what a query of `key` needs: its exact phrasing, and its words
@@ -68,15 +72,15 @@ class LessonDB:
                 b.df[word] = df
                 b.postings[word] = orjson.loads(postings)
 
-    def _rows_in(self, select: str, column: str, bucket: Any, values: list[str],
-                 order: str = "") -> Iterator[tuple]:
+    def _rows_in(self, select: str, column: str, bucket: Any, values: list[str]
+                 ) -> Iterator[tuple]:
         """SELECT `select` of `bucket`'s rows whose `column` is one of `values`, QUERY_WORDS
         values to a query."""
         for first in range(0, len(values), QUERY_WORDS):
             chunk = values[first:first + QUERY_WORDS]
             yield from self.conn.execute(
-                f"SELECT {select} WHERE role=? AND kind=? AND {column} IN "
-                f"({','.join('?' * len(chunk))}){order}", (*bucket, *chunk))
+                f"SELECT {select} WHERE rule=? AND role=? AND kind=? AND {column} IN "
+                f"({','.join('?' * len(chunk))})", (self.rule, *bucket, *chunk))
 
     def fault_variants(self, b: Any, vids: list[int]) -> None:
         """Bring the phrasings `vids` into `b`."""
@@ -85,8 +89,8 @@ class LessonDB:
             return
         marks = ",".join("?" * len(missing))
         for vid, key, packed, signature, lesson in self.conn.execute(
-                f"SELECT vid, key, packed, signature, lesson FROM variant WHERE vid IN ({marks})",
-                missing):
+                "SELECT vid, key, packed, signature, lesson FROM variant WHERE rule=? AND vid IN "
+                f"({marks})", (self.rule, *missing)):
             b.keys[vid], b.anchors[vid], b.owner[vid] = key, packed, lesson
             b.signature[vid] = signature
             b.strict[vid] = tuple(w[1:] for w in packed.split() if w[0] == "!")
@@ -94,8 +98,15 @@ class LessonDB:
     def variant_count(self, cluster: int) -> int | None:
         if cluster >= self.first_cluster:
             return None
-        return self.conn.execute("SELECT count(*) FROM variant WHERE lesson=?",
-                                 (cluster,)).fetchone()[0]
+        return self.conn.execute("SELECT count(*) FROM variant WHERE rule=? AND lesson=?",
+                                 (self.rule, cluster)).fetchone()[0]
+
+    def text_of(self, bucket: Any, key: str) -> str | None:
+        """The text a phrasing `key` of `bucket` was normalised from, if recorded."""
+        row = self.conn.execute("SELECT text FROM variant WHERE rule=? AND role=? AND kind=? "
+                                "AND key=? AND text IS NOT NULL LIMIT 1",
+                                (self.rule, *bucket, key)).fetchone()
+        return None if row is None else row[0]
 
     def take_vid(self) -> int:
         self.next_vid += 1
@@ -105,7 +116,8 @@ class LessonDB:
         """The evidence the database holds for `cluster`, or None."""
         if cluster >= self.first_cluster:
             return None
-        row = self.conn.execute("SELECT row FROM lesson WHERE id=?", (cluster,)).fetchone()
+        row = self.conn.execute("SELECT row FROM lesson WHERE rule=? AND id=?",
+                                (self.rule, cluster)).fetchone()
         return None if row is None else Evidence.from_row(orjson.loads(row[0]))
 
     def close(self) -> None:

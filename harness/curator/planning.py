@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import secrets
 import sys
+from collections.abc import Iterable
 from dataclasses import replace
 
 from harness.curator import lessondb, verdicts
 from harness.curator import record as candidates
 from harness.curator.archived import ArchiveSearch
 from harness.curator.book import MemoryBook
-from harness.curator.candidate import LESSON_KINDS, PROMOTABLE, Candidate, mission_token
+from harness.curator.candidate import LESSON_KINDS, PROMOTABLE, mission_token
 from harness.curator.check import check_model_result
 from harness.curator.commit import (
     FORMAT_VERSION,
@@ -30,16 +31,16 @@ from harness.curator.commit import (
 )
 from harness.curator.diffs import DIFF_PREVIEW, append_diff, drop_head_diff, rewrite_diff
 from harness.curator.judge import Judgments
+from harness.curator.lessonsource import LessonDB
 from harness.curator.promotion import (
     IdentityIndex,
     Promotion,
     PromotionTracker,
     plan_promotions,
 )
-from harness.curator.reader import RawReader, use_process
-from harness.curator.scan import HEAD_BYTES, Record, Scan, ScanJob, checked_keys, months_before
+from harness.curator.scan import HEAD_BYTES, RawPass, Scan, ScanJob, checked_keys, months_before
 from harness.curator.settings import CuratorReport, CuratorSettings, Refine
-from harness.curator.text import Norm, normalize
+from harness.curator.text import normalize
 from harness.state import memory
 from harness.state.store import sha256
 
@@ -49,10 +50,9 @@ class Planner:
 
     def __init__(self, paths: CuratorPaths, mission: str, settings: CuratorSettings,
                  today: str, report: CuratorReport, refine: Refine | None = None, *,
-                 lock_fds: tuple[int, ...] = (), judge: Judgments | None = None) -> None:
+                 judge: Judgments | None = None) -> None:
         self.paths, self.settings, self.refine = paths, settings, refine
         self.judge = judge or Judgments()
-        self.lock_fds = lock_fds  # the curator's locks, for a reader process to hold too
         self.mission = mission_token(mission)
         self.today, self.dry_run = today, report.dry_run
         self.batch = secrets.token_hex(6)
@@ -60,9 +60,9 @@ class Planner:
         self.preview: list[str] = []  # the first staged candidate lines, for the diff
         self.n_staged = 0
         self.tracker: PromotionTracker | None = None
+        self._identity_texts: dict[str, dict[str, str]] = {}  # see `text_of`
         self.recorded: verdicts.Recorded | None = None
         self.record: candidates.RecordRead | None = None
-        self._text_clusters: list[int] = []  # the pass's text number -> cluster
 
     def plan(self) -> dict | None:
         """The journal of what to change, or None when nothing would (or in a dry run)."""
@@ -97,7 +97,8 @@ class Planner:
         return {
             "version": FORMAT_VERSION, "batch": self.batch,
             "files": changed, "candidates": self.n_staged, "promotions": len(promotions),
-            "judgments": verdicts.rows(self.judge.fresh, memory.utc_now(), self.mission),
+            "judgments": verdicts.rows(self.judge.fresh, memory.utc_now(), self.mission,
+                                       self.text_of),
             "identity_sizes": self.identity_sizes, "memory_archive": compacted.archived,
             "archive_sizes": archive_sizes(paths.archive, [m for _, _, m in months],
                                            bool(compacted.archived)),
@@ -151,36 +152,29 @@ class Planner:
         paths, settings = self.paths, self.settings
         if not self.dry_run:
             paths.own.mkdir(parents=True, exist_ok=True)
-        # the database first: the reader takes the candidate record from where it ends
-        self.tracker, digest_read = lessondb.load(paths.identity, settings.similarity)
-        self.recorded = verdicts.open_recorded(paths.identity)
+        # the database first: the pass reads the candidate record on from where it ends
+        self.tracker, digest_read = lessondb.load(
+            paths.identity, settings.similarity, write=not self.dry_run, said=self.report.changes)
+        self.recorded = verdicts.open_recorded(paths.identity, write=not self.dry_run)
         if self.recorded is not None:
             self.judge.recorded = self.recorded.about
         if self.judge.active():
             self.tracker.clusters.index.judge = self.judge
         job = ScanJob(str(paths.raw), start, settings.raw_keep, month,
                       None if self.dry_run else str(paths.staged_candidates), self.batch,
-                      self.mission, str(paths.identity), record_start=digest_read.end,
-                      record_batches=digest_read.batches, record_latest=digest_read.latest,
+                      self.mission, str(paths.identity), digest_read,
                       notes_kept=settings.bounds.notes_kept(), counted=counted)
-        process = settings.reader == "process" or (
-            settings.reader == "auto" and use_process(job))
-        with RawReader(job, process=process, lock_fds=self.lock_fds) as reader:
-            add, cluster_of = self.tracker.add, self._cluster_of
-            for batch in reader.candidates():
-                for *fields, ref in batch:
-                    c = Candidate(*fields)
-                    add(c, cluster=cluster_of((c.role, c.kind), ref, c.text))
-            self.record = reader.record
-            book = MemoryBook(old_memory, settings.bounds, similarity=settings.similarity,
-                              topic_similarity=settings.topic_similarity,
-                              next_ids=next_ids, clusters=self.tracker.clusters)
-            for batch in reader:
-                self._learn(batch, book)
-            scan = reader.scan
-        assert scan is not None
+        raw_pass = RawPass(job)
+        for c in raw_pass.candidates():
+            self.tracker.add(c, cluster=self._cluster_of((c.role, c.kind), c.text))
+        self.record = raw_pass.record
+        book = MemoryBook(old_memory, settings.bounds, similarity=settings.similarity,
+                          topic_similarity=settings.topic_similarity,
+                          next_ids=next_ids, clusters=self.tracker.clusters)
+        self._learn(raw_pass.entries(), book)
         book.keep_notes((n, memory.Entry(ts, role, feature, "-", text, run))
-                        for n, ts, role, feature, text, run in scan.notes)
+                        for n, ts, role, feature, text, run in raw_pass.scan.notes)
+        scan = raw_pass.scan
         self.report.processed, self.report.unparsed = scan.processed, scan.unparsed
         if scan.recounted:
             self.report.changes.append(f"{scan.recounted} entries of raw.md were counted by an "
@@ -189,35 +183,40 @@ class Planner:
         self.n_staged, self.preview = scan.staged, scan.staged_preview
         return scan, book
 
-    def _cluster_of(self, bucket: tuple[str, str], ref: int | tuple[str, ...],
-                    text: str) -> int:
-        """The cluster of `text`, which the pass handed over with `ref` (`scan.Record`)."""
-        if type(ref) is int:
-            return self._text_clusters[ref]
+    def _cluster_of(self, bucket: tuple[str, str], text: str) -> int:
+        """The cluster of `text`; the words a model is shown for it, if it asked."""
         asked = len(self.judge.questions)
-        cid = self.tracker.clusters.assign(bucket, Norm(*ref))
-        if len(self.judge.questions) > asked:  # the words a model is shown for the note
-            self.judge.texts[ref[0]] = text
-        self._text_clusters.append(cid)
+        cid = self.tracker.clusters.assign_text(bucket, text)
+        if len(self.judge.questions) > asked:
+            self.judge.texts[normalize(text).key] = text
         return cid
 
-    def _learn(self, batch: list[Record | int], book: MemoryBook) -> None:
-        # Runs once per note of a big log: no Entry or Candidate is built for a lesson, and
-        # role, feature and kind come interned (memory.parse_fields; marshal keeps that).
-        tracker, mission, intern = self.tracker, self.mission, sys.intern
-        known, cluster_of = self._text_clusters, self._cluster_of
-        note_lesson, note_candidate = book.note_lesson, tracker.note
-        for record in batch:
-            if type(record) is int:  # plain notes: the pass hands the newest over at the end
-                book.count_notes(record)
+    def text_of(self, bucket: tuple[str, str] | str, key: str) -> str | None:
+        """The text the pass normalised to `key` in `bucket`, or the lesson database's."""
+        if isinstance(bucket, str):  # about identity: texts of due lessons and identity lines
+            if bucket not in self._identity_texts:
+                self._identity_texts[bucket] = verdicts.identity_texts(
+                    bucket, self.tracker.due(), self.identity_texts)
+            return self._identity_texts[bucket].get(key)
+        text = self.tracker.clusters.texts.get((bucket, key))
+        if text is None and isinstance(self.tracker.source, LessonDB):
+            return self.tracker.source.text_of(bucket, key)
+        return text
+
+    def _learn(self, entries: Iterable[tuple | None], book: MemoryBook) -> None:
+        """Take raw.md's entries (`scan.RawPass.entries`) into MEMORY.md and the tracker."""
+        # once per note: no Entry for a lesson, and its day interned (a few hundred in all)
+        mission, intern, cluster_of = self.mission, sys.intern, self._cluster_of
+        note_lesson, note_candidate = book.note_lesson, self.tracker.note
+        for fields in entries:
+            if fields is None:  # a plain note: the pass hands the newest over at the end
+                book.count_notes(1)
                 continue
-            ts, role, feature, kind, text, run, ref = record
+            ts, role, feature, kind, text, run = fields
             if kind not in LESSON_KINDS:
-                book.add(memory.Entry(ts, role, feature, kind, text, run))
+                book.add(memory.Entry(*fields))
                 continue
-            # most notes repeat a text the pass has numbered: one list lookup
-            cid = known[ref] if type(ref) is int else cluster_of((role, kind), ref, text)
-            day = intern(ts[:10])
+            cid, day = cluster_of((role, kind), text), intern(ts[:10])
             note_lesson(cid, role, kind, text, day, run or feature)
             if kind in PROMOTABLE:
                 note_candidate(cid, role, kind, text, day, ts, mission, feature, run)
@@ -228,7 +227,8 @@ class Planner:
 
     def _promotions(self) -> list[Promotion]:
         due = [ev for ev in self.tracker.due() if memory.NAME.fullmatch(ev.role)]
-        archive = ArchiveSearch(self.paths.identity, write=not self.dry_run)
+        archive = ArchiveSearch(self.paths.identity, write=not self.dry_run,
+                                said=self.report.changes)
         identity = IdentityIndex(self.settings.similarity,
                                  judge=self.judge if self.judge.active() else None,
                                  archive=archive.lines)

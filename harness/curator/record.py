@@ -11,7 +11,7 @@ forgets it (what it remembers stays one batch per mission, not one per pass). Tw
 states sharing one mission name and identity folder could, after a crash, have a
 redone batch counted twice: a lesson's note count, never its missions, features or runs.
 
-What a pass has already clustered of it is cached in `<identity>/.candidates.v4-s75.db`
+What a pass has already clustered of it is cached in `<identity>/.curator.db`
 (`lessondb`), which says how far into the record it reaches; a pass reads only the
 record after that.
 """

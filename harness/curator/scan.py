@@ -1,21 +1,16 @@
-"""The curator's one pass over raw.md (`RawPass`), inline or in a reader process.
+"""The curator's one pass over raw.md (`RawPass`).
 
 The pass first reads the candidate record's new lines (those after what the
-digest covers, `record.read_record`), each with its normalised text, then
-streams raw.md from its start to its last complete line and
+lesson database covers, `record.read_record`), then streams raw.md from its start
+to its last complete line and
 
 - finds what the curator archives: the cut (the offset of the `raw_keep`-th
   last entry), where the month of the entries changes, raw.md's first bytes
   (the journal hashes them) and first lines (for `--dry-run`'s diffs);
 - parses each line from the cursor's `start` on and hands the entries over in
-  order, in batches, each lesson with its normalised text (`text.normalize`)
-  the first time its text goes by, and with the number of that first time after;
-  plain notes (kind `-`) go by number only: the curator keeps just the newest
+  order; plain notes (kind `-`) go by as None: the curator keeps just the newest
   few, which the pass hands over at the end (`Scan.notes`);
 - writes the promotable entries, as candidate record lines, to the staged file.
-
-None of that depends on clustering, so for a big log the pass can run in a
-second process while the curator clusters (`reader`).
 """
 
 from __future__ import annotations
@@ -28,24 +23,13 @@ from hashlib import blake2b
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-from harness.curator.candidate import LESSON_KINDS, PROMOTABLE, candidate_line
+from harness.curator.candidate import PROMOTABLE, Candidate, candidate_line
 from harness.curator.diffs import DIFF_PREVIEW
 from harness.curator.record import RecordRead, read_record
-from harness.curator.text import normalize
-from harness.curator.textnumbers import TextNumbers
 from harness.state.memory import parse_fields
 
-BATCH = 2000  # entries per batch
 HEAD_BYTES = 65536  # how much of raw.md's head identifies it before the rewrite
 
-# One entry as handed over: (ts, role, feature, kind, text, run, ref). A lesson's ref is
-# what the pass knows of its text, by role and kind (`RawPass._ref`):
-# - a tuple, the first time: (key, anchors, strict, packed, signature) of its `text.Norm`;
-# - an int after that: the number of that first time (0 for the pass's first text, in
-#   record lines and raw.md entries alike), so the curator takes the cluster it found then.
-# Other entries have None. In raw.md's batches, a run of plain notes is one int instead:
-# how many there were.
-Record = tuple
 # A plain note kept for the end: (number, ts, role, feature, text, run), where the number
 # counts raw.md's entries from the cursor's `start`, from 1.
 Note = tuple
@@ -53,7 +37,7 @@ Note = tuple
 
 @dataclass
 class ScanJob:
-    """What the pass needs; JSON-ready, since it crosses into the reader process."""
+    """What the pass needs."""
 
     raw: str
     start: int  # lines before this offset were learned by an earlier run
@@ -63,10 +47,8 @@ class ScanJob:
     batch: str  # candidate lines are tagged batch:seq
     mission: str
     identity: str | None = None  # where the candidate record is, to read it first
-    # how far the lesson database covers the record already (`record.RecordRead`)
-    record_start: int = 0
-    record_batches: dict[str, int] = field(default_factory=dict)
-    record_latest: dict[str, str] = field(default_factory=dict)
+    # how far the lesson database covers the record already; read on from there
+    record: RecordRead = field(default_factory=RecordRead)
     notes_kept: int = 0  # the newest plain notes to hand over (`Scan.notes`)
     # raw.md read from its start again (a hand edit before the cursor): the keys of the
     # entries the last run counted and kept (`note_keys`); those are not handed over again
@@ -95,59 +77,40 @@ class Scan:
 
 
 class RawPass:
-    """The pass itself: iterate `candidates()` then `batches()`, then read `record` and `scan`."""
+    """The pass itself: iterate `candidates()` then `entries()`, then read `record` and
+    `scan`."""
 
     def __init__(self, job: ScanJob) -> None:
         self.job = job
         self.scan = Scan(months=[(0, 0, job.month)])
-        self.record = RecordRead(job.record_start, "", dict(job.record_batches),
-                                 dict(job.record_latest))
-        # hash of (role, kind, text) -> its number: 64 bits, so the odds of two texts
-        # taken for one are below one in ten million for a million distinct texts.
-        # numbered texts, normalised once here: 1M entries in 19.6 s vs 32.2 s with the
-        # curator matching each text itself (reader process, median of 3, 2026-11-23)
-        self._texts = TextNumbers()
+        read = job.record
+        self.record = RecordRead(read.end, read.tail_sha, dict(read.batches), dict(read.latest))
 
-    def candidates(self) -> Iterator[list[Record]]:
-        """The candidate record's new lines (`record.read_record`), in batches of
-        (*Candidate, ref) (see `Record`); then `record` says how far they go."""
-        if self.job.identity is None:
-            return
-        batch: list[Record] = []
-        for c in read_record(Path(self.job.identity), self.record):
-            batch.append((*c, self._ref((c.role, c.kind), c.text)))
-            if len(batch) >= BATCH:
-                yield batch
-                batch = []
-        if batch:
-            yield batch
+    def candidates(self) -> Iterator[Candidate]:
+        """The candidate record's new lines (`record.read_record`); then `record` says how
+        far they go."""
+        if self.job.identity is not None:
+            yield from read_record(Path(self.job.identity), self.record)
 
-    def batches(self) -> Iterator[list[Record | int]]:
-        """raw.md's entries from the cursor's `start` on, in batches (see `Record`); then
-        `scan` holds what else the pass found."""
+    def entries(self) -> Iterator[tuple | None]:
+        """raw.md's entries from the cursor's `start` on, as (ts, role, feature, kind,
+        text, run), a plain note as None; then `scan` holds what else the pass found."""
         try:
             f = open(self.job.raw, "rb")
         except FileNotFoundError:
             return
         notes: deque[Note] = deque(maxlen=max(self.job.notes_kept, 0))
-        batch: list[Record | int] = []
         staged_path = self.job.staged
         with f, open(staged_path or os.devnull, "w", encoding="utf-8") as staged:
             number = 0  # entries from `start` on, from 1
             for number, fields in enumerate(self._entries(f), 1):
-                if fields[3] != "-":
-                    batch.append(self._record(fields, staged))
-                    if len(batch) >= BATCH:
-                        yield batch
-                        batch = []
+                if fields[3] == "-":
+                    notes.append((number, *fields[:3], *fields[4:]))
+                    yield None
                     continue
-                notes.append((number, *fields[:3], *fields[4:]))
-                if batch and type(batch[-1]) is int:
-                    batch[-1] += 1  # a run of plain notes is one count
-                else:
-                    batch.append(1)
-            if batch:
-                yield batch
+                if fields[3] in PROMOTABLE:
+                    self._stage(fields, staged)
+                yield fields
             if staged_path:
                 staged.flush()
                 os.fsync(staged.fileno())
@@ -193,29 +156,16 @@ class RawPass:
         scan.cut, scan.cut_line = keep[0][:2] if keep else (offset, lineno)
         scan.counted = [note_keys(fields) for _, _, fields in keep]
 
-    def _record(self, fields: tuple, staged: TextIO) -> Record:
+    def _stage(self, fields: tuple, staged: TextIO) -> None:
+        """Write a promotable entry to the staged file as a candidate record line."""
         ts, role, feature, kind, text, run = fields
-        if kind not in LESSON_KINDS:
-            return (ts, role, feature, kind, text, run, None)
-        ref = self._ref((role, kind), text)
-        if kind in PROMOTABLE:
-            scan = self.scan
-            line = candidate_line(f"{self.job.batch}:{scan.staged}", ts, self.job.mission, role,
-                                  kind, feature, run, text) + "\n"
-            staged.write(line)
-            if scan.staged < DIFF_PREVIEW:
-                scan.staged_preview.append(line)
-            scan.staged += 1
-        return (ts, role, feature, kind, text, run, ref)
-
-    def _ref(self, bucket: tuple[str, str], text: str) -> int | tuple[str, ...]:
-        texts, h = self._texts, hash((bucket, text))
-        seen = texts.get(h)
-        if seen is not None:
-            return seen
-        texts.add(h, len(texts))
-        n = normalize(text)
-        return (n.key, n.anchors, n.strict, n.packed, n.signature)
+        scan = self.scan
+        line = candidate_line(f"{self.job.batch}:{scan.staged}", ts, self.job.mission, role,
+                              kind, feature, run, text) + "\n"
+        staged.write(line)
+        if scan.staged < DIFF_PREVIEW:
+            scan.staged_preview.append(line)
+        scan.staged += 1
 
 
 def note_keys(fields: tuple) -> list[str]:

@@ -24,7 +24,6 @@ class CuratorSettings:
     bounds: Bounds = field(default_factory=Bounds)
     topic_similarity: float = 70.0
     identity_chars: int = IDENTITY_CHARS  # each identity file's bound: what prompts show
-    reader: str = "auto"  # raw.md's pass: "inline", "process", or "auto" (scan.use_process)
 
 
 @dataclass

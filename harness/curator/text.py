@@ -22,6 +22,9 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+# Raise on any change to what `normalize` returns: the curator database re-keys the judge's
+# recorded answers by it (`curatordb`), and clusters the candidate record again.
+NORMALISER_VERSION = 1
 STOPWORDS = frozenset(
     "a an the to of in on at by for with and or is are was were be been being it its "
     "this that these those from into onto via when then than as so if also just you "

@@ -1,27 +1,31 @@
-"""The judge's answers on disk: `<identity>/.judgments.db`, SQLite (see `judge`).
+"""The judge's answers on disk: the `answer` table of the curator database (`curatordb`).
 
 One row per answer: the bucket (role and kind; kind `-` for a question about what a
 role's identity file already says), the two `text.normalize` keys, whether they say one
-lesson, and when and in which mission it was answered. The pass that got the answers
+lesson, when and in which mission it was answered, and the two texts when the pass knew
+them (a new normaliser keys the answer again from them). The pass that got the answers
 writes them as a journal step (INSERT OR IGNORE: a redone step adds nothing twice), and
 nothing changes them after. Shared by the missions of one identity folder, like the
 candidate record. A pass asks only about the notes it is unsure of, by key, so its cost
-does not grow with the answers of all earlier passes; without the file it asks nothing.
+does not grow with the answers of all earlier passes.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness.curator import curatordb
+from harness.curator.identity import archive_bucket, identity_lessons
 from harness.curator.judge import about_identity
+from harness.curator.text import normalize
 
-DB = ".judgments.db"
-SCHEMA = """CREATE TABLE IF NOT EXISTS answer(
-    role TEXT, kind TEXT, key TEXT, other TEXT, same INTEGER, ts TEXT, mission TEXT,
-    PRIMARY KEY(role, kind, key, other)) WITHOUT ROWID"""
+DB = curatordb.NAME  # the file the answers are in
 Answers = dict[tuple[Any, str, str], bool]
+# (bucket, key) -> the text normalised to `key`, when the pass knows it
+TextOf = Callable[[Any, str], str | None]
 
 
 class Recorded:
@@ -41,32 +45,60 @@ class Recorded:
         self.conn.close()
 
 
-def open_recorded(identity: Path) -> Recorded | None:
-    """The recorded answers, or None when none were ever recorded."""
-    path = identity / DB
-    if not path.exists():
+def open_recorded(identity: Path, *, write: bool = False) -> Recorded | None:
+    """The recorded answers, or None when none were ever recorded (or, read only before a
+    pass has migrated the database, none can be read yet). A pass that writes opens them
+    read-write: a read-only connection closing last leaves SQLite's WAL file behind, and
+    every later open reads it through."""
+    conn = curatordb.connect(identity, write=write)
+    if conn is None:
         return None
-    return Recorded(sqlite3.connect(path, isolation_level=None, timeout=30))
-
-
-def rows(answers: Answers, ts: str, mission: str) -> list[list]:
-    """`answers` as the journal holds them, one row each (see `append`)."""
-    return [[*_columns(bucket), key, other, int(same), ts, mission]
-            for (bucket, key, other), same in answers.items()]
-
-
-def append(identity: Path, new_rows: list[list]) -> None:
-    """Record `rows`' answers, in one transaction; an answer recorded before stands."""
-    identity.mkdir(parents=True, exist_ok=True)  # a shared folder nothing has written yet
-    conn = sqlite3.connect(identity / DB, isolation_level=None, timeout=30)
-    try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(SCHEMA)
-        conn.execute("BEGIN IMMEDIATE")
-        conn.executemany("INSERT OR IGNORE INTO answer VALUES (?, ?, ?, ?, ?, ?, ?)", new_rows)
-        conn.execute("COMMIT")
-    finally:
+    if conn.execute("SELECT 1 FROM answer LIMIT 1").fetchone() is None:
         conn.close()
+        return None
+    return Recorded(conn)
+
+
+def rows(answers: Answers, ts: str, mission: str,
+         text_of: TextOf | None = None) -> list[list]:
+    """`answers` as the journal holds them, one row each (see `append`), with the texts
+    `text_of` knows."""
+    def text(bucket: Any, key: str) -> str | None:
+        return None if text_of is None else text_of(bucket, key)
+
+    return [[*_columns(bucket), key, other, int(same), ts, mission, text(bucket, key),
+             text(bucket, other)] for (bucket, key, other), same in answers.items()]
+
+
+def identity_texts(bucket: str, due: list[Any], identity: dict[str, str]) -> dict[str, str]:
+    """key -> text, for what a question in `bucket` about identity may be about: the due
+    lessons (`promotion.Evidence`) and the lessons of the role's identity file."""
+    texts = [ev.text for ev in due if bucket in (ev.role, archive_bucket(ev.role, ev.kind))]
+    texts += identity_lessons(identity.get(bucket, ""))
+    return {normalize(text).key: text for text in reversed(texts)}
+
+
+def append(identity: Path, new_rows: list[list], said: list[str] | None = None) -> None:
+    """Record `rows`' answers, in one transaction; an answer recorded before stands. A
+    database found damaged here is set aside (`curatordb`) and the answers go to a new one."""
+    for attempt in range(2):
+        conn = curatordb.connect(identity, said=said)
+        assert conn is not None
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            # a journal of an earlier version holds rows without the texts
+            conn.executemany("INSERT OR IGNORE INTO answer VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                             [[*row, None, None][:9] for row in new_rows])
+            conn.execute("COMMIT")
+            return
+        except sqlite3.OperationalError as e:  # the journal step is redone by the next run
+            raise e if "locked" in str(e) else curatordb.unwritable(identity, e) from None
+        except sqlite3.DatabaseError:
+            if attempt:
+                raise
+        finally:
+            conn.close()
+        curatordb.set_aside(identity, said)
 
 
 def read_all(identity: Path) -> Answers:
