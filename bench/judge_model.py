@@ -2,21 +2,20 @@
 model answering "same lesson?" in its own small call.
 
     .venv/bin/python bench/judge_model.py                          # held out, labels answer
-    .venv/bin/python bench/judge_model.py --error 0.1 --json       # one answer in ten wrong
-    .venv/bin/python bench/judge_model.py --corpus DIR
+    .venv/bin/python bench/judge_model.py --corpus DIR --json      # {"perfect": .., "noisy": ..}
     .venv/bin/python bench/judge_model.py --model claude-haiku-4-5 # a real model
 
 Each pass is `harness.run.curation.run_curator` (what `run.sh curator` runs): the preview,
 the judge's prompt (`templates/judge.md.j2`), a call through the `anthropic` backend, the
 answer's lines, and the real pass with them, recorded for later passes. By default the
 Messages API is the tests' fake one on 127.0.0.1 and answers from the corpus labels
-(`LabelModel`): for each note, the candidate of its family, else "new"; with `--error`,
-that share of the notes get another choice. That checks the whole chain and should give
-`bench/judge_bound.py`'s figures. With `--model`, the real API answers (ANTHROPIC_API_KEY):
-what a real model's judgement reaches. Corpora are fed and scored as `tests/corpus_quality.py`
-does, identity within its default bound. The judge's input and output tokens per call are
-those the fake API counts (the request's text at four characters a token) or the real
-API reports, read from the runs' records.
+(`LabelModel`): for each note, the candidate of its family, else "new" ("perfect"); and
+again with one note in ten given another choice ("noisy", the mean of `--draws` seeds).
+That checks the whole chain and should give `bench/judge_bound.py`'s figures. With
+`--model`, the real API answers (ANTHROPIC_API_KEY): what a real model's judgement
+reaches. Corpora are fed and scored as `tests/corpus_quality.py` does, identity within its
+default bound. The judge's input tokens per call are those the fake API counts (the
+request's text at four characters a token) or the real API reports, from the runs' records.
 """
 
 from __future__ import annotations
@@ -134,8 +133,8 @@ def judge_usage(work: Path) -> list[dict]:
     return out
 
 
-def figures(folder: Path, args: argparse.Namespace, seed: int = 1) -> dict:
-    """One corpus: precision, recall, judge calls and tokens per call."""
+def one_run(folder: Path, args: argparse.Namespace, error: float, seed: int = 1) -> dict:
+    """One corpus through the judge once: precision, recall, calls and tokens per call."""
     with tempfile.TemporaryDirectory(prefix="judge-model-") as work:
         if args.model:
             q, usage = through_judge(folder, Path(work), args.model, None, args.questions)
@@ -145,7 +144,7 @@ def figures(folder: Path, args: argparse.Namespace, seed: int = 1) -> dict:
             api = FakeAPI()
             api.start()
             try:
-                label = LabelModel(args.error, seed)
+                label = LabelModel(error, seed)
                 api.respond, api.count_input = label, True
                 q, usage = through_judge(folder, Path(work), "claude-haiku-4-5", api.base_url,
                                          args.questions, label)
@@ -153,10 +152,20 @@ def figures(folder: Path, args: argparse.Namespace, seed: int = 1) -> dict:
                 api.stop()
             calls = label.calls
     inputs = [u.get("input_tokens", 0) for u in usage] or [0]
-    outputs = [u.get("output_tokens", 0) for u in usage] or [0]
     return {"precision": round(q.precision, 3), "recall": round(q.recall, 3), "calls": calls,
-            "input_tokens_median": statistics.median(inputs), "input_tokens_max": max(inputs),
-            "output_tokens_median": statistics.median(outputs)}
+            "input_tokens_median": statistics.median(inputs), "input_tokens_max": max(inputs)}
+
+
+def figures(folder: Path, args: argparse.Namespace) -> dict:
+    """A real model's figures (`--model`), or the label model's: never wrong ("perfect")
+    and wrong once in ten answers ("noisy", the mean of `--draws` seeds)."""
+    if args.model:
+        return {"model": one_run(folder, args, 0.0)}
+    perfect = one_run(folder, args, 0.0)
+    noisy = [one_run(folder, args, 0.1, seed) for seed in range(1, args.draws + 1)]
+    return {"perfect": perfect, "noisy": {
+        name: round(statistics.mean(run[name] for run in noisy), 3)
+        for name in ("precision", "recall")}}
 
 
 def main() -> None:
@@ -164,8 +173,7 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, action="append", metavar="DIR",
                         help="a labelled folder in the corpus format (default: held out)")
     parser.add_argument("--model", help="a real model through the Messages API")
-    parser.add_argument("--error", type=float, default=0.0,
-                        help="share of the label model's answers wrong (fake API only)")
+    parser.add_argument("--draws", type=int, default=5, help="noisy label models (seeds)")
     parser.add_argument("--questions", type=int, default=CuratorConfig().questions)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
@@ -174,10 +182,12 @@ def main() -> None:
     if args.json:
         print(json.dumps(results if len(results) > 1 else next(iter(results.values()))))
         return
-    print(f"{'corpus':20} {'P / R':>15} {'calls':>6} {'input tokens (median, max)':>27}")
+    print(f"{'corpus':20} {'judge':8} {'P / R':>15} {'calls':>6} {'input tokens: median, max':>26}")
     for name, f in results.items():
-        print(f"{name:20} {f['precision']:.3f} / {f['recall']:.3f} {f['calls']:6} "
-              f"{f['input_tokens_median']:>13} {f['input_tokens_max']:>13}")
+        for judge, run in f.items():
+            calls = f"{run['calls']:6} {run['input_tokens_median']:>12} " \
+                f"{run['input_tokens_max']:>12}" if "calls" in run else ""
+            print(f"{name:20} {judge:8} {run['precision']:.3f} / {run['recall']:.3f} {calls}")
 
 
 if __name__ == "__main__":

@@ -90,3 +90,20 @@ def test_the_label_model_answers_each_note_the_prompt_numbers() -> None:
     (reply,) = label({"messages": [{"role": "user", "content": [text(prompt)]}]})
     assert reply["text"].splitlines() == ["1: same as #2", "2: new", "3: same as #1"]
     assert (label.calls, label.asked) == (1, 3)
+
+
+def test_judge_model_prints_the_perfect_and_the_noisy_judge_of_a_corpus_as_json(
+        tmp_path: Path) -> None:
+    from test_corpora import write_corpus
+
+    other = "`alembic upgrade head` before `pytest -k db` or the schema is stale"
+    corpus = write_corpus(tmp_path / "corpus", [
+        (UNSURE_FIRST, "A", "F-001", 1), (UNSURE_SECOND, "A", "F-002", 2),
+        (other, "B", "F-003", 3), (other, "B", "F-004", 4)])
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "judge_model.py"), "--corpus",
+                          str(corpus), "--json", "--draws", "1"],
+                         capture_output=True, text=True, check=True)
+    figures = json.loads(out.stdout)
+    assert figures["perfect"]["precision"] == 1.0 and figures["perfect"]["recall"] == 1.0
+    assert figures["perfect"]["calls"] >= 1 and 0 < figures["perfect"]["input_tokens_max"] < 3000
+    assert set(figures["noisy"]) == {"precision", "recall"}
