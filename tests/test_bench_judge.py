@@ -5,9 +5,12 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import pytest
+
 from harness.curator import learned
 
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow  # a benchmark script's test, not the harness's
 
 
 def load_bench():
