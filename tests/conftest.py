@@ -38,6 +38,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=slow)
         items[:] = [item for item in items if not item.get_closest_marker("slow")]
     config.stash[SLOW_LEFT] = len(slow)
+    if hasattr(config, "workeroutput"):  # an xdist worker: its controller prints the summary
+        config.workeroutput["slow_left"] = len(slow)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """xdist's controller: every worker collected the same tests and left out as many."""
+    left = getattr(node, "workeroutput", {}).get("slow_left", 0)
+    node.config.stash[SLOW_LEFT] = max(left, node.config.stash.get(SLOW_LEFT, 0))
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
