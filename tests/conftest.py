@@ -22,6 +22,37 @@ NO_COMMITS = "commit: false\n"
 CLOSED_URL = "http://127.0.0.1:9"  # a local port nothing listens on
 HARNESS_VARS = ("HARNESS_STATE", "HARNESS_ROLE", "FEATURE_ID", "HARNESS_RUN_ID",
                 "HARNESS_IDENTITY_DIR", "HARNESS_HOME")
+# HARNESS_SLOW=1 (set by .ci/run) runs the tests marked `slow` and the full sizes of the
+# tests that scale with it; docs/testing.md lists them.
+SLOW = os.environ.get("HARNESS_SLOW") == "1"
+SLOW_HINT = "HARNESS_SLOW=1 runs them, as .ci/run does"
+SLOW_LEFT = pytest.StashKey[int]()  # how many slow tests a run left out
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without HARNESS_SLOW=1 (or a -m naming `slow`), the slow tests are deselected."""
+    if SLOW or "slow" in (config.option.markexpr or ""):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
+    config.stash[SLOW_LEFT] = len(slow)
+    if hasattr(config, "workeroutput"):  # an xdist worker: its controller prints the summary
+        config.workeroutput["slow_left"] = len(slow)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """xdist's controller: every worker collected the same tests and left out as many."""
+    left = getattr(node, "workeroutput", {}).get("slow_left", 0)
+    node.config.stash[SLOW_LEFT] = max(left, node.config.stash.get(SLOW_LEFT, 0))
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    """Say how many slow tests were left out, and how to run them."""
+    if left := config.stash.get(SLOW_LEFT, 0):
+        terminalreporter.write_line(f"{left} slow tests not run: {SLOW_HINT}")
 
 
 @pytest.fixture(autouse=True)

@@ -7,9 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import UNSURE_FIRST, UNSURE_SECOND
 
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow  # a benchmark script's test, not the harness's
 
 
 def load(name: str):

@@ -16,6 +16,7 @@ from harness.curator.text import normalize
 from harness.state.memory import parse_entry
 
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow  # a benchmark script's test, not the harness's
 N = 2000
 
 

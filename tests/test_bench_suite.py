@@ -4,7 +4,10 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow  # a benchmark script's test, not the harness's
 
 
 def load_suite():

@@ -3,7 +3,7 @@ documented exit code and a message, never a traceback, and (when it refuses, or 
 changes no file (issue 31, point 9).
 
 A fixed, derandomized handful of examples per file and command runs by default (a few
-seconds); HARNESS_LONG_PROPERTIES=1 (set by .ci/run) runs many more.
+seconds); HARNESS_SLOW=1 (set by .ci/run) runs many more.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import EXAMPLE, RUN_SH, git_init
+from conftest import EXAMPLE, RUN_SH, SLOW, git_init
 from damage import (
     ROOT,
     bytes_damage,
@@ -31,8 +31,7 @@ from damage import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-LONG = os.environ.get("HARNESS_LONG_PROPERTIES") == "1"
-PROPERTY = settings(max_examples=20 if LONG else 2, derandomize=True, database=None,
+PROPERTY = settings(max_examples=20 if SLOW else 2, derandomize=True, database=None,
                     deadline=None, print_blob=True,
                     suppress_health_check=list(HealthCheck))
 STATE = "project/.harness"
@@ -188,7 +187,7 @@ def test_damaged_file_gives_an_exit_code_never_a_traceback(mission, relative: st
     (f"{STATE}/features.json", "worker"),
     ("input/plan.json", "plan"),
 ])
-@settings(PROPERTY, max_examples=10 if LONG else 1)
+@settings(PROPERTY, max_examples=10 if SLOW else 1)
 @given(data=st.data())
 def test_damaged_file_through_run_sh(mission, relative: str, command: str, data) -> None:
     """The shell contract itself: a real run.sh process, its exit code and stderr."""
@@ -215,7 +214,7 @@ def note_line(day: str, text: str) -> bytes:
 
 
 @pytest.mark.parametrize("command", ["curator-dry", "curator"])
-@settings(PROPERTY, max_examples=10 if LONG else 1)
+@settings(PROPERTY, max_examples=10 if SLOW else 1)
 @given(day=st.sampled_from(["2026-02-30", "2026-13-01", "0000-01-01", "2026-00-10"]))
 def test_a_note_with_an_impossible_date_does_not_stop_the_curator(mission, command: str,
                                                                   day: str) -> None:
@@ -225,7 +224,7 @@ def test_a_note_with_an_impossible_date_does_not_stop_the_curator(mission, comma
     run_with_raw_line(mission, command, lines)
 
 
-@settings(PROPERTY, max_examples=10 if LONG else 1)
+@settings(PROPERTY, max_examples=10 if SLOW else 1)
 @given(byte=st.sampled_from(["\x00", "\x1b[2J", "\x07", "\x7f"]))
 def test_control_bytes_in_a_note_never_reach_the_terminal(mission, byte: str) -> None:
     output = run_with_raw_line(mission, "curator-dry",

@@ -21,6 +21,8 @@ from conftest import assert_unsure_pair_judged_one, git_init, model_mode_curator
 from fake_api import FakeAPI, text, tool_use
 from fake_responses import FakeResponses, codex_home, message, shell_call
 
+pytestmark = pytest.mark.slow  # the real CLIs: node start-up and their retries, seconds a run
+
 CLIS = Path(os.environ.get("HARNESS_AGENT_CLIS",
                            Path.home() / ".cache" / "autonomous-harness" / "agent-clis"))
 NOTE = 'run.sh note TRICK "real CLI wrote out.txt"'

@@ -21,6 +21,8 @@ from fake_gemini import FakeGemini
 from fake_openai import FakeOpenAI, call
 from test_real_clis import cli_bin, feature_status, last_manifest, worker_role
 
+pytestmark = pytest.mark.slow  # the real CLIs: node start-up and their retries, seconds a run
+
 NOTE = 'run.sh note TRICK "real CLI wrote out.txt"'
 
 

@@ -25,6 +25,12 @@ def mission(tmp_path_factory: pytest.TempPathFactory):
     return paths, run_id
 
 
+@pytest.fixture
+def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Index pages of 20 runs, not 200: the same pagination, a tenth of the runs to write."""
+    monkeypatch.setattr(site, "PAGE_SIZE", 20)
+
+
 def fake_runs(state: Path, n: int, start: int = 1_800_000_000, month: int = 1) -> list[str]:
     """`n` finished run records, one a minute, every fifth one failed."""
     ids = []
@@ -73,7 +79,8 @@ def test_second_report_writes_only_new_and_changed_runs(mission, tmp_path: Path)
     assert '<b>fail</b>: r' in (tmp_path / "runs" / f"{new}.html").read_text()
 
 
-def test_runs_index_is_paginated_newest_first(tmp_path: Path, state: Path) -> None:
+def test_runs_index_is_paginated_newest_first(tmp_path: Path, state: Path,
+                                              small_pages: None) -> None:
     ids = fake_runs(state, site.PAGE_SIZE * 2 + 5)
     out = tmp_path / "report"
     written = write_report(state, tmp_path / "identity", out)
@@ -83,13 +90,15 @@ def test_runs_index_is_paginated_newest_first(tmp_path: Path, state: Path) -> No
     first, last = (out / "runs/page-1.html").read_text(), (out / "runs/page-3.html").read_text()
     # pages are cut from the oldest run: page 1, the newest, holds the 5 left over
     assert first.index(ids[-1]) < first.index(ids[-2]) and ids[0] not in first
-    assert first.count('<tr data-role=') == 5 and last.count('<tr data-role=') == 200
-    assert ids[0] in last and last.index(ids[199]) < last.index(ids[0])
+    assert first.count('<tr data-role=') == 5
+    assert last.count('<tr data-role=') == site.PAGE_SIZE
+    assert ids[0] in last and last.index(ids[site.PAGE_SIZE - 1]) < last.index(ids[0])
     index = (out / "index.html").read_text()
     assert f"{len(ids)} runs ({sum(1 for i in range(len(ids)) if i % 5 == 0)} failed)" in index
 
 
-def test_a_new_run_rewrites_only_the_index_page_it_lands_on(tmp_path: Path, state: Path) -> None:
+def test_a_new_run_rewrites_only_the_index_page_it_lands_on(tmp_path: Path, state: Path,
+                                                            small_pages: None) -> None:
     fake_runs(state, site.PAGE_SIZE * 2 + 5)
     out = tmp_path / "report"
     write_report(state, tmp_path / "identity", out)
@@ -108,7 +117,8 @@ def test_a_new_run_rewrites_only_the_index_page_it_lands_on(tmp_path: Path, stat
     assert (out / "runs/page-3.html").is_file()
 
 
-def test_a_new_page_renumbers_every_index_page(tmp_path: Path, state: Path) -> None:
+def test_a_new_page_renumbers_every_index_page(tmp_path: Path, state: Path,
+                                               small_pages: None) -> None:
     ids = fake_runs(state, site.PAGE_SIZE)
     out = tmp_path / "report"
     write_report(state, tmp_path / "identity", out)

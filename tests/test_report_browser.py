@@ -16,6 +16,8 @@ from report_mission import build_mission, feature_ids, tool_calls
 
 from harness.ops.report.site import write_report
 
+pytestmark = pytest.mark.slow  # a real Chromium: seconds a page
+
 CHROMIUM = next((p for name in ("chromium", "chromium-browser")
                  if (p := shutil.which(name))), None)
 # Chromium stalls on a closed network without the background-networking flags.
