@@ -269,3 +269,20 @@ def test_a_manifest_with_nulls_is_not_damaged(invoke, state: Path) -> None:
     assert listed.exit_code == 0 and run_id in listed.output and "damaged" not in listed.output
     assert run_cli(state, "show", run_id).exit_code == 0
     assert run_cli(state, "reconstruct", run_id, "--check").exit_code == 0
+
+
+@pytest.mark.parametrize("where", ["state:raw.md", "identity:.candidates.log",
+                                   "identity:archive/worker.md"])
+def test_a_curator_input_turned_folder_stops_the_pass_before_its_database_is_made(
+        state: Path, isolated_env: Path, where: str) -> None:
+    # a file the pass streams after it opens (makes, migrates) <identity>/.curator.db: the
+    # property suite found raw.md as a folder gave exit 2 with the database made
+    folder, name = where.split(":")
+    path = (state if folder == "state" else isolated_env) / name
+    if path.exists():
+        path.unlink()
+    path.mkdir(parents=True)
+    before = sorted(p.relative_to(isolated_env) for p in isolated_env.rglob("*"))
+    result = run_cli(state, "curator")
+    assert result.exit_code == 2 and f"{path} is a folder, not a file" in result.output
+    assert sorted(p.relative_to(isolated_env) for p in isolated_env.rglob("*")) == before

@@ -71,7 +71,7 @@ from harness.curator.planning import Planner
 from harness.curator.settings import CuratorReport, CuratorSettings, Refine
 from harness.errors import BusyError, UsageError
 from harness.paths import check_identity
-from harness.state import memory
+from harness.state import memory, reading
 from harness.state.locks import hold_dir_lock, hold_lock, lock_path
 
 
@@ -92,6 +92,10 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
     """
     paths = CuratorPaths(Path(state), check_identity(Path(identity_dir)))
     check_role_files(paths.identity)
+    # and what the pass streams later, after it has opened (made, migrated) the curator
+    # database: a damaged one stops the pass here, with nothing changed
+    for path in (paths.raw, paths.record, *sorted((paths.identity / "archive").glob("*.md"))):
+        reading.check_opens(path)
     today = (now or memory.utc_now())[:10]
     report = CuratorReport(dry_run=dry_run)
     lock = hold_lock(lock_path(paths.state, "curator"), wait=False, what="the curator")

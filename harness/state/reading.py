@@ -47,6 +47,21 @@ def read_bytes(path: Path) -> bytes:
         raise UsageError(f"{path}: cannot read it: {e.strerror or e}") from None
 
 
+def check_opens(path: Path) -> None:
+    """UsageError if `path` is there but cannot be opened for reading (a folder, no
+    permission); a missing file is no error. It reads nothing: for a file too big to read
+    ahead of the pass that streams it."""
+    try:
+        with open(path, "rb"):
+            return
+    except FileNotFoundError:
+        return
+    except IsADirectoryError:
+        raise UsageError(f"{path} is a folder, not a file; move it away") from None
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read it: {e.strerror or e}") from None
+
+
 def read_text(path: Path) -> str:
     """The UTF-8 text of `path`; FileNotFoundError if it is missing, else UsageError."""
     return decode(read_bytes(path), path)
