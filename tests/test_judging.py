@@ -206,3 +206,13 @@ def test_an_overlapping_pass_is_turned_away_before_it_pays_for_a_call(
     finally:
         out, err = first.communicate(timeout=120)
     assert first.returncode == 0, err
+
+
+def test_an_agent_cli_command_that_cannot_be_read_leaves_the_rules(invoke, state: Path) -> None:
+    (state / "raw.md").write_text(unsure_pair_lines())
+    (state / "roles").mkdir(exist_ok=True)
+    (state / "roles" / "curator.yaml").write_text(
+        "backend: command\noptions: {preset: claude, command: 'claude \"-p'}\n")
+    result = invoke("curator")
+    assert result.exit_code == 0, result.output
+    assert "judge: none (its command cannot be read: No closing quotation)" in result.output

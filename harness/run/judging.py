@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 from dataclasses import dataclass
 from typing import Any
@@ -102,9 +103,12 @@ def unavailable(role: RoleConfig) -> str | None:
         return None if any(os.environ.get(k) for k in keys) else f"no {' or '.join(keys)}"
     if role.backend == "command":
         command = role.options.get("command")
-        program = (command.split()[0] if isinstance(command, str) else command[0]) \
-            if command else preset_for(role.options)[1].argv[0]
-        return None if shutil.which(program) else f"{program} is not on PATH"
+        try:
+            argv = (shlex.split(command) if isinstance(command, str) else list(command)) \
+                if command else list(preset_for(role.options)[1].argv)
+        except ValueError as e:
+            return f"its command cannot be read: {e}"
+        return None if shutil.which(str(argv[0])) else f"{argv[0]} is not on PATH"
     return None
 
 
