@@ -27,9 +27,11 @@ def shell_env(tmp_path: Path) -> dict[str, str]:
 
 
 def normalised(line: str) -> str:
-    """A line of output with what differs between runs masked: temp folders, run ids,
+    """A line of output with what differs between runs masked: temp folders, run ids (and
+    the suffix a run id gets when another run of its role started in the same second),
     commits and durations."""
     line = re.sub(r"/tmp/harness-demo-\w+", "DIR", line.rstrip())
+    line = re.sub(r"\b(\d{9,}-\w+-(?:F-\d+|mission))-\d+\b", r"\1", line)
     line = re.sub(r"\(\d+\.\d s\)", "(T)", line)
     return re.sub(r"\b(\d{9,}|[0-9a-f]{10})\b", "N", line)
 
