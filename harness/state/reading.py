@@ -41,10 +41,8 @@ def read_bytes(path: Path) -> bytes:
         return path.read_bytes()
     except FileNotFoundError:
         raise
-    except IsADirectoryError:
-        raise UsageError(f"{path} is a folder, not a file; move it away") from None
     except OSError as e:
-        raise UsageError(f"{path}: cannot read it: {e.strerror or e}") from None
+        raise unreadable(path, e) from None
 
 
 def check_opens(path: Path) -> None:
@@ -56,10 +54,15 @@ def check_opens(path: Path) -> None:
             return
     except FileNotFoundError:
         return
-    except IsADirectoryError:
-        raise UsageError(f"{path} is a folder, not a file; move it away") from None
     except OSError as e:
-        raise UsageError(f"{path}: cannot read it: {e.strerror or e}") from None
+        raise unreadable(path, e) from None
+
+
+def unreadable(path: Path, error: OSError) -> UsageError:
+    """What a file that is there but cannot be read is to a person: which one, and why."""
+    if isinstance(error, IsADirectoryError):
+        return UsageError(f"{path} is a folder, not a file; move it away")
+    return UsageError(f"{path}: cannot read it: {error.strerror or error}")
 
 
 def read_text(path: Path) -> str:
