@@ -19,18 +19,17 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import shutil
 from dataclasses import dataclass
 from typing import Any
 
-from harness.backends.cli_presets import preset_for
+from harness.backends.cli_presets import build_argv
 from harness.config import MissionConfig, RoleConfig, load_role_config
 from harness.curator.curate import preview_for_model
 from harness.curator.identity import identity_file, identity_lessons, role_of
 from harness.curator.judge import Judgments, about_identity
 from harness.curator.settings import CuratorSettings
-from harness.errors import DONE, HarnessError
+from harness.errors import DONE, HarnessError, UsageError
 from harness.paths import Paths
 from harness.run.lifecycle import call_and_close
 from harness.run.outcome import SIGNAL_EXIT, Judged, judge_error, outcome_fields
@@ -102,13 +101,11 @@ def unavailable(role: RoleConfig) -> str | None:
         keys = KEYS[role.backend]
         return None if any(os.environ.get(k) for k in keys) else f"no {' or '.join(keys)}"
     if role.backend == "command":
-        command = role.options.get("command")
-        try:
-            argv = (shlex.split(command) if isinstance(command, str) else list(command)) \
-                if command else list(preset_for(role.options)[1].argv)
-        except ValueError as e:
+        try:  # the argv a run would start, read as the command backend reads it
+            program = build_argv(role.options, role.model, None)[0][0]
+        except (UsageError, ValueError) as e:
             return f"its command cannot be read: {e}"
-        return None if shutil.which(str(argv[0])) else f"{argv[0]} is not on PATH"
+        return None if shutil.which(program) else f"{program} is not on PATH"
     return None
 
 
@@ -122,15 +119,15 @@ def grouped(questions: list[tuple[Pair, str, str]]) -> list[tuple[str, str, list
     """The questions by note: (what is asked, the note's words, its pairs, their texts)."""
     notes: dict[tuple[Any, str], tuple[str, str, list[Pair], list[str]]] = {}
     for pair, text, other in questions:
-        bucket = pair[0]
+        bucket, identity = pair[0], about_identity(pair[0])
         if (bucket, pair[1]) not in notes:
             asked = (f"is this {role_of(bucket)} lesson already in {identity_file(bucket)}?"
-                     if about_identity(bucket) else f"a {bucket[0]} {bucket[1]} note")
+                     if identity else f"a {bucket[0]} {bucket[1]} note")
             notes[(bucket, pair[1])] = (asked, text, [], [])
-        notes[(bucket, pair[1])][2].append(pair)
+        _, _, pairs, others = notes[(bucket, pair[1])]
+        pairs.append(pair)
         # an identity line by its lesson alone: its provenance is for people, not the question
-        notes[(bucket, pair[1])][3].append(
-            next(identity_lessons(other), other) if about_identity(bucket) else other)
+        others.append(next(identity_lessons(other), other) if identity else other)
     return list(notes.values())
 
 
