@@ -160,11 +160,8 @@ def test_an_agent_cli_judges_too(invoke, state: Path, isolated_env: Path, monkey
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     fake = Path(__file__).parent / "fake_clis" / "claude.py"
-    (state / "raw.md").write_text(unsure_pair_lines())
-    (state / "roles").mkdir(exist_ok=True)
-    command = shlex.join([sys.executable, str(fake), "text", "1: same as #1"])
-    (state / "roles" / "curator.yaml").write_text(
-        f"backend: command\noptions: {{preset: claude, command: {json.dumps(command)}}}\n")
+    cli_curator(state, json.dumps(shlex.join([sys.executable, str(fake), "text",
+                                              "1: same as #1"])))
     result = invoke("curator")
     assert result.exit_code == 0, result.output
     assert_unsure_pair_judged_one(isolated_env)
@@ -172,11 +169,17 @@ def test_an_agent_cli_judges_too(invoke, state: Path, isolated_env: Path, monkey
     assert run["backend"] == "command" and run["summary"] == "1: same as #1"
 
 
-def test_an_agent_cli_not_on_path_leaves_the_rules(invoke, state: Path) -> None:
+def cli_curator(state: Path, command: str) -> None:
+    """The unsure pair in raw.md; the curator's backend is Claude Code's preset, run as
+    `command` (YAML)."""
     (state / "raw.md").write_text(unsure_pair_lines())
     (state / "roles").mkdir(exist_ok=True)
     (state / "roles" / "curator.yaml").write_text(
-        "backend: command\noptions: {preset: claude, command: no-such-agent-cli}\n")
+        f"backend: command\noptions: {{preset: claude, command: {command}}}\n")
+
+
+def test_an_agent_cli_not_on_path_leaves_the_rules(invoke, state: Path) -> None:
+    cli_curator(state, "no-such-agent-cli")
     result = invoke("curator")
     assert result.exit_code == 0, result.output
     assert "judge: none (no-such-agent-cli is not on PATH)" in result.output
@@ -209,10 +212,7 @@ def test_an_overlapping_pass_is_turned_away_before_it_pays_for_a_call(
 
 
 def test_an_agent_cli_command_that_cannot_be_read_leaves_the_rules(invoke, state: Path) -> None:
-    (state / "raw.md").write_text(unsure_pair_lines())
-    (state / "roles").mkdir(exist_ok=True)
-    (state / "roles" / "curator.yaml").write_text(
-        "backend: command\noptions: {preset: claude, command: 'claude \"-p'}\n")
+    cli_curator(state, "'claude \"-p'")
     result = invoke("curator")
     assert result.exit_code == 0, result.output
     assert "judge: none (its command cannot be read: No closing quotation)" in result.output
