@@ -46,17 +46,13 @@ _WORD = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"[a-z][A-Z]")
 _TECH_CHARS = re.compile(r"[/._=:@~$<>|*#\\\[\]{}()0-9]|^-")
 _QUANTITY = re.compile(r"\d+(?:[.,]\d+)*[a-z]*")  # 3.11, 5432, 14s, 3min
-_LEAD_PUNCT = "\"'([{"
-_TRAIL_PUNCT = ".,;:!?\"')]}"
-
-_STEM_ENDINGS = "sdge"  # `stem` leaves any other word as it is: spare it the call
 
 
 @lru_cache(maxsize=1 << 14)
 def stem(word: str) -> str:
     """A trivial stemmer: strip plural, -ed, -ing and a final e, so inflections meet."""
     if len(word) > 4 and not word.isdigit():
-        if word.endswith("ies") or word.endswith("ied"):
+        if word.endswith(("ies", "ied")):
             word = word[:-3] + "y"
         elif word.endswith(("ing", "ed")):
             word = word[:-3] if word.endswith("ing") else word[:-2]
@@ -88,45 +84,33 @@ class Norm:
     signature: str = ""
 
 
-@lru_cache(maxsize=1 << 12)
-def _token(token: str) -> tuple[str, tuple[str, ...], tuple[str, ...], bool, bool]:
-    """What a token says on its own: its bare lower form, its stemmed words (all of them,
-    and without stopwords), whether it looks technical, and whether it is a flag."""
-    token = token.lstrip(_LEAD_PUNCT).rstrip(_TRAIL_PUNCT)
-    low = token.lower()
-    flag = low.startswith("-")
-    technical = flag or bool(_TECH_CHARS.search(token) or _CAMEL.search(token))
-    found = _WORD.findall(low)
-    every = tuple([stem(w) if w[-1] in _STEM_ENDINGS else w for w in found])
-    if STOPWORDS.isdisjoint(found):
-        return low, every, every, technical, flag
-    return (low, every, tuple([s for w, s in zip(found, every, strict=True)
-                               if w not in STOPWORDS]),
-            technical, flag)
-
-
 def _step(token: str, in_code: bool, after_launcher: bool) -> tuple:
     """What `token` adds in its context: (words, anchors, strict words, signature words,
     whether it is a launcher, whether it is an article, whether a command word follows)."""
-    low, every, content, technical, flag = _token(token)
+    token = token.lstrip("\"'([{").rstrip(".,;:!?\"')]}")
+    low = token.lower()
+    flag = low.startswith("-")
+    found = _WORD.findall(low)
+    every = tuple(stem(w) for w in found)
+    launcher, article = low in LAUNCHERS, low in ARTICLES
     runner = after_launcher and low in RUNNERS
     subcommand = after_launcher and not flag and (low not in STOPWORDS or runner)
-    if in_code or technical or subcommand:
-        quantity = low[:1].isdigit() and _QUANTITY.fullmatch(low) is not None
-        if flag or (subcommand and not runner):
-            strict = every
-        elif quantity:
-            strict = ()
-        else:
-            strict = tuple([w for w in every if w[0].isdigit()])
-        measure = quantity and low[-1].isalpha()  # with its unit
-        shaped = every if technical and not measure else ()
-        return (every, every, strict, shaped, low in LAUNCHERS, low in ARTICLES, runner)
-    return content, (), (), (), low in LAUNCHERS, low in ARTICLES, False
+    if not (in_code or flag or subcommand or _TECH_CHARS.search(token)
+            or _CAMEL.search(token)):
+        content = tuple(s for w, s in zip(found, every, strict=True) if w not in STOPWORDS)
+        return content, (), (), (), launcher, article, False
+    quantity = low[:1].isdigit() and _QUANTITY.fullmatch(low) is not None
+    if flag or (subcommand and not runner):
+        strict = every
+    else:
+        strict = () if quantity else tuple(w for w in every if w[0].isdigit())
+    technical = flag or bool(_TECH_CHARS.search(token) or _CAMEL.search(token))
+    shaped = every if technical and not (quantity and low[-1].isalpha()) else ()
+    return every, every, strict, shaped, launcher, article, runner
 
 
-# _step's answers by context (in code * 2 + after a launcher), then token: normalising
-# is most of the curator's reading, and tokens recur far more than texts do
+# _step's answers per context (in code * 2 + after a launcher), by token: tokens recur far
+# more than texts do, and normalising is most of a big pass's reading
 _STEPS: tuple[dict[str, tuple], ...] = ({}, {}, {}, {})
 STEP_CACHE = 1 << 12  # tokens remembered per context before that cache starts over
 
@@ -140,26 +124,21 @@ def normalize(text: str) -> Norm:
     shape: set[str] = set()
     prev_article = after_launcher = False
     for i, segment in enumerate(text.split("`")):
-        in_code = i % 2
         for token in segment.split():
-            cache = _STEPS[in_code * 2 + after_launcher]
+            cache = _STEPS[i % 2 * 2 + after_launcher]
             step = cache.get(token)
             if step is None:
                 if len(cache) >= STEP_CACHE:
                     cache.clear()
-                step = cache[token] = _step(token, bool(in_code), bool(after_launcher))
+                step = cache[token] = _step(token, bool(i % 2), after_launcher)
             more, anchored, strict_words, shaped, launcher, article, command_next = step
             words += more
-            if anchored:
-                anchors.update(anchored)
-                if strict_words:
-                    strict.update(strict_words)
-                if shaped:
-                    shape.update(shaped)
+            anchors.update(anchored)
+            strict.update(strict_words)
+            shape.update(shaped)
             after_launcher = (launcher and not prev_article) or command_next
             prev_article = article
     ordered = sorted(anchors)
-    joined = " ".join(ordered)
-    packed = " ".join(["!" + w if w in strict else w for w in ordered]) if strict else joined
-    return Norm(" ".join(words), joined, " ".join(sorted(strict)), packed,
+    packed = " ".join("!" + w if w in strict else w for w in ordered)
+    return Norm(" ".join(words), " ".join(ordered), " ".join(sorted(strict)), packed,
                 "=" + " ".join(sorted(shape)) if shape else "")
