@@ -1,13 +1,11 @@
 """The judge's answers on disk: the `answer` table of the curator database (`curatordb`).
 
-One row per answer: the bucket (role and kind; kind `-` for a question about what a
-role's identity file already says), the two `text.normalize` keys, whether they say one
-lesson, when and in which mission it was answered, and the two texts when the pass knew
-them (a new normaliser keys the answer again from them). The pass that got the answers
-writes them as a journal step (INSERT OR IGNORE: a redone step adds nothing twice), and
-nothing changes them after. Shared by the missions of one identity folder, like the
-candidate record. A pass asks only about the notes it is unsure of, by key, so its cost
-does not grow with the answers of all earlier passes.
+One row per answer: the bucket (role and kind; kind `-` when the question was about a
+role's identity file), the two `text.normalize` keys, whether they say one lesson, when and
+in which mission, and the two texts when known (a new normaliser keys the answer again from
+them). The pass that got the answers writes them as a journal step (INSERT OR IGNORE: a
+redone step adds nothing twice); nothing changes them after. A pass looks answers up by
+note, so its cost does not grow with all the answers ever recorded.
 """
 
 from __future__ import annotations
