@@ -87,20 +87,19 @@ class Judgments:
     and as many due lessons beside identity (`about_identity`), so a pass whose notes use
     up the budget still asks before promoting a lesson twice.
 
-    `answers` are this pass's new ones, (bucket, key, other) -> True (same lesson) or False;
-    `recorded` looks up those of earlier passes by note (`verdicts.Recorded.about`).
+    `fresh` holds this pass's new answers, (bucket, key, other) -> True (same lesson) or
+    False; `recorded` looks up those of earlier passes by note (`verdicts.Recorded.about`).
     """
 
     def __init__(self, answers: dict[tuple[Any, str, str], bool] | None = None, *,
                  budget: int = 0,
                  recorded: Callable[[Any, str], dict[str, bool]] | None = None) -> None:
-        self.budget = budget
-        self.recorded = recorded  # (bucket, key) -> the answers earlier passes recorded
+        self.budget, self.recorded = budget, recorded
         self.questions: list[Question] = []
         self._asked: list[set[str]] = [set(), set()]  # notes asked about: clustering, identity
         self.texts: dict[str, str] = {}  # a question's note key -> its words (`shown`)
-        self.fresh = dict(answers or {})  # new answers: recorded with the pass that got them
-        self._answers: dict[tuple[Any, str], dict[str, bool]] = {}
+        self.fresh = dict(answers or {})
+        self._answers: dict[tuple[Any, str], dict[str, bool]] = {}  # note -> other -> same
         for (bucket, key, other), same in self.fresh.items():
             self._answers.setdefault((bucket, key), {})[other] = same
         self._looked: set[tuple[Any, str]] = set()  # notes whose recorded answers are in
@@ -114,15 +113,15 @@ class Judgments:
         still asks questions: whether its candidates need ranking at all."""
         return bool(self._about(bucket, key)) or (may_ask and self.asking(bucket, key))
 
-    def _about(self, bucket: Any, key: str) -> dict[str, bool] | None:
-        """The answers about the note `key`: this pass's, then those recorded before."""
+    def _about(self, bucket: Any, key: str) -> dict[str, bool]:
+        """The answers about the note `key`: this pass's, over those recorded before (read
+        once per note)."""
         note = (bucket, key)
         if self.recorded is not None and note not in self._looked:
             self._looked.add(note)
-            found = self.recorded(bucket, key)
-            if found:
+            if found := self.recorded(bucket, key):
                 self._answers[note] = {**found, **self._answers.get(note, {})}
-        return self._answers.get(note)
+        return self._answers.get(note, {})
 
     def asking(self, bucket: Any = None, key: str | None = None) -> bool:
         """Whether this pass still asks about the note `key` in `bucket` (see the class)."""
@@ -163,8 +162,7 @@ class Judgments:
 
     def verdict(self, bucket: Any, key: str, other: str) -> bool | None:
         """The answer about the pair, or None."""
-        found = self._about(bucket, key)
-        return None if found is None else found.get(other)
+        return self._about(bucket, key).get(other)
 
     def ask(self, question: Question) -> bool | None:
         """Note `question` for the judge (within the budget). A judge that answers at once
