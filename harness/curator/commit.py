@@ -79,11 +79,14 @@ def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
     `digest` is what `lessondb.append` needs to bring the lesson database up to date
     too; a redo after a crash has no planner state and leaves the database as it is.
     """
+    said = (digest or {}).get("said")
     for name, text in journal["files"].items():
         atomic_write(paths.state / name, text)
     if journal.get("judgments"):  # before the candidates: whatever clusters them reads these
-        verdicts.append(paths.identity, journal["judgments"], (digest or {}).get("said"))
-    gone = missing_staged(paths, journal)  # see there
+        verdicts.append(paths.identity, journal["judgments"], said)
+    if (gone := missing_staged(paths, journal)) and said is not None:
+        said.append(f"the interrupted run's staged {' and '.join(gone)} were gone from "
+                    f"{paths.own}: carried out without them")
     if journal["candidates"] and paths.staged_candidates.name not in gone:
         lessondb.append(paths.identity, paths.staged_candidates, **(digest or {}))
     skipped: set[int] = set()

@@ -24,13 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.curator import curatordb
-from harness.curator.commit import (
-    CuratorPaths,
-    apply_journal,
-    missing_staged,
-    read_json,
-    write_journal,
-)
+from harness.curator.commit import CuratorPaths, apply_journal, read_json, write_journal
 from harness.curator.identity import bound_identity, check_role_files
 from harness.curator.judge import Judgments, about_identity
 from harness.curator.planning import Planner
@@ -118,16 +112,12 @@ def _finish_interrupted(paths: CuratorPaths, settings: CuratorSettings,
                         report: CuratorReport) -> None:
     """Carry out the journal an interrupted run left, if any (a dry run refuses to start)."""
     report.resumed = paths.journal.exists()
-    if not report.resumed:
-        return
-    if report.dry_run:
+    if report.resumed and report.dry_run:
         raise UsageError("an interrupted curator run is pending; run the curator "
                          "without --dry-run to finish it first")
-    pending = read_json(paths.journal)
-    if gone := missing_staged(paths, pending):
-        report.changes.append(f"the interrupted run's staged {' and '.join(gone)} "
-                              f"were gone from {paths.own}: carried out without them")
-    apply_journal(paths, pending, settings.similarity)
+    if report.resumed:
+        apply_journal(paths, read_json(paths.journal), settings.similarity,
+                      {"said": report.changes})
 
 
 def preview_for_model(state: Path, identity_dir: Path, mission: str,

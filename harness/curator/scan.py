@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from hashlib import blake2b
 from pathlib import Path
 
-from harness.curator.candidate import PROMOTABLE, Candidate, candidate_line
+from harness.curator.candidate import PROMOTABLE, Candidate
 from harness.curator.diffs import DIFF_PREVIEW
 from harness.curator.record import RecordRead, read_record
 from harness.state.memory import parse_fields
@@ -91,8 +91,8 @@ class RawPass:
             for fields in self._entries(f):
                 ts, role, feature, kind, text, run = fields
                 if kind in PROMOTABLE:
-                    line = candidate_line(f"{job.batch}:{scan.n_staged}", ts, job.mission,
-                                          role, kind, feature, run, text) + "\n"
+                    line = Candidate(ts, job.mission, role, kind, feature, run, text).line(
+                        f"{job.batch}:{scan.n_staged}") + "\n"
                     staged.write(line)
                     if scan.n_staged < DIFF_PREVIEW:  # what a dry run's diff shows
                         scan.staged.append(line)
