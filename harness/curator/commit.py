@@ -211,8 +211,7 @@ def _archive(paths: CuratorPaths, journal: dict) -> None:
             os.truncate(paths.archive / name, size)
     if journal["archive_sizes"]:
         paths.archive.mkdir(parents=True, exist_ok=True)
-    stops = [offset for offset, _ in raw["months"][1:]] + [raw["cut"]]
-    for (offset, month), stop in zip(raw["months"], stops, strict=False):  # none at cut 0
+    for month, offset, stop in month_spans(raw["months"], raw["cut"]):
         with open(paths.raw, "rb") as src, _durable(paths.archive / f"{month}.md") as out:
             src.seek(offset)
             while chunk := src.read(min(CHUNK, stop - src.tell())):
@@ -220,6 +219,13 @@ def _archive(paths: CuratorPaths, journal: dict) -> None:
     if journal["memory_archive"]:
         with _durable(paths.archive / "memory-history.md") as out:
             out.write("".join(line + "\n" for line in journal["memory_archive"]).encode())
+
+
+def month_spans(months: list, cut: int) -> list[tuple[str, int, int]]:
+    """(month, start, stop) of raw.md's archived bytes, from the month changes before `cut`."""
+    stops = [offset for offset, _ in months[1:]] + [cut]
+    return [(month, offset, stop)
+            for (offset, month), stop in zip(months, stops, strict=False)]  # none at cut 0
 
 
 @contextmanager

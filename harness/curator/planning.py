@@ -24,6 +24,7 @@ from harness.curator.commit import (
     CuratorPaths,
     archive_sizes,
     cursor_start,
+    month_spans,
     read_json,
     read_text,
     stage_promotions,
@@ -243,10 +244,9 @@ class Planner:
         if scan.cut:
             self.report.diffs[str(paths.raw)] = bulk_diff(
                 paths.raw, *lines_between(paths.raw, 0, scan.cut), drop=True)
-            stops = [offset for offset, _ in scan.months[1:]] + [scan.cut]
-            for (offset, month), stop in zip(scan.months, stops, strict=True):
-                shown, total = lines_between(paths.raw, offset, stop)
-                _append(appends, paths.archive / f"{month}.md", shown, total)
+            for month, offset, stop in month_spans(scan.months, scan.cut):
+                _append(appends, paths.archive / f"{month}.md",
+                        *lines_between(paths.raw, offset, stop))
         _append(appends, paths.archive / "memory-history.md",
                 [line + "\n" for line in memory_archived], len(memory_archived))
         _append(appends, paths.record, scan.staged, scan.n_staged)
