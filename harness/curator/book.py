@@ -139,31 +139,32 @@ class MemoryBook:
     def add(self, entry: Entry, cluster: int | None = None) -> None:
         """Take one new L1 entry into memory; `cluster` if the caller already matched it."""
         self._seq += 1
-        e, day = entry, entry.ts[:10]
-        if e.kind == "DECISION":
-            self._add_topic(Item("D", "DECISION", e.role, clip(e.text, TEXT_MAX), day,
-                                 self._seq, feature=e.feature, run=e.run))
-        elif e.kind not in LESSON_KINDS:
-            self._context.append(Item("C", "-", e.role, clip(e.text, TEXT_MAX), day,
-                                      self._seq, feature=e.feature, run=e.run))
-        else:
+        role, kind, text, day = entry.role, entry.kind, entry.text, entry.ts[:10]
+        if kind in LESSON_KINDS:
             if cluster is None:
-                cluster = self.clusters.assign_text((e.role, e.kind), e.text)
-            self._add_lesson(cluster, e, day)
+                cluster = self.clusters.assign_text((role, kind), text)
+            self._add_lesson(cluster, entry)
+            return
+        item = Item("D" if kind == "DECISION" else "C", kind, role, clip(text, TEXT_MAX), day,
+                    self._seq, feature=entry.feature, run=entry.run)
+        if kind == "DECISION":
+            self._add_topic(item)
+        else:
+            self._context.append(item)
 
-    def _add_lesson(self, cid: int, e: Entry, day: str) -> None:
-        ref = e.run or e.feature
+    def _add_lesson(self, cid: int, entry: Entry) -> None:
+        ref, day = entry.run or entry.feature, entry.ts[:10]
         item = self._lessons.get(cid)
         if item is None:
             ids = (ref,) if ref != "-" else ()
-            self._lessons[cid] = Item("L", e.kind, e.role, clip(e.text, TEXT_MAX), day,
-                                      self._seq, ids=ids)
+            self._lessons[cid] = Item("L", entry.kind, entry.role, clip(entry.text, TEXT_MAX),
+                                      day, self._seq, ids=ids)
             return
         item.note(ref, day)
         if item.in_history:  # back from History: it recurs
             item.in_history = False
             if item.text.endswith("…"):
-                item.text = clip(e.text, TEXT_MAX)
+                item.text = clip(entry.text, TEXT_MAX)
 
     def _add_topic(self, item: Item) -> None:
         explicit, topic = topic_of(item.text)

@@ -4,7 +4,7 @@ The plan reads the candidate record and raw.md (`scan`), clusters what they hand
 over into MEMORY.md (`book.MemoryBook`) and the promotion evidence
 (`promotion.PromotionTracker`), compacts, and stages the new candidate lines and
 the promotions under `<state>/curator/`. What it returns is the journal that
-`commit.apply_journal` carries out (see `curate`'s docstring).
+`commit.apply_journal` carries out (its steps: `commit`'s docstring).
 """
 
 from __future__ import annotations
