@@ -52,13 +52,13 @@ class Scan:
     cut: int = 0  # raw.md's bytes before this go to the archive
     cut_line: int = 0
     inode: int = 0
-    head: bytes = b""
+    head: bytearray = field(default_factory=bytearray)  # raw.md's first HEAD_BYTES
     # where the archive month changes before the cut: (offset, month)
     months: list[tuple[int, str]] = field(default_factory=list)
     processed: int = 0  # lines from `start` on
     unparsed: int = 0  # of those, lines that did not parse
-    staged: list[str] = field(default_factory=list)  # the first candidate lines written
-    n_staged: int = 0
+    n_staged: int = 0  # candidate lines written
+    staged: list[str] = field(default_factory=list)  # the first of them, for a dry run's diff
     counted: list[list[str]] = field(default_factory=list)  # `note_keys` of the cut on
     recounted: int = 0  # entries not handed over again: counted by an earlier run
 
@@ -94,7 +94,7 @@ class RawPass:
                     line = Candidate(ts, job.mission, role, kind, feature, run, text).line(
                         f"{job.batch}:{scan.n_staged}") + "\n"
                     staged.write(line)
-                    if scan.n_staged < DIFF_PREVIEW:  # what a dry run's diff shows
+                    if scan.n_staged < DIFF_PREVIEW:
                         scan.staged.append(line)
                     scan.n_staged += 1
                 yield fields
