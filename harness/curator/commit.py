@@ -5,7 +5,8 @@ before it nothing visible has changed (a run that finds no journal replaces stag
 files). It is removed when all is done; a run that finds one carries it out again from
 the first step, so each step is safe to redo:
 
-1. summary.md and MEMORY.md: atomic writes of texts held in the journal.
+1. summary.md and MEMORY.md: atomic writes of texts held in the journal; then the
+   judge's new answers go to the curator database (an answer recorded before stands).
 2. candidates: the staged lines are appended to `<identity>/.candidates.log` under its
    lock. Lines carry `batch:seq` and a reader skips a seq it has seen.
 3. identity: under `<identity>/.identity.lock`, the staged promotions are appended; a

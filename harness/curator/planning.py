@@ -10,6 +10,7 @@ the promotions under `<state>/curator/`. What it returns is the journal that
 from __future__ import annotations
 
 import secrets
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -240,25 +241,23 @@ class Planner:
     def _bulk_diffs(self, scan: Scan, memory_archived: list[str],
                     promotions: list[Promotion]) -> None:
         """A dry run's diffs of raw.md's head and of every file the pass appends to."""
-        paths, appends = self.paths, {}
+        paths, shown, totals = self.paths, {}, Counter[Path]()
+
+        def append(path: Path, lines: list[str], n: int) -> None:
+            first = shown.setdefault(path, [])
+            first += lines[: DIFF_PREVIEW - len(first)]
+            totals[path] += n
+
         if scan.cut:
             self.report.diffs[str(paths.raw)] = bulk_diff(
                 paths.raw, *lines_between(paths.raw, 0, scan.cut), drop=True)
-            for month, offset, stop in month_spans(scan.months, scan.cut):
-                _append(appends, paths.archive / f"{month}.md",
-                        *lines_between(paths.raw, offset, stop))
-        _append(appends, paths.archive / "memory-history.md",
-                [line + "\n" for line in memory_archived], len(memory_archived))
-        _append(appends, paths.record, scan.staged, scan.n_staged)
+        for month, offset, stop in month_spans(scan.months, scan.cut):
+            append(paths.archive / f"{month}.md", *lines_between(paths.raw, offset, stop))
+        append(paths.archive / "memory-history.md", [line + "\n" for line in memory_archived],
+               len(memory_archived))
+        append(paths.record, scan.staged, scan.n_staged)
         for p in promotions:
-            _append(appends, paths.role_file(p.role), [p.line + "\n"], 1)
-        for path, (shown, total) in appends.items():
+            append(paths.role_file(p.role), [p.line + "\n"], 1)
+        for path, total in totals.items():
             if total:
-                self.report.diffs[str(path)] = bulk_diff(path, shown, total)
-
-
-def _append(appends: dict[Path, tuple[list[str], int]], path: Path, lines: list[str],
-            n: int) -> None:
-    """Add `n` lines appended to `path`, the first of them `lines`, to `appends`."""
-    shown, total = appends.get(path, ([], 0))
-    appends[path] = (shown + lines[: DIFF_PREVIEW - len(shown)], total + n)
+                self.report.diffs[str(path)] = bulk_diff(path, shown[path], total)
