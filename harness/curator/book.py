@@ -1,6 +1,6 @@
 """Pure compaction of L2 summary.md and L3 MEMORY.md: entries and texts in, texts out.
 
-MEMORY.md is a list of items (see `memory_items` for the line grammar). New
+MEMORY.md is a list of items (see `items` for the line grammar). New
 entries update it: a lesson merges into the item that says the same thing
 (see `matching`), with an exact count; a decision supersedes an earlier one on
 the same topic; plain notes become Context. The topic is the text before a
