@@ -86,12 +86,12 @@ def test_the_pass_finds_the_cut_the_months_and_the_new_entries(tmp_path) -> None
         ("2026-04-02T10:00:00Z", "worker", "F-003", "GOTCHA", "the CI cache expires after 7 days",
          "run3"),
         ("2026-04-03T10:00:00Z", "worker", "F-004", "DECISION", "db: use postgres 16", "run4")]
-    assert (scan.processed, scan.unparsed, scan.staged) == (5, 1, 2)
-    assert scan.notes == []  # the one plain note is before `start`
+    assert (scan.processed, scan.unparsed, scan.n_staged) == (5, 1, 2)
     # the cut keeps the last two entries (and the stray line after them)
     assert scan.cut == sum(len(line) + 1 for line in lines[:3]) and scan.cut_line == 3
     april = first + len(lines[1]) + 1
-    assert scan.months == [(0, 0, "unparsed"), (0, 0, "2026-03"), (april, 2, "2026-04")]
+    # the months of the archived entries: the first entry's overrides the one carried over
+    assert scan.months == [(0, "2026-03"), (april, "2026-04")]
     assert scan.end == raw.stat().st_size and scan.head == raw.read_bytes()
     assert staged.read_text().splitlines() == [
         "b1:0\t2026-03-31T10:00:00Z\tshop\tworker\tTRICK\tF-001\trun1\t"
@@ -112,31 +112,25 @@ def test_a_text_repeated_word_for_word_joins_its_lesson(tmp_path) -> None:
     assert memory.count("--flag") == 3
 
 
-def test_plain_notes_go_by_number_and_the_newest_come_at_the_end(tmp_path) -> None:
+def test_plain_notes_are_handed_over_in_order_with_the_rest(tmp_path) -> None:
     state = tmp_path / "state"
     state.mkdir()
     kinds = ["-", "-", "TRICK", "-", "DECISION", "-", "-", "-"]
     for n, kind in enumerate(kinds):
         append_entry(state, make_entry("worker", f"F-00{n}", kind, f"note {n}", f"r{n}",
                                        f"2026-04-0{n + 1}T10:00:00Z"))
-    job = ScanJob(str(state / "raw.md"), 0, 2, "unparsed", None, "b1", "shop", notes_kept=2)
+    job = ScanJob(str(state / "raw.md"), 0, 2, "unparsed", None, "b1", "shop")
     raw_pass = RawPass(job)
-    records = list(raw_pass.entries())
-    # plain notes as None; the lesson and the decision as fields
-    assert [r and r[3] for r in records] == [None, None, "TRICK", None, "DECISION", None,
-                                             None, None]
-    # the newest two, each numbered by its place among the entries (from 1)
-    assert raw_pass.scan.notes == [
-        (7, "2026-04-07T10:00:00Z", "worker", "F-006", "note 6", "r6"),
-        (8, "2026-04-08T10:00:00Z", "worker", "F-007", "note 7", "r7")]
+    assert [(r[3], r[4]) for r in raw_pass.entries()] == [
+        (kind, f"note {n}") for n, kind in enumerate(kinds)]
+    assert raw_pass.scan.processed == 8 and raw_pass.scan.months == [(0, "2026-04")]
 
 
 @pytest.mark.parametrize("kinds, tools", [(["-", "-", "-", "TRICK", "FAIL", "DECISION"], 30),
                                           (["-", "-", "TRICK"], 3)])  # notes fill History
 def test_the_curator_keeps_the_plain_notes_a_book_fed_entry_by_entry_keeps(tmp_path, kinds,
                                                                           tools) -> None:
-    """The pass hands plain notes over by number only, the newest at the end; MEMORY.md must
-    come out as if every entry went through MemoryBook.add, in order."""
+    """MEMORY.md must come out as if every entry went through MemoryBook.add, in order."""
     rng = random.Random(3)
     entries = []
     for n in range(400):
@@ -209,4 +203,4 @@ def test_a_dry_run_over_a_big_log_writes_nothing(tmp_path) -> None:
 def test_a_pass_over_a_missing_raw_md_finds_nothing(tmp_path) -> None:
     raw_pass = RawPass(ScanJob(str(tmp_path / "raw.md"), 0, 10, "2026-04", None, "b1", "shop"))
     assert list(raw_pass.entries()) == []
-    assert raw_pass.scan.end == 0 and raw_pass.scan.months == [(0, 0, "2026-04")]
+    assert raw_pass.scan.end == 0 and raw_pass.scan.months == []

@@ -1,6 +1,6 @@
 """Pure compaction of L2 summary.md and L3 MEMORY.md: entries and texts in, texts out.
 
-MEMORY.md is a list of items (see `memory_items` for the line grammar). New
+MEMORY.md is a list of items (see `items` for the line grammar). New
 entries update it: a lesson merges into the item that says the same thing
 (see `matching`), with an exact count; a decision supersedes an earlier one on
 the same topic; plain notes become Context. The topic is the text before a
@@ -22,11 +22,9 @@ from __future__ import annotations
 
 import heapq
 import re
-import sys
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import repeat
 
 from harness.curator.candidate import LESSON_KINDS
 from harness.curator.clusters import Clusters
@@ -65,11 +63,6 @@ class Bounds:
     summary_max_tokens: int = 800
     memory_max_lines: int = 200
 
-    def notes_kept(self) -> int:
-        """How many of the newest plain notes can matter: Context's and History's lines."""
-        caps = self.shares()
-        return caps["History"] + caps["Context"]
-
     def shares(self) -> dict[str, int]:
         """Lines per MEMORY.md section: Decisions 20%, Context 10%, History 20%, Lessons rest."""
         content = max(self.memory_max_lines - MEMORY_OVERHEAD, 0)
@@ -96,15 +89,14 @@ class MemoryBook:
                  clusters: Clusters | None = None) -> None:
         self.bounds = bounds
         caps = bounds.shares()
-        self._spare = bounds.notes_kept()
         self._seq = 0
         self.clusters = clusters or Clusters(similarity)
-        self._lessons: list[Item | None] = []  # cluster id -> item
+        self._lessons: dict[int, Item] = {}  # by cluster id
         self._topics = LessonIndex(topic_similarity, anchored=False)
         self._explicit: dict[str, int] = {}
         self._current: list[Item] = []  # topic id -> current decision
-        # plain notes: only the newest can stay; they become Items when compacted
-        self._context: deque[Item | tuple[int, Entry]] = deque(maxlen=self._spare)
+        # plain notes: only the newest can stay, in Context or at the top of History
+        self._context: deque[Item] = deque(maxlen=caps["History"] + caps["Context"])
         self._dropped: deque[Item] = deque(maxlen=caps["History"])  # superseded new decisions
         self._superseded_old: list[Item] = []
         self.history: list[Item] = []
@@ -129,9 +121,9 @@ class MemoryBook:
         if item.letter == "L":
             bucket, norm = (item.role, item.kind), normalize(item.text)
             cid = self.clusters.find(bucket, norm)
-            if cid is None or (cid < len(self._lessons) and self._lessons[cid] is not None):
+            if cid is None or cid in self._lessons:
                 cid = self.clusters.new(bucket, norm)
-            self._put(cid, item)
+            self._lessons[cid] = item
         elif item.letter == "D" and not item.in_history:
             explicit, topic = topic_of(item.text)
             if explicit:
@@ -146,50 +138,33 @@ class MemoryBook:
 
     def add(self, entry: Entry, cluster: int | None = None) -> None:
         """Take one new L1 entry into memory; `cluster` if the caller already matched it."""
-        if entry.kind in LESSON_KINDS:
-            if cluster is None:
-                cluster = self.clusters.assign_text((entry.role, entry.kind), entry.text)
-            # a few hundred distinct days among millions of notes: interned
-            self.note_lesson(cluster, entry.role, entry.kind, entry.text,
-                             sys.intern(entry.ts[:10]), entry.run or entry.feature)
-            return
         self._seq += 1
-        if entry.kind == "DECISION":
-            item = Item("D", "DECISION", entry.role, clip(entry.text, TEXT_MAX), entry.ts[:10],
-                        self._seq, feature=entry.feature, run=entry.run)
+        role, kind, text, day = entry.role, entry.kind, entry.text, entry.ts[:10]
+        if kind in LESSON_KINDS:
+            if cluster is None:
+                cluster = self.clusters.assign_text((role, kind), text)
+            self._add_lesson(cluster, entry)
+            return
+        item = Item("D" if kind == "DECISION" else "C", kind, role, clip(text, TEXT_MAX), day,
+                    self._seq, feature=entry.feature, run=entry.run)
+        if kind == "DECISION":
             self._add_topic(item)
         else:
-            self._context.append((self._seq, entry))
+            self._context.append(item)
 
-    def note_lesson(self, cid: int, role: str, kind: str, text: str, day: str, ref: str
-                    ) -> None:
-        """`add` for a lesson note matched to cluster `cid` already, seen on `day` by run
-        (or feature) `ref`: what a big log's loop calls, with no Entry to build."""
-        self._seq += 1
-        item = self._lessons[cid] if cid < len(self._lessons) else None
+    def _add_lesson(self, cid: int, entry: Entry) -> None:
+        ref, day = entry.run or entry.feature, entry.ts[:10]
+        item = self._lessons.get(cid)
         if item is None:
             ids = (ref,) if ref != "-" else ()
-            self._put(cid, Item("L", kind, role, clip(text, TEXT_MAX), day, self._seq, ids=ids))
+            self._lessons[cid] = Item("L", entry.kind, entry.role, clip(entry.text, TEXT_MAX),
+                                      day, self._seq, ids=ids)
             return
         item.note(ref, day)
         if item.in_history:  # back from History: it recurs
             item.in_history = False
             if item.text.endswith("…"):
-                item.text = clip(text, TEXT_MAX)
-
-    def count_notes(self, n: int) -> None:
-        """Take `n` plain notes by number only; the newest come later, in `keep_notes`."""
-        self._seq += n
-
-    def keep_notes(self, notes: Iterable[tuple[int, Entry]]) -> None:
-        """The newest plain notes, oldest first, each with its number: its place among the
-        entries `add`, `note_lesson` and `count_notes` took (from 1)."""
-        self._context.extend(notes)
-
-    def _put(self, cid: int, item: Item) -> None:
-        if cid >= len(self._lessons):  # no temporary list (see PromotionTracker.put)
-            self._lessons.extend(repeat(None, cid + 1 - len(self._lessons)))
-        self._lessons[cid] = item
+                item.text = clip(entry.text, TEXT_MAX)
 
     def _add_topic(self, item: Item) -> None:
         explicit, topic = topic_of(item.text)
@@ -208,7 +183,7 @@ class MemoryBook:
     def compact(self) -> Compacted:
         """The bounded MEMORY.md and summary.md, and the old lines that left MEMORY.md."""
         caps = self.bounds.shares()
-        live = [i for i in self._lessons if i is not None and not i.in_history]
+        live = [i for i in self._lessons.values() if not i.in_history]
         best = heapq.nsmallest(caps["Lessons"] + caps["History"], live, key=Item.rank)
         lessons, demoted = best[: caps["Lessons"]], best[caps["Lessons"]:]
         newest = sorted(self._current, key=lambda i: (i.day, i.seq), reverse=True)
@@ -216,7 +191,6 @@ class MemoryBook:
         demoted += newest[caps["Decisions"]: caps["Decisions"] + caps["History"]]
         superseded = sorted([*self._superseded_old, *self._dropped],
                             key=lambda i: (i.day, i.seq), reverse=True)
-        self._context = deque(map(_context_item, self._context), maxlen=self._spare)
         context = sorted(self._context, key=lambda i: (i.day, i.seq), reverse=True)
         demoted += superseded + context[caps["Context"]:]
         old_history = [i for i in self.history if i.in_history]
@@ -251,14 +225,6 @@ def _memory_lines(memory_text: str) -> Iterator[tuple[str, str]]:
     for line in sections.get("", []):
         if line.strip() and not line.startswith("# "):
             yield "History", line
-
-
-def _context_item(note: Item | tuple[int, Entry]) -> Item:
-    if isinstance(note, Item):
-        return note
-    seq, e = note
-    return Item("C", "-", e.role, clip(e.text, TEXT_MAX), e.ts[:10], seq, feature=e.feature,
-                run=e.run)
 
 
 def build_summary(lessons: list[Item], decisions: list[Item], bounds: Bounds) -> str:

@@ -25,13 +25,8 @@ class Candidate(NamedTuple):
 
     def line(self, tag: str) -> str:
         """The candidate record line, without the newline; `tag` is `batch:seq`."""
-        return candidate_line(tag, *self)
-
-
-def candidate_line(tag: str, ts: str, mission: str, role: str, kind: str, feature: str,
-                   run: str | None, text: str) -> str:
-    """`Candidate.line` from the fields, for a loop that has them and no Candidate."""
-    return "\t".join((tag, ts, mission, role, kind, feature, run or "-", text))
+        return "\t".join((tag, self.ts, self.mission, self.role, self.kind, self.feature,
+                          self.run or "-", self.text))
 
 
 def mission_token(mission: str) -> str:

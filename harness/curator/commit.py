@@ -1,8 +1,24 @@
 """Phase two of a curator run: carry out a committed journal, every step safe to redo.
 
-The steps and why each can be redone after a crash are in `harness.curator.curate`'s
-docstring. The journal is written once and removed when all is done; a run
-that finds one carries it out again from the first step.
+The journal (`<state>/curator/journal.json`, written atomically) is the commit point:
+before it nothing visible has changed (a run that finds no journal replaces staged
+files). It is removed when all is done; a run that finds one carries it out again from
+the first step, so each step is safe to redo:
+
+1. summary.md and MEMORY.md: atomic writes of texts held in the journal; then the
+   judge's new answers go to the curator database (an answer recorded before stands).
+2. candidates: the staged lines are appended to `<identity>/.candidates.log` under its
+   lock. Lines carry `batch:seq` and a reader skips a seq it has seen.
+3. identity: under `<identity>/.identity.lock`, the staged promotions are appended; a
+   role file that changed since the plan is checked again, so no lesson goes in twice.
+4. archive: a redo first truncates the archive files back to the sizes the journal
+   recorded, then appends raw.md's bytes before the cut to `archive/YYYY-MM.md` (by
+   entry time; a line that does not parse goes with the entry before it, or to
+   `archive/unparsed.md`) and the lines that left MEMORY.md to `memory-history.md`.
+5. raw.md: under the raw lock, held only for this short copy, raw.md is replaced by its
+   bytes from the cut on. A redo sees a new inode or head and skips steps 4 and 5.
+6. cursor: `curator/cursor.json` gets the new offset and a hash of the bytes before it;
+   then the journal goes.
 """
 
 from __future__ import annotations
@@ -10,9 +26,9 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -30,48 +46,18 @@ CHUNK = 1 << 20
 STAGED_ROWS = 1000  # staged promotions per line: a JSON call per line, not per promotion
 
 
-@dataclass
 class CuratorPaths:
     """Where a curator run reads and writes."""
 
-    state: Path
-    identity: Path
-
-    @property
-    def raw(self) -> Path:
-        return memory.raw_path(self.state)
-
-    @property
-    def own(self) -> Path:
-        return self.state / "curator"
-
-    @property
-    def journal(self) -> Path:
-        return self.own / "journal.json"
-
-    @property
-    def cursor(self) -> Path:
-        return self.own / "cursor.json"
-
-    @property
-    def staged_candidates(self) -> Path:
-        return self.own / "candidates.pending"
-
-    @property
-    def staged_promotions(self) -> Path:
-        return self.own / "promotions.pending"
-
-    @property
-    def archive(self) -> Path:
-        return self.state / "archive"
-
-    @property
-    def record(self) -> Path:
-        return self.identity / candidates.RECORD
-
-    @property
-    def identity_lock(self) -> Path:
-        return self.identity / ".identity.lock"
+    def __init__(self, state: Path, identity: Path) -> None:
+        self.state, self.identity = state, identity
+        self.raw, self.archive = memory.raw_path(state), state / "archive"
+        self.own = state / "curator"  # the run's journal, cursor and staged files
+        self.journal, self.cursor = self.own / "journal.json", self.own / "cursor.json"
+        self.staged_candidates = self.own / "candidates.pending"
+        self.staged_promotions = self.own / "promotions.pending"
+        self.record = identity / candidates.RECORD
+        self.identity_lock = identity / ".identity.lock"
 
     def role_file(self, role: str) -> Path:
         return self.identity / f"{role}.md"
@@ -94,11 +80,14 @@ def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
     `digest` is what `lessondb.append` needs to bring the lesson database up to date
     too; a redo after a crash has no planner state and leaves the database as it is.
     """
+    said = (digest or {}).get("said")
     for name, text in journal["files"].items():
         atomic_write(paths.state / name, text)
     if journal.get("judgments"):  # before the candidates: whatever clusters them reads these
-        verdicts.append(paths.identity, journal["judgments"], (digest or {}).get("said"))
-    gone = missing_staged(paths, journal)  # see there
+        verdicts.append(paths.identity, journal["judgments"], said)
+    if (gone := missing_staged(paths, journal)) and said is not None:
+        said.append(f"the interrupted run's staged {' and '.join(gone)} were gone from "
+                    f"{paths.own}: carried out without them")
     if journal["candidates"] and paths.staged_candidates.name not in gone:
         lessondb.append(paths.identity, paths.staged_candidates, **(digest or {}))
     skipped: set[int] = set()
@@ -157,46 +146,33 @@ def _promote(paths: CuratorPaths, sizes: dict[str, int], similarity: float) -> s
     changed since (another mission's curator, or this step half done before).
     """
     skipped: set[int] = set()
-    outs: dict[str, Any] = {}
+    outs: dict[str, BinaryIO] = {}
     recheck: dict[str, IdentityIndex] = {}
-    with hold_lock(paths.identity_lock), \
+    with hold_lock(paths.identity_lock), ExitStack() as files, \
             open(paths.staged_promotions, encoding="utf-8") as staged:
-        try:
-            for n, (role, _, text, line) in enumerate(_staged_rows(staged)):
-                if role not in outs:
-                    path = paths.role_file(role)
-                    current = read_text(path)
-                    if len(current.encode()) != sizes.get(role):
-                        recheck[role] = IdentityIndex(similarity)
-                        recheck[role].add_text(role, current)
-                    outs[role] = out = open(path, "ab")
-                    if not current:
-                        out.write(f"# {role}\n\n".encode())
-                    elif not current.endswith("\n"):
-                        out.write(b"\n")
-                if role in recheck and recheck[role].knows(role, text):
-                    skipped.add(n)
-                    continue
+        for n, (role, _, text, line) in enumerate(_staged_rows(staged)):
+            if role not in outs:
+                current = read_text(paths.role_file(role))
+                if len(current.encode()) != sizes.get(role):
+                    recheck[role] = IdentityIndex(similarity)
+                    recheck[role].add_text(role, current)
+                outs[role] = files.enter_context(_durable(paths.role_file(role)))
+                if not current.endswith("\n"):
+                    outs[role].write(b"\n" if current else f"# {role}\n\n".encode())
+            if role in recheck and recheck[role].knows(role, text):
+                skipped.add(n)
+            else:
                 outs[role].write(line.encode() + b"\n")
-        finally:
-            for out in outs.values():
-                out.flush()
-                os.fsync(out.fileno())
-                out.close()
     return skipped
 
 
 def stage_promotions(path: Path, promotions: list[Promotion]) -> None:
     """Write the plan's promotions to `path`, STAGED_ROWS rows a line, for `_promote`."""
-    if not promotions:
-        return
-    with open(path, "wb") as out:
-        for first in range(0, len(promotions), STAGED_ROWS):
-            rows = [(p.role, p.kind, p.text, p.line)
-                    for p in promotions[first:first + STAGED_ROWS]]
-            out.write(orjson.dumps(rows) + b"\n")
-        out.flush()
-        os.fsync(out.fileno())
+    if promotions:
+        with _durable(path, "wb") as out:
+            for first in range(0, len(promotions), STAGED_ROWS):
+                out.write(orjson.dumps([(p.role, p.kind, p.text, p.line)
+                                        for p in promotions[first:first + STAGED_ROWS]]) + b"\n")
 
 
 def _staged_rows(staged: Iterable[str]) -> Iterator[list[str]]:
@@ -230,33 +206,36 @@ def _archive(paths: CuratorPaths, journal: dict) -> None:
     if raw["cut"] and not _raw_untouched(paths, raw):
         return
     for name, size in journal["archive_sizes"].items():
-        p = paths.archive / name
         if size is None:
-            p.unlink(missing_ok=True)
-        elif p.exists():
-            os.truncate(p, size)
-    if not journal["archive_sizes"]:
-        return
-    paths.archive.mkdir(parents=True, exist_ok=True)
-    months = [tuple(m) for m in raw["months"]]
-    if raw["cut"]:
-        with open(paths.raw, "rb") as src:
-            for i, (off, month) in enumerate(months):
-                stop = months[i + 1][0] if i + 1 < len(months) else raw["cut"]
-                src.seek(off)
-                with open(paths.archive / f"{month}.md", "ab") as out:
-                    left = stop - off
-                    while left:
-                        chunk = src.read(min(CHUNK, left))
-                        out.write(chunk)
-                        left -= len(chunk)
-                    out.flush()
-                    os.fsync(out.fileno())
+            (paths.archive / name).unlink(missing_ok=True)
+        elif (paths.archive / name).exists():
+            os.truncate(paths.archive / name, size)
+    if journal["archive_sizes"]:
+        paths.archive.mkdir(parents=True, exist_ok=True)
+    for month, offset, stop in month_spans(raw["months"], raw["cut"]):
+        with open(paths.raw, "rb") as src, _durable(paths.archive / f"{month}.md") as out:
+            src.seek(offset)
+            while chunk := src.read(min(CHUNK, stop - src.tell())):
+                out.write(chunk)
     if journal["memory_archive"]:
-        with open(paths.archive / "memory-history.md", "a", encoding="utf-8") as out:
-            out.write("".join(line + "\n" for line in journal["memory_archive"]))
-            out.flush()
-            os.fsync(out.fileno())
+        with _durable(paths.archive / "memory-history.md") as out:
+            out.write("".join(line + "\n" for line in journal["memory_archive"]).encode())
+
+
+def month_spans(months: list, cut: int) -> list[tuple[str, int, int]]:
+    """(month, start, stop) of raw.md's archived bytes, from the month changes before `cut`."""
+    stops = [offset for offset, _ in months[1:]] + [cut]
+    return [(month, offset, stop)
+            for (offset, month), stop in zip(months, stops, strict=False)]  # none at cut 0
+
+
+@contextmanager
+def _durable(path: Path, mode: str = "ab") -> Iterator[BinaryIO]:
+    """`path` opened to write in binary `mode`, flushed to the disk before it closes."""
+    with open(path, mode) as out:
+        yield out
+        out.flush()
+        os.fsync(out.fileno())
 
 
 def _raw_untouched(paths: CuratorPaths, raw: dict) -> bool:

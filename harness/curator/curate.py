@@ -2,51 +2,17 @@
 
 A run takes `<state>/locks/curator.lock` without waiting (a second curator gets
 BusyError, exit 3), and an flock on the state directory itself, which a deleted `locks/`
-does not release, and works in two phases.
+does not release, and works in two phases. The plan (`planning`) reads the candidate
+record and streams raw.md once up to its last complete line, while workers keep
+appending after it; it decides everything and stages the new candidate lines and the
+promotions, changing nothing visible. The commit (`commit`) writes the plan as a
+journal, then carries out its steps, each safe to redo; a run that finds a journal
+finishes it first. Last, every identity file is brought within its bound (`identity`),
+which is safe to redo and needs no journal.
 
-Plan (`planning`): no raw lock, no visible write. Load the candidate record
-(`record`: its digest, then the lines after it), then stream raw.md once up to
-its last complete line (`end`); `scan` reads both, and the curator clusters what it
-hands over. Lines before the cursor's
-`processed` offset were learned by an earlier run and are only counted; newer
-lines feed MEMORY.md and the candidate record. The cut is the offset of the
-`raw_keep`-th last entry; everything before it goes to the archive. The long
-work happens here, while workers keep appending: their lines land after `end`
-and wait for the next run. The new candidate lines and the promotions are
-staged in `<state>/curator/*.pending`.
-
-Commit: the plan is written as `<state>/curator/journal.json` (atomically);
-that write is the commit point. Before it nothing visible has changed (a run
-that finds no journal ignores and replaces staged files). After it, each step
-is carried out (`commit`), marked done in the journal, and redone by
-the next run if the journal is still there; each step is safe to redo:
-
-1. summary.md and MEMORY.md: atomic writes of texts held in the journal.
-2. candidates: the staged lines are appended to `<identity>/.candidates.log`
-   under its lock. Lines carry `batch:seq` and a reader skips a seq it has
-   seen, so a redone append counts nothing twice.
-3. identity: under `<identity>/.identity.lock`, the staged promotions are
-   appended; a role file that changed since the plan (a half-done first
-   attempt, another mission's curator) is checked again, so no lesson goes in
-   twice, in any words.
-4. archive: the sizes of the target files are recorded in the journal first; a
-   redo truncates back to them, then appends raw.md's bytes before the cut to
-   `archive/YYYY-MM.md` (by entry time; a line that does not parse goes with
-   the entry before it, or to `archive/unparsed.md` when none came before) and
-   the lines that left MEMORY.md to `archive/memory-history.md`.
-5. raw.md: under the raw lock, held only for this short copy, raw.md is
-   replaced by its bytes from the cut on (the kept entries plus whatever was
-   appended meanwhile). A redo sees a new inode or head and skips it.
-6. cursor: `curator/cursor.json` gets the new `processed` offset (end - cut)
-   and a hash of those bytes; then the journal goes.
-
-Last, with the plan's structures freed, every identity file is brought within its
-bound (`identity`): the weakest promoted lines move to `identity/archive/`. It
-needs no journal: it is safe to redo, and the next run does it if this one died.
-
-So after any run, or any crash followed by a run, archive plus raw.md hold
-every line ever appended exactly once, and no note is counted twice. A dry run
-plans, fills the diffs and writes nothing.
+So after any run, or any crash followed by a run, archive plus raw.md hold every line
+ever appended exactly once, and no note is counted twice. A dry run plans, fills the
+diffs and writes nothing.
 """
 
 from __future__ import annotations
@@ -58,13 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.curator import curatordb
-from harness.curator.commit import (
-    CuratorPaths,
-    apply_journal,
-    missing_staged,
-    read_json,
-    write_journal,
-)
+from harness.curator.commit import CuratorPaths, apply_journal, read_json, write_journal
 from harness.curator.identity import bound_identity, check_role_files
 from harness.curator.judge import Judgments, about_identity
 from harness.curator.planning import Planner
@@ -110,7 +70,7 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
                 write_journal(paths, journal)
                 skipped = apply_journal(paths, journal, settings.similarity, {
                     "tracker": planner.tracker, "read": planner.record,
-                    "batch": planner.batch, "count": planner.n_staged,
+                    "batch": planner.batch, "count": planner.scan.n_staged,
                     "mission": planner.mission, "text_of": planner.text_of,
                     "said": report.changes})
                 report.promoted = [p for n, p in enumerate(report.promoted)
@@ -152,16 +112,12 @@ def _finish_interrupted(paths: CuratorPaths, settings: CuratorSettings,
                         report: CuratorReport) -> None:
     """Carry out the journal an interrupted run left, if any (a dry run refuses to start)."""
     report.resumed = paths.journal.exists()
-    if not report.resumed:
-        return
-    if report.dry_run:
+    if report.resumed and report.dry_run:
         raise UsageError("an interrupted curator run is pending; run the curator "
                          "without --dry-run to finish it first")
-    pending = read_json(paths.journal)
-    if gone := missing_staged(paths, pending):
-        report.changes.append(f"the interrupted run's staged {' and '.join(gone)} "
-                              f"were gone from {paths.own}: carried out without them")
-    apply_journal(paths, pending, settings.similarity)
+    if report.resumed:
+        apply_journal(paths, read_json(paths.journal), settings.similarity,
+                      {"said": report.changes})
 
 
 def preview_for_model(state: Path, identity_dir: Path, mission: str,

@@ -25,6 +25,7 @@ RECUR_DAYS = 14  # each doubling of a lesson's count weighs as much as 14 days o
 IDS_LISTED = 3
 TEXT_MAX = 300  # MEMORY.md lines; the archive keeps every note verbatim
 HISTORY_TEXT_MAX = 100
+OLD_SEQ = -(10**9)  # an old item's arrival order: before every new one, then by its id
 
 _TAIL = r"(?: \((?P<tail>(?:from: |run |superseded)[^()]*)\))?$"
 _LESSON = re.compile(r"^- \[L(?P<id>\d+)\] (?P<kind>TRICK|GOTCHA|FAIL|FORGOT) x(?P<count>\d+) "
@@ -104,7 +105,7 @@ class Item:
         return head if compressed or not self.run else f"{head} (run {self.run})"
 
 
-def parse_item(line: str, seq_base: int = -(10**9)) -> Item:
+def parse_item(line: str) -> Item:
     """The item on a MEMORY.md line; a foreign item when the curator did not write it."""
     m = _LESSON.match(line)
     if m:
@@ -113,17 +114,17 @@ def parse_item(line: str, seq_base: int = -(10**9)) -> Item:
         more = bool(ids) and ids[-1] == "..."
         ids = tuple(i for i in ids if i and i != "...")
         n = int(m["id"])
-        return Item("L", m["kind"], m["role"], m["text"], m["date"], seq_base + n,
+        return Item("L", m["kind"], m["role"], m["text"], m["date"], OLD_SEQ + n,
                     count=int(m["count"]), ids=ids, more=more, id=n, old_line=line)
     m = _NOTE.match(line)
     if m:
         tail = m["tail"] or ""
         n = int(m["id"])
         kind = "DECISION" if m["letter"] == "D" else "-"
-        return Item(m["letter"], kind, m["role"], m["text"], m["date"], seq_base + n,
+        return Item(m["letter"], kind, m["role"], m["text"], m["date"], OLD_SEQ + n,
                     feature=m["feature"], run=tail[4:] if tail.startswith("run ") else None,
                     id=n, superseded=tail.startswith("superseded"), tail=tail, old_line=line)
-    return Item("", "", "", line, "0001-01-01", seq_base, old_line=line)
+    return Item("", "", "", line, "0001-01-01", OLD_SEQ, old_line=line)
 
 
 def memory_ids(text: str) -> dict[str, int]:

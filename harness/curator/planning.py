@@ -4,15 +4,15 @@ The plan reads the candidate record and raw.md (`scan`), clusters what they hand
 over into MEMORY.md (`book.MemoryBook`) and the promotion evidence
 (`promotion.PromotionTracker`), compacts, and stages the new candidate lines and
 the promotions under `<state>/curator/`. What it returns is the journal that
-`commit.apply_journal` carries out (see `curate`'s docstring).
+`commit.apply_journal` carries out (its steps: `commit`'s docstring).
 """
 
 from __future__ import annotations
 
 import secrets
-import sys
-from collections.abc import Iterable
+from collections import Counter
 from dataclasses import replace
+from pathlib import Path
 
 from harness.curator import lessondb, verdicts
 from harness.curator import record as candidates
@@ -25,11 +25,12 @@ from harness.curator.commit import (
     CuratorPaths,
     archive_sizes,
     cursor_start,
+    month_spans,
     read_json,
     read_text,
     stage_promotions,
 )
-from harness.curator.diffs import DIFF_PREVIEW, append_diff, drop_head_diff, rewrite_diff
+from harness.curator.diffs import DIFF_PREVIEW, bulk_diff, lines_between, rewrite_diff
 from harness.curator.judge import Judgments
 from harness.curator.lessonsource import LessonDB
 from harness.curator.promotion import (
@@ -38,7 +39,7 @@ from harness.curator.promotion import (
     PromotionTracker,
     plan_promotions,
 )
-from harness.curator.scan import HEAD_BYTES, RawPass, Scan, ScanJob, checked_keys, months_before
+from harness.curator.scan import HEAD_BYTES, RawPass, Scan, ScanJob, checked_keys
 from harness.curator.settings import CuratorReport, CuratorSettings, Refine
 from harness.curator.text import normalize
 from harness.state import memory
@@ -57,8 +58,7 @@ class Planner:
         self.today, self.dry_run = today, report.dry_run
         self.batch = secrets.token_hex(6)
         self.report = report  # filled in as the plan goes
-        self.preview: list[str] = []  # the first staged candidate lines, for the diff
-        self.n_staged = 0
+        self.scan: Scan | None = None
         self.tracker: PromotionTracker | None = None
         self._identity_texts: dict[str, dict[str, str]] = {}  # see `text_of`
         self.recorded: verdicts.Recorded | None = None
@@ -84,29 +84,33 @@ class Planner:
             files, promotions = self._refined(files, promotions)
             self.report.promoted = promotions
         changed = {name: text for name, text in files.items() if text != old[name]}
-        months = months_before(scan.months, scan.cut)
-        self._diffs(scan, months, changed, old, compacted.archived, promotions)
-        if self.dry_run or not (changed or self.n_staged or promotions or compacted.archived
-                                or self.judge.fresh
-                                or scan.cut or scan.end != start
+        for name, text in changed.items():
+            path = paths.state / name
+            self.report.diffs[str(path)] = rewrite_diff(path, old[name], text)
+            self.report.changes.append(f"{'would rewrite' if self.dry_run else 'rewrote'} {path}")
+        if self.dry_run:  # only a dry run shows the rest: their line counts read whole files
+            self._bulk_diffs(scan, compacted.archived, promotions)
+        if self.dry_run or not (changed or scan.n_staged or promotions or compacted.archived
+                                or self.judge.fresh or scan.cut or scan.end != start
                                 or cursor.get("next_ids") != compacted.next_ids):
-            self._discard_staged()
+            if not self.dry_run:
+                self.paths.staged_candidates.unlink(missing_ok=True)
             return None
         stage_promotions(self.paths.staged_promotions, promotions)
-        last_month = months[-1][2] if months else cursor.get("last_month", "unparsed")
         return {
             "version": FORMAT_VERSION, "batch": self.batch,
-            "files": changed, "candidates": self.n_staged, "promotions": len(promotions),
+            "files": changed, "candidates": scan.n_staged, "promotions": len(promotions),
             "judgments": verdicts.rows(self.judge.fresh, memory.utc_now(), self.mission,
                                        self.text_of),
             "identity_sizes": self.identity_sizes, "memory_archive": compacted.archived,
-            "archive_sizes": archive_sizes(paths.archive, [m for _, _, m in months],
+            "archive_sizes": archive_sizes(paths.archive, [m for _, m in scan.months],
                                            bool(compacted.archived)),
             "raw": {"end": scan.end, "cut": scan.cut, "inode": scan.inode,
                     "head_sha": sha256(scan.head[: min(scan.cut, HEAD_BYTES)]),
-                    "months": [[off, month] for off, _, month in months]},
-            "cursor": {"version": FORMAT_VERSION, "last_month": last_month,
-                       "next_ids": compacted.next_ids, "counted": scan.counted},
+                    "months": scan.months},
+            "cursor": {"version": FORMAT_VERSION, "next_ids": compacted.next_ids,
+                       "last_month": scan.months[-1][1] if scan.months
+                       else cursor.get("last_month", "unparsed"), "counted": scan.counted},
         }
 
     def close(self) -> None:
@@ -162,8 +166,7 @@ class Planner:
             self.tracker.clusters.index.judge = self.judge
         job = ScanJob(str(paths.raw), start, settings.raw_keep, month,
                       None if self.dry_run else str(paths.staged_candidates), self.batch,
-                      self.mission, str(paths.identity), digest_read,
-                      notes_kept=settings.bounds.notes_kept(), counted=counted)
+                      self.mission, str(paths.identity), digest_read, counted=counted)
         raw_pass = RawPass(job)
         for c in raw_pass.candidates():
             self.tracker.add(c, cluster=self._cluster_of((c.role, c.kind), c.text))
@@ -171,16 +174,14 @@ class Planner:
         book = MemoryBook(old_memory, settings.bounds, similarity=settings.similarity,
                           topic_similarity=settings.topic_similarity,
                           next_ids=next_ids, clusters=self.tracker.clusters)
-        self._learn(raw_pass.entries(), book)
-        book.keep_notes((n, memory.Entry(ts, role, feature, "-", text, run))
-                        for n, ts, role, feature, text, run in raw_pass.scan.notes)
-        scan = raw_pass.scan
+        for entry in map(memory.Entry._make, raw_pass.entries()):
+            self._learn(entry, book)
+        scan = self.scan = raw_pass.scan
         self.report.processed, self.report.unparsed = scan.processed, scan.unparsed
         if scan.recounted:
             self.report.changes.append(f"{scan.recounted} entries of raw.md were counted by an "
                                        "earlier run: read again, not counted again")
         self.report.archived = scan.cut_line
-        self.n_staged, self.preview = scan.staged, scan.staged_preview
         return scan, book
 
     def _cluster_of(self, bucket: tuple[str, str], text: str) -> int:
@@ -203,27 +204,16 @@ class Planner:
             return self.tracker.source.text_of(bucket, key)
         return text
 
-    def _learn(self, entries: Iterable[tuple | None], book: MemoryBook) -> None:
-        """Take raw.md's entries (`scan.RawPass.entries`) into MEMORY.md and the tracker."""
-        # once per note: no Entry for a lesson, and its day interned (a few hundred in all)
-        mission, intern, cluster_of = self.mission, sys.intern, self._cluster_of
-        note_lesson, note_candidate = book.note_lesson, self.tracker.note
-        for fields in entries:
-            if fields is None:  # a plain note: the pass hands the newest over at the end
-                book.count_notes(1)
-                continue
-            ts, role, feature, kind, text, run = fields
-            if kind not in LESSON_KINDS:
-                book.add(memory.Entry(*fields))
-                continue
-            cid, day = cluster_of((role, kind), text), intern(ts[:10])
-            note_lesson(cid, role, kind, text, day, run or feature)
-            if kind in PROMOTABLE:
-                note_candidate(cid, role, kind, text, day, ts, mission, feature, run)
-
-    def _discard_staged(self) -> None:
-        if not self.dry_run:
-            self.paths.staged_candidates.unlink(missing_ok=True)
+    def _learn(self, e: memory.Entry, book: MemoryBook) -> None:
+        """Take one of raw.md's new entries into MEMORY.md and the promotion tracker."""
+        if e.kind not in LESSON_KINDS:
+            book.add(e)
+            return
+        cid = self._cluster_of((e.role, e.kind), e.text)
+        book.add(e, cid)
+        if e.kind in PROMOTABLE:
+            self.tracker.note(cid, e.role, e.kind, e.text, e.ts[:10], e.ts, self.mission,
+                              e.feature, e.run)
 
     def _promotions(self) -> list[Promotion]:
         due = [ev for ev in self.tracker.due() if memory.NAME.fullmatch(ev.role)]
@@ -248,46 +238,26 @@ class Planner:
                 identity.line)
         return promotions
 
-    def _diffs(self, scan: Scan, months: list[tuple[int, int, str]], changed: dict[str, str],
-               old: dict[str, str], memory_archived: list[str],
-               promotions: list[Promotion]) -> None:
-        report, paths = self.report, self.paths
-        for name, text in changed.items():
-            path = paths.state / name
-            report.diffs[str(path)] = rewrite_diff(path, old[name], text)
-            report.changes.append(f"{'would rewrite' if self.dry_run else 'rewrote'} {path}")
-        if self.dry_run:  # only a dry run shows them: their line counts read whole archives
-            self._bulk_diffs(scan, months, memory_archived, promotions)
+    def _bulk_diffs(self, scan: Scan, memory_archived: list[str],
+                    promotions: list[Promotion]) -> None:
+        """A dry run's diffs of raw.md's head and of every file the pass appends to."""
+        paths, shown, totals = self.paths, {}, Counter[Path]()
 
-    def _bulk_diffs(self, scan: Scan, months: list[tuple[int, int, str]],
-                    memory_archived: list[str], promotions: list[Promotion]) -> None:
-        report, paths = self.report, self.paths
-        if scan.cut_line:
-            report.diffs[str(paths.raw)] = drop_head_diff(
-                paths.raw, scan.preview[: scan.cut_line], scan.cut_line)
-            shown: dict[str, list[str]] = {}
-            counts: dict[str, int] = {}
-            for i, (_, line, month) in enumerate(months):
-                stop = months[i + 1][1] if i + 1 < len(months) else scan.cut_line
-                shown.setdefault(month, []).extend(scan.preview[line:stop])
-                counts[month] = counts.get(month, 0) + stop - line
-            for month, lines in shown.items():
-                path = paths.archive / f"{month}.md"
-                report.diffs[str(path)] = append_diff(path, lines, counts[month])
-        if memory_archived:
-            path = paths.archive / "memory-history.md"
-            report.diffs[str(path)] = append_diff(
-                path, [line + "\n" for line in memory_archived], len(memory_archived))
-        if self.n_staged:
-            report.diffs[str(paths.record)] = append_diff(paths.record, self.preview,
-                                                           self.n_staged)
-        shown_lines: dict[str, list[str]] = {}  # only what the diff shows: there may be many
-        per_role: dict[str, int] = {}
+        def append(path: Path, lines: list[str], n: int) -> None:
+            first = shown.setdefault(path, [])
+            first += lines[: DIFF_PREVIEW - len(first)]
+            totals[path] += n
+
+        if scan.cut:
+            self.report.diffs[str(paths.raw)] = bulk_diff(
+                paths.raw, *lines_between(paths.raw, 0, scan.cut), drop=True)
+        for month, offset, stop in month_spans(scan.months, scan.cut):
+            append(paths.archive / f"{month}.md", *lines_between(paths.raw, offset, stop))
+        append(paths.archive / "memory-history.md", [line + "\n" for line in memory_archived],
+               len(memory_archived))
+        append(paths.record, scan.staged, scan.n_staged)
         for p in promotions:
-            shown = shown_lines.setdefault(p.role, [])
-            if len(shown) < DIFF_PREVIEW:
-                shown.append(p.line + "\n")
-            per_role[p.role] = per_role.get(p.role, 0) + 1
-        for role, lines in shown_lines.items():
-            path = paths.role_file(role)
-            report.diffs[str(path)] = append_diff(path, lines, per_role[role])
+            append(paths.role_file(p.role), [p.line + "\n"], 1)
+        for path, total in totals.items():
+            if total:
+                self.report.diffs[str(path)] = bulk_diff(path, shown[path], total)
