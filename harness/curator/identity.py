@@ -59,27 +59,13 @@ def strength(line: str) -> Strength | None:
     return missions, features, int(m["count"]), m["last"]
 
 
-def kept_lines(rows: list[tuple[int, Strength | None]], bound: int) -> set[int]:
-    """Which promoted lines stay, given each line's (length, strength) in file order: the
-    strongest that fit in what a person's lines leave of `bound` (ties: the newer)."""
-    room = bound - sum(length for length, s in rows if s is None)
-    keep: set[int] = set()
-    for _, i in sorted(((s, i) for i, (_, s) in enumerate(rows) if s is not None),
-                       reverse=True):
-        if rows[i][0] <= room:
-            room -= rows[i][0]
-            keep.add(i)
-    return keep
-
-
 def archive_path(identity: Path, role: str) -> Path:
     return identity / ARCHIVE / f"{role}.md"
 
 
 def bound_role_file(identity: Path, role: str, bound: int) -> int:
     """Keep `identity/<role>.md` within `bound`, the weakest promoted lines appended to the
-    archive; how many moved. Safe to redo: a line already at the archive's end is not
-    written again."""
+    archive; how many moved. Safe to redo: a line at the archive's end is not written again."""
     path = identity / f"{role}.md"
     try:
         if path.stat().st_size <= bound:  # characters never outnumber bytes
@@ -87,10 +73,8 @@ def bound_role_file(identity: Path, role: str, bound: int) -> int:
         lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     except FileNotFoundError:
         return 0
-    strengths = [strength(line) for line in lines]
-    keep = kept_lines([(len(line), s) for line, s in zip(lines, strengths, strict=True)], bound)
-    moving = [line.rstrip("\n") for i, (line, s) in enumerate(zip(lines, strengths, strict=True))
-              if s is not None and i not in keep]
+    moves = _moving(lines, bound)
+    moving = [line.rstrip("\n") for line, move in zip(lines, moves, strict=True) if move]
     if not moving:
         return 0
     archive = archive_path(identity, role)
@@ -102,10 +86,22 @@ def bound_role_file(identity: Path, role: str, bound: int) -> int:
         out.write("".join(f"{line}\n" for line in moving if line not in there))
         out.flush()
         os.fsync(out.fileno())
-    atomic_write(path, "".join(line for i, (line, s) in enumerate(zip(lines, strengths,
-                                                                     strict=True))
-                               if s is None or i in keep))
+    atomic_write(path, "".join(line for line, move in zip(lines, moves, strict=True)
+                               if not move))
     return len(moving)
+
+
+def _moving(lines: list[str], bound: int) -> list[bool]:
+    """Which lines leave: the promoted ones but the strongest that fit in what a person's
+    lines leave of `bound` (of two equal, the newer stays)."""
+    strengths = [strength(line) for line in lines]
+    room = bound - sum(len(line) for line, s in zip(lines, strengths, strict=True) if s is None)
+    moves = [s is not None for s in strengths]
+    for _, i in sorted(((s, i) for i, s in enumerate(strengths) if s is not None), reverse=True):
+        if len(lines[i]) <= room:
+            room -= len(lines[i])
+            moves[i] = False
+    return moves
 
 
 def _archive_tail(archive: Path, chars: int) -> set[str]:
