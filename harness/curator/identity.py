@@ -163,8 +163,7 @@ class IdentityIndex:
         self.judged = judge is not None  # asks it when looking a lesson up
         self._lines: list[str] = []  # indexed lesson -> the line that says it
         self._archive = archive
-        self._archived: dict[str, list[str]] = {}  # role -> its archive's lines
-        self._lessons: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
+        self._archived: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
         self._indexed: set[str] = set()  # archived lines indexed
 
     def add_text(self, role: str, text: str) -> None:
@@ -211,18 +210,16 @@ class IdentityIndex:
 
     def _archived_lessons(self, role: str, prefix: str) -> tuple[list[str], list[str]]:
         """The lines of `role`'s archive that start with `prefix`, and their lessons as
-        rapidfuzz compares them; the archive is read once a pass."""
-        if role not in self._archived:
+        rapidfuzz compares them; read once a pass."""
+        if (role, prefix) not in self._archived:
             assert self._archive is not None
             try:
                 with open(archive_path(self._archive, role), encoding="utf-8",
                           errors="replace") as f:
-                    self._archived[role] = f.read().splitlines()
+                    lines = [line.rstrip("\n") for line in f if line.startswith(prefix)]
             except FileNotFoundError:
-                self._archived[role] = []
-        if (role, prefix) not in self._lessons:
-            lines = [line for line in self._archived[role] if line.startswith(prefix)]
-            self._lessons[role, prefix] = lines, [
+                lines = []
+            self._archived[role, prefix] = lines, [
                 utils.default_process(line[len(prefix):].partition(" [promoted ")[0])
                 for line in lines]
-        return self._lessons[role, prefix]
+        return self._archived[role, prefix]

@@ -55,14 +55,12 @@ class Evidence:
 
     def note(self, day: str, ts: str, mission: str, feature: str, run: str | None) -> None:
         """Count one more note of this lesson (`day` is ts[:10], interned)."""
-        # this runs once per note of a big log: comparisons rather than min() and max()
         if not self.first or day < self.first:
             self.first = day
         if day > self.last:
             self.last = day
         self.count += 1
-        # each list keeps its first LISTED values; missions and features recur in many lessons,
-        # so each is kept as one string (at 1M entries of bench/curator.py, 1.8 MiB of the peak)
+        # missions and features recur in many lessons: each kept as one string
         self.missions = self._listed(self.missions, sys.intern(mission), 1)
         self.features = self._listed(self.features, sys.intern(feature), 2)
         if not run:
@@ -72,7 +70,6 @@ class Evidence:
             self.worker, self.occasion = sys.intern(feature), run
             self.sourced = sys.intern(mission)
             return
-        # once a rule is settled, its `or` stops at the first term: no later note unsettles it
         same_mission = mission == self.sourced
         self.two_workers = self.two_workers or not same_mission or feature != self.worker
         self.two_occasions = self.two_occasions or not same_mission or run != self.occasion
@@ -106,11 +103,9 @@ class Evidence:
 
     def due(self) -> bool:
         """Whether the promotion rule for this kind holds."""
-        if self.kind == "TRICK":
-            return self.two_workers
-        if self.kind == "FAIL":
-            return self.two_missions
-        return self.kind == "FORGOT" and self.two_occasions
+        rules = {"TRICK": self.two_workers, "FAIL": self.two_missions,
+                 "FORGOT": self.two_occasions}
+        return rules.get(self.kind, False)
 
     def show(self, name: str) -> str:
         """One provenance field as listed, `...` when some values were dropped."""
