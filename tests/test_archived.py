@@ -35,11 +35,11 @@ def test_a_lesson_is_found_among_many_archived_lines_and_the_archive_is_read_as_
                    *filler, OLD)
     text = "ripgrep needs --hidden or it never looks in dotfiles"
     judge = judged(text, "`rg --hidden` finds the dotfiles the search skipped")
-    identity = IdentityIndex(75.0, judge=judge, archive=tmp_path)
+    identity = IdentityIndex(75.0, judge=judge, folder=tmp_path)
     assert identity.archived_line_of("worker", "TRICK", text) == OLD
     assert identity.archived_line_of("worker", "FAIL", text) is None  # another kind
     path.write_text(OTHER + "\n")  # a person cut the file: the next pass reads what is left
-    identity = IdentityIndex(75.0, judge=judge, archive=tmp_path)
+    identity = IdentityIndex(75.0, judge=judge, folder=tmp_path)
     assert identity.archived_line_of("worker", "TRICK", text) is None
     assert not list(tmp_path.glob(".curator.db*"))  # a lookup writes nothing
 
@@ -58,7 +58,7 @@ def test_a_lesson_the_judge_finds_in_the_archive_comes_back_with_the_evidence_me
     old_lesson = "`rg --hidden` finds the dotfiles the search skipped"
     judge = Judgments({("archive/worker/TRICK", normalize(text).key, normalize(old_lesson).key):
                        True})
-    identity = IdentityIndex(75.0, judge=judge, archive=tmp_path)
+    identity = IdentityIndex(75.0, judge=judge, folder=tmp_path)
     [promotion] = plan_promotions([due(text, ("r7", "r8"))], identity, "2026-04-10")
     assert promotion.text == old_lesson
     assert promotion.line == (
@@ -66,7 +66,7 @@ def test_a_lesson_the_judge_finds_in_the_archive_comes_back_with_the_evidence_me
         "missions: shop, blog; features: F-001, F-002, F-005, ...; runs: r1, r2, r7, ...]")
     # without the judge's answer (or a judge) it is a lesson of its own
     for judged in (Judgments(budget=5), None):
-        identity = IdentityIndex(75.0, judge=judged, archive=tmp_path)
+        identity = IdentityIndex(75.0, judge=judged, folder=tmp_path)
         [promotion] = plan_promotions([due(text, ("r7", "r8"))], identity, "2026-04-10")
         assert promotion.text == text and promotion.evidence.count == 2
 
@@ -79,7 +79,7 @@ def test_a_lesson_back_in_the_same_cluster_does_not_count_its_notes_twice(
         ev.note(f"2026-02-{day}", f"2026-02-{day}T10:00:00Z", "shop", feature, run)
     archive(tmp_path, OLD)
     identity = IdentityIndex(75.0, judge=Judgments(budget=5),
-                             archive=tmp_path)
+                             folder=tmp_path)
     [promotion] = plan_promotions([ev], identity, "2026-03-01")
     assert promotion.evidence is ev and promotion.evidence.count == 3
 
@@ -102,7 +102,7 @@ def test_an_archived_line_of_another_kind_does_not_come_back_for_a_lesson(
     key = normalize(text).key
     judge = Judgments({(bucket, key, key): True
                        for bucket in ("archive/worker/TRICK", "archive/worker/FAIL")})
-    identity = IdentityIndex(75.0, judge=judge, archive=tmp_path)
+    identity = IdentityIndex(75.0, judge=judge, folder=tmp_path)
     [promotion] = plan_promotions([due(text, ("r7", "r8"))], identity, "2026-04-10")
     assert promotion.evidence.count == 2 and "FAIL" not in promotion.line
 
@@ -114,7 +114,7 @@ def test_two_due_lessons_that_an_archived_line_says_bring_it_back_once(tmp_path:
              "dotfiles stay invisible to rg without the hidden flag"]
     judge = Judgments({("archive/worker/TRICK", normalize(t).key, old_lesson): True
                        for t in texts})
-    identity = IdentityIndex(75.0, judge=judge, archive=tmp_path)
+    identity = IdentityIndex(75.0, judge=judge, folder=tmp_path)
     other = "`alembic upgrade head` first or the db tests see an old schema"
     lock = "`pnpm install --frozen-lockfile` keeps CI on the committed lockfile"
     promotions = plan_promotions([due(texts[0], ("r7", "r8")), due(other, ("r1", "r2")),

@@ -205,5 +205,7 @@ def unread_notes(paths: CuratorPaths) -> tuple[int, list[tuple]]:
     start = cursor_start(paths, cursor)
     counted = checked_keys(cursor.get("counted")) if start is None else []
     raw = RawPass(ScanJob(str(paths.raw), start or 0, 0, "", None, "", "", counted=counted))
-    notes = [fields for fields in raw.entries() if fields and fields[3] in PROMOTABLE]
-    return raw.scan.processed, notes
+    entries = list(raw.entries())
+    # raw.md read again from its start (a hand edit): a line that does not parse is no note
+    unparsed = raw.scan.unparsed if start is not None else 0
+    return len(entries) + unparsed, [f for f in entries if f and f[3] in PROMOTABLE]

@@ -157,12 +157,12 @@ class IdentityIndex:
     with a judge and the identity folder, which archived line says a lesson."""
 
     def __init__(self, similarity: float, *, judge: Judgments | None = None,
-                 archive: Path | None = None) -> None:
+                 folder: Path | None = None) -> None:
         # a lesson in identity in other words is the costlier mistake: a swap is no refusal
         self._index = LessonIndex(similarity, judge=judge, sure=False)
         self.judged = judge is not None  # asks it when looking a lesson up
         self._lines: list[str] = []  # indexed lesson -> the line that says it
-        self._archive = archive
+        self._folder = folder  # the identity folder, whose archive a judge's lookups read
         self._archived: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
         self._indexed: set[str] = set()  # archived lines indexed
 
@@ -197,7 +197,7 @@ class IdentityIndex:
         judge: a due lesson is one the rules did not join to the lesson promoted before,
         and they would not join it to that one's line either. Of the archive, the
         CANDIDATES lines nearest the lesson are indexed, and the judge asked about them."""
-        if not self.judged or self._archive is None:
+        if not self.judged or self._folder is None:
             return None
         bucket, prefix = archive_bucket(role, kind), f"- {kind}: "
         lines, lessons = self._archived_lessons(role, prefix)
@@ -212,9 +212,9 @@ class IdentityIndex:
         """The lines of `role`'s archive that start with `prefix`, and their lessons as
         rapidfuzz compares them; read once a pass."""
         if (role, prefix) not in self._archived:
-            assert self._archive is not None
+            assert self._folder is not None
             try:
-                with open(archive_path(self._archive, role), encoding="utf-8",
+                with open(archive_path(self._folder, role), encoding="utf-8",
                           errors="replace") as f:
                     lines = [line.rstrip("\n") for line in f if line.startswith(prefix)]
             except FileNotFoundError:

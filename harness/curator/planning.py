@@ -228,7 +228,7 @@ class Planner:
         due = [ev for ev in self.tracker.due() if memory.NAME.fullmatch(ev.role)]
         identity = IdentityIndex(self.settings.similarity,
                                  judge=self.judge if self.judge.active() else None,
-                                 archive=self.paths.identity)
+                                 folder=self.paths.identity)
         self.identity_sizes: dict[str, int] = {}  # role file sizes the plan was checked on
         self.identity_texts: dict[str, str] = {}
         for role in sorted({ev.role for ev in due}):
