@@ -205,7 +205,10 @@ def unread_notes(paths: CuratorPaths) -> tuple[int, list[tuple]]:
     start = cursor_start(paths, cursor)
     counted = checked_keys(cursor.get("counted")) if start is None else []
     raw = RawPass(ScanJob(str(paths.raw), start or 0, 0, "", None, "", "", counted=counted))
-    entries = list(raw.entries())
+    count, notes = 0, []
+    for fields in raw.entries():
+        count += 1
+        if fields is not None and fields[3] in PROMOTABLE:
+            notes.append(fields)
     # raw.md read again from its start (a hand edit): a line that does not parse is no note
-    unparsed = raw.scan.unparsed if start is not None else 0
-    return len(entries) + unparsed, [f for f in entries if f and f[3] in PROMOTABLE]
+    return count + (raw.scan.unparsed if start is not None else 0), notes
