@@ -58,9 +58,9 @@ def explain(state: Path, identity: Path, text: str, similarity: float,
     try:
         for candidate in read_record(identity, read):
             tracker.add(candidate)
-        buckets = sorted(b for b in tracker.clusters.index.buckets()
-                         if role in (None, b[0]) and kind in (None, b[1]))
-        found = [tracker.clusters.find(b, normalize(text)) for b in buckets]
+        norm = normalize(text)
+        found = [tracker.clusters.find(b, norm) for b in sorted(tracker.clusters.index.buckets())
+                 if role in (None, b[0]) and kind in (None, b[1])]
     finally:
         if recorded is not None:
             recorded.close()
