@@ -4,7 +4,7 @@ identity/archive/ verbatim and come back when they recur; a person's lines never
 from pathlib import Path
 
 from harness.curator.curate import CuratorSettings, curate
-from harness.curator.identity import bound_role_file, split_to_bound, strength
+from harness.curator.identity import bound_role_file, strength
 
 
 def promoted(text: str, missions: str, features: str, count: int, last: str) -> str:
@@ -26,21 +26,31 @@ def test_strength_reads_the_provenance_and_counts_a_cut_list_as_one_more() -> No
     assert strength(HAND) is None and strength("# worker") is None
 
 
-def test_the_weakest_promoted_lines_leave_and_hand_lines_stay() -> None:
+def split_to_bound(folder: Path, text: str, bound: int) -> tuple[str, list[str]]:
+    """What `bound_role_file` leaves of `text` in worker.md, and the lines it moves."""
+    (folder / "worker.md").write_text(text)
+    bound_role_file(folder, "worker", bound)
+    archive = folder / "archive" / "worker.md"
+    moved = archive.read_text().splitlines()[2:] if archive.exists() else []
+    archive.unlink(missing_ok=True)
+    return (folder / "worker.md").read_text(), moved
+
+
+def test_the_weakest_promoted_lines_leave_and_hand_lines_stay(tmp_path: Path) -> None:
     text = "".join(line + "\n" for line in ("# worker", "", WEAK, HAND, STRONG, MIDDLE))
     bound = len(text) - len(WEAK) - 1
-    kept, moved = split_to_bound(text, bound)
+    kept, moved = split_to_bound(tmp_path, text, bound)
     assert moved == [WEAK] and len(kept) <= bound
     assert kept == "".join(line + "\n" for line in ("# worker", "", HAND, STRONG, MIDDLE))
-    kept, moved = split_to_bound(text, len("# worker\n\n") + len(HAND) + 1)
+    kept, moved = split_to_bound(tmp_path, text, len("# worker\n\n") + len(HAND) + 1)
     assert moved == [WEAK, STRONG, MIDDLE] and HAND in kept  # a person's line never moves
-    assert split_to_bound(text, len(text)) == (text, [])
+    assert split_to_bound(tmp_path, text, len(text)) == (text, [])
 
 
-def test_of_two_equal_lines_the_newer_stays() -> None:
+def test_of_two_equal_lines_the_newer_stays(tmp_path: Path) -> None:
     older, newer = WEAK, WEAK.replace("npm ci", "pnpm i --frozen-lockfile")
     text = f"# worker\n\n{older}\n{newer}\n"
-    assert split_to_bound(text, len(text) - len(older) - 1) == (
+    assert split_to_bound(tmp_path, text, len(text) - len(older) - 1) == (
         f"# worker\n\n{newer}\n", [older])
 
 

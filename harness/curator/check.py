@@ -40,68 +40,52 @@ def check_model_result(result: ModelResult, *, rules_memory: str,
                        bounds: Bounds, similarity: float) -> list[str]:
     """Why a model's summary, MEMORY.md and promotions cannot stand; empty when they can.
 
-    `rules_memory` is the rules-only MEMORY.md for the same input: every item in
-    it must survive (same id, same count) and no item may be invented.
-    The model may reword the rules' promotions, never add or drop one: each is
-    backed by the notes that met its rule, and the new words must still be that
-    lesson and one `identity` (role -> identity file text) does not hold yet.
+    Every item of `rules_memory` (the rules-only MEMORY.md for the same input) survives
+    with its count, and none is invented. The model may reword the rules' promotions,
+    never add or drop one: the new words must still be that lesson, and one `identity`
+    (role -> identity file text) does not hold yet.
     """
     texts = [("summary.md", result.summary), ("MEMORY.md", result.memory),
              *((f"promotion {p.number}", p.text) for p in result.promotions or ())]
     # JSON can carry a lone surrogate, which no file can hold: caught here, not mid-commit
-    problems = [f"{name} is not valid UTF-8 text" for name, text in texts if not _encodable(text)]
-    problems += _shape_problems("summary.md", result.summary, SUMMARY_SECTIONS,
-                                bounds.summary_max_lines)
+    problems = [f"{name} is not valid UTF-8 text" for name, text in texts
+                if text.encode(errors="replace").decode() != text]
+    problems += _shape("summary.md", result.summary, SUMMARY_SECTIONS, bounds.summary_max_lines)
     if estimate_tokens(result.summary) > bounds.summary_max_tokens:
         problems.append(f"summary.md is over {bounds.summary_max_tokens} tokens")
-    problems += _shape_problems("MEMORY.md", result.memory, MEMORY_SECTIONS,
-                                bounds.memory_max_lines)
+    problems += _shape("MEMORY.md", result.memory, MEMORY_SECTIONS, bounds.memory_max_lines)
     proposed, expected = memory_ids(result.memory), memory_ids(rules_memory)
-    for ref, count in expected.items():
-        if ref not in proposed:
-            problems.append(f"MEMORY.md lost {ref}")
-        elif proposed[ref] != count:
-            problems.append(f"MEMORY.md changed the count of {ref}: {count} -> {proposed[ref]}")
+    problems += [f"MEMORY.md lost {ref}" if ref not in proposed else
+                 f"MEMORY.md changed the count of {ref}: {count} -> {proposed[ref]}"
+                 for ref, count in expected.items() if proposed.get(ref) != count]
     problems += [f"MEMORY.md invents {ref}" for ref in proposed if ref not in expected]
     kept = set(result.memory.splitlines())
     problems += [f"MEMORY.md lost the line {line!r}" for line in rules_memory.splitlines()
                  if line.strip() and not line.startswith("#") and not item_id(line)
                  and line not in kept]
-    for line, ref in summary_refs(result.summary):
-        if ref is None:
-            problems.append(f"summary line does not point into MEMORY.md: {line!r}")
-        elif ref not in proposed:
-            problems.append(f"summary line points to {ref}, which MEMORY.md lacks")
+    problems += [f"summary line does not point into MEMORY.md: {line!r}" if ref is None else
+                 f"summary line points to {ref}, which MEMORY.md lacks"
+                 for line, ref in summary_refs(result.summary) if ref not in proposed]
     if result.promotions is not None:
         problems += _promotion_problems(result.promotions, rules_promotions, identity,
                                         similarity)
     return problems
 
 
-def _encodable(text: str) -> bool:
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _shape_problems(name: str, text: str, sections: tuple[str, ...], max_lines: int) -> list[str]:
-    problems = []
-    if len(text.splitlines()) > max_lines:
-        problems.append(f"{name} is over {max_lines} lines")
-    headings = tuple(line[3:].strip() for line in text.splitlines() if line.startswith("## "))
-    if headings != sections:
-        problems.append(f"{name} sections are {list(headings)}, expected {list(sections)}")
+def _shape(name: str, text: str, sections: tuple[str, ...], max_lines: int) -> list[str]:
+    lines = text.splitlines()
+    problems = [f"{name} is over {max_lines} lines"] if len(lines) > max_lines else []
+    headings = [line[3:].strip() for line in lines if line.startswith("## ")]
+    if tuple(headings) != sections:
+        problems.append(f"{name} sections are {headings}, expected {list(sections)}")
     return problems
 
 
 def _promotion_problems(proposed: list[ProposedPromotion], rules: Sequence[Promotion],
                         identity: Mapping[str, str], similarity: float) -> list[str]:
-    problems = []
     numbers = [p.number for p in proposed]
-    problems += [f"promotion {n} is missing (a lesson that met its rule is promoted)"
-                 for n in range(1, len(rules) + 1) if n not in numbers]
+    problems = [f"promotion {n} is missing (a lesson that met its rule is promoted)"
+                for n in range(1, len(rules) + 1) if n not in numbers]
     problems += [f"promotion {n} is given twice" for n in sorted(set(numbers))
                  if numbers.count(n) > 1]
     known = IdentityIndex(similarity)
@@ -111,8 +95,7 @@ def _promotion_problems(proposed: list[ProposedPromotion], rules: Sequence[Promo
         if not 1 <= p.number <= len(rules):
             problems.append(f"promotion {p.number} is not one of the rules' promotions")
             continue
-        rule = rules[p.number - 1]
-        text = p.words
+        rule, text = rules[p.number - 1], p.words
         where = f"promotion {p.number} ({text[:40]!r})"
         if not text or len(text) > TEXT_MAX:
             problems.append(f"{where}: the text must be 1 to {TEXT_MAX} characters")

@@ -1,18 +1,18 @@
 """`run.sh curator --explain TEXT`: why a lesson was promoted to identity, or why not.
 
-The lesson is found the way a curator run would file a new note saying TEXT: the
-candidate record beside the identity files (its digest, then the lines after it), matched
-per role and kind (`clusters.Clusters.find`, with the judge's recorded answers). Its
-evidence is then read against its kind's rule (`promotion.Evidence.due`), and the role's
-identity file and its archive are searched for it in any words, as
-`identity.IdentityIndex.knows` does. Nothing is written: the digest is loaded, never saved.
+The lesson is found as a pass would file a note saying TEXT: in the candidate record,
+clustered per role and kind with the judge's recorded answers (`clusters.Clusters.find`).
+Its evidence is read against its kind's rule (`promotion.Evidence.due`), and the role's
+identity file and archive are searched for it in any words (`identity.IdentityIndex`).
+The raw.md lines no pass has read yet are read as a pass reads them (`scan.RawPass`):
+named, not counted. Nothing is written.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from rapidfuzz import fuzz, process
+from rapidfuzz import fuzz, process, utils
 
 from harness.curator import verdicts
 from harness.curator.candidate import PROMOTABLE
@@ -23,7 +23,7 @@ from harness.curator.lessondb import load_all
 from harness.curator.matching import same_lesson
 from harness.curator.promotion import Evidence, PromotionTracker
 from harness.curator.record import read_record
-from harness.curator.scan import Counted, checked_keys
+from harness.curator.scan import RawPass, ScanJob, checked_keys
 from harness.curator.text import normalize
 from harness.errors import UsageError
 from harness.state import memory
@@ -31,8 +31,13 @@ from harness.state import memory
 NEVER = {"GOTCHA": "GOTCHA", "DECISION": "DECISION", "-": "plain"}
 CLOSEST = 3  # lessons named when nothing matches
 CLOSEST_SCORE = 60.0  # WRatio below this is not "close"
-UNREAD_MATCHED = 4 << 20  # past this many unread raw.md bytes they are counted, not matched
 SHOWN = 3  # unread notes of the lesson quoted
+RULES = {"TRICK": "A TRICK is promoted once two distinct workers report it: notes from "
+                  "different features, or from different missions.",
+         "FAIL": "A FAIL is promoted once it happens in two missions.",
+         "FORGOT": "A FORGOT is promoted once it is forgotten on two occasions (different "
+                   "runs)."}
+SEEN = {"TRICK": "was noted", "FAIL": "happened", "FORGOT": "was forgotten"}
 
 
 def explain(state: Path, identity: Path, text: str, similarity: float,
@@ -43,7 +48,9 @@ def explain(state: Path, identity: Path, text: str, similarity: float,
     if role is not None and not memory.NAME.fullmatch(role):
         raise UsageError(f"bad role name {role!r}")
     if kind in NEVER:
-        return never_promoted(kind)
+        return (f"{NEVER[kind]} notes are never promoted to identity: only TRICK, FAIL and "
+                "FORGOT are. They stay in MEMORY.md and summary.md, where the curator merges "
+                "and bounds them.")
     tracker, read = load_all(identity, similarity)
     recorded = verdicts.open_recorded(identity)
     if recorded is not None:  # a note the model judged one lesson with another is in it
@@ -51,132 +58,81 @@ def explain(state: Path, identity: Path, text: str, similarity: float,
     try:
         for candidate in read_record(identity, read):
             tracker.add(candidate)
-        lessons = find_lessons(tracker, text, role, kind)
+        norm = normalize(text)
+        found = [tracker.clusters.find(b, norm) for b in sorted(tracker.clusters.index.buckets())
+                 if role in (None, b[0]) and kind in (None, b[1])]
     finally:
         if recorded is not None:
             recorded.close()
-    files = {ev.role: (read_text(identity / f"{ev.role}.md"),
-                       read_text(archive_path(identity, ev.role)))
-             for ev in lessons if memory.NAME.fullmatch(ev.role)}
+    lessons = [ev for cid in found if cid is not None and (ev := tracker.lessons[cid])]
     answers = verdicts.read_all(identity) if lessons else {}
-    blocks = [describe(ev, place(ev, *files.get(ev.role, ("", "")), similarity),
-                       judged(tracker, ev, answers)) for ev in lessons]
-    if not blocks:
-        blocks = [no_lesson(text, closest(tracker, text, role, kind))]
-    unread, notes = unread_lines(CuratorPaths(state, identity))
-    said = [n for n in notes if says(n, text, tracker, lessons, similarity, role, kind)]
+    blocks = [describe(ev, place(identity, ev, similarity), judged(tracker, ev, answers))
+              for ev in lessons] or [no_lesson(text, closest(tracker, text, role, kind))]
+    unread, notes = unread_notes(CuratorPaths(state, identity))
+    said = [n for n in notes if role in (None, n[1]) and kind in (None, n[3])
+            and says(n, text, tracker, lessons, similarity)]
     return "\n\n".join([*blocks, *([pending(unread, said)] if unread else [])])
 
 
-def find_lessons(tracker: PromotionTracker, text: str, role: str | None = None,
-                 kind: str | None = None) -> list[Evidence]:
-    """The lessons, one per role and kind at most, that a note saying `text` would join."""
-    norm, clusters = normalize(text), tracker.clusters
-    found = []
-    for bucket in _buckets(tracker, role, kind):
-        cid = clusters.find(bucket, norm)
-        if cid is not None and (ev := tracker.lessons[cid]) is not None:
-            found.append(ev)
-    return found
-
-
-def closest(tracker: PromotionTracker, text: str, role: str | None = None,
-            kind: str | None = None) -> list[Evidence]:
-    """Up to CLOSEST lessons whose words come nearest `text`, scored on the phrasings the
-    index keeps (already normalised: no lesson is normalised again)."""
-    keys: list[str] = []
-    owners: list[Evidence] = []
-    index = tracker.clusters.index
-    for bucket in _buckets(tracker, role, kind):
-        for cid, key, _ in index.phrasings(bucket):
-            if (ev := tracker.lessons[cid]) is not None:
-                keys.append(key)
-                owners.append(ev)
-    best: list[Evidence] = []
-    for _, _, i in process.extract(normalize(text).key, keys, scorer=fuzz.WRatio,
-                                   limit=4 * CLOSEST, score_cutoff=CLOSEST_SCORE):
-        if owners[i] not in best:
-            best.append(owners[i])
-    return best[:CLOSEST]
-
-
-def _buckets(tracker: PromotionTracker, role: str | None, kind: str | None) -> list:
-    return sorted(b for b in tracker.clusters.index.buckets()
-                  if role in (None, b[0]) and kind in (None, b[1]))
+def closest(tracker: PromotionTracker, text: str, role: str | None,
+            kind: str | None) -> list[Evidence]:
+    """Up to CLOSEST lessons of `role` and `kind` whose words come nearest `text`."""
+    texts = {i: ev.text for i, ev in enumerate(tracker.lessons)
+             if ev is not None and role in (None, ev.role) and kind in (None, ev.kind)}
+    return [tracker.lessons[i] for _, _, i in process.extract(
+        text, texts, scorer=fuzz.WRatio, processor=utils.default_process, limit=CLOSEST,
+        score_cutoff=CLOSEST_SCORE)]
 
 
 def rule(ev: Evidence) -> str:
     """Which rule applies to the lesson's kind, and whether and why it is met or missed."""
+    return f"{RULES[ev.kind]} {'Met' if ev.due() else 'Missed'}: {_met(ev) or _missed(ev)}"
+
+
+def _met(ev: Evidence) -> str:
+    if not ev.due():
+        return ""
+    if len(ev.missions) > 1 or ev.kind == "FAIL":
+        return f"it {SEEN[ev.kind]} in missions {ev.show('missions')}."
     if ev.kind == "TRICK":
-        return _trick(ev)
+        return f"it was noted for features {ev.show('features')}."
+    runs = f"runs {ev.show('runs')}" if len(ev.runs) > 1 else "different features or times"
+    return f"it was forgotten in {runs}."
+
+
+def _missed(ev: Evidence) -> str:
+    notes = "both notes" if ev.count == 2 else f"all {ev.count} notes"
     if ev.kind == "FAIL":
-        head = "A FAIL is promoted once it happens in two missions."
-        if ev.due():
-            return f"{head} Met: it happened in missions {ev.show('missions')}."
-        return (f"{head} Missed: it was seen only in mission {ev.missions[0]} "
-                f"({_notes(ev.count)}); it needs a second mission.")
-    return _forgot(ev)
-
-
-def _trick(ev: Evidence) -> str:
-    head = ("A TRICK is promoted once two distinct workers report it: notes from different "
-            "features, or from different missions.")
-    if ev.due():
-        if len(ev.missions) > 1:
-            return f"{head} Met: it was noted in missions {ev.show('missions')}."
-        return f"{head} Met: it was noted for features {ev.show('features')}."
+        return (f"it was seen only in mission {ev.missions[0]} ({_notes(ev.count)}); it "
+                "needs a second mission.")
+    if ev.kind == "FORGOT":
+        said = (f"it was forgotten once ({ev.occasion})" if ev.count == 1 else
+                f"{notes} came from one occasion ({ev.occasion}): a run restating what it "
+                "forgot is one occasion")
+        return f"{said}; it needs another run."
     where = f"feature {ev.worker} of mission {ev.missions[0]}"
     if ev.count == 1:
-        return f"{head} Missed: it was noted once, for {where}."
-    return (f"{head} Missed: {_all(ev.count)} came from {where}. A retry on the same "
-            "feature read the earlier note in its prompt, so its repeats are echoes, not a "
-            "second worker; a note from another feature or mission would promote it.")
-
-
-def _forgot(ev: Evidence) -> str:
-    head = "A FORGOT is promoted once it is forgotten on two occasions (different runs)."
-    if ev.due():
-        if len(ev.missions) > 1:
-            return f"{head} Met: it was forgotten in missions {ev.show('missions')}."
-        runs = f"runs {ev.show('runs')}" if len(ev.runs) > 1 else "different features or times"
-        return f"{head} Met: it was forgotten in {runs}."
-    if ev.count == 1:
-        return f"{head} Missed: it was forgotten once ({ev.occasion}); it needs another run."
-    return (f"{head} Missed: {_all(ev.count)} came from one occasion ({ev.occasion}): a "
-            "run restating what it forgot is one occasion; it needs another run.")
+        return f"it was noted once, for {where}."
+    return (f"{notes} came from {where}. A retry on the same feature read the earlier note "
+            "in its prompt, so its repeats are echoes, not a second worker; a note from "
+            "another feature or mission would promote it.")
 
 
 def _notes(count: int) -> str:
     return "1 note" if count == 1 else f"{count} notes"
 
 
-def _all(count: int) -> str:
-    return "both notes" if count == 2 else f"all {count} notes"
-
-
-def never_promoted(kind: str) -> str:
-    """Why a note of a kind no rule promotes never reaches identity."""
-    return (f"{NEVER[kind]} notes are never promoted to identity: only TRICK, FAIL and FORGOT "
-            "are. They stay in MEMORY.md and summary.md, where the curator merges and bounds "
-            "them.")
-
-
-def find_line(text: str, lesson: str, similarity: float) -> str | None:
-    """The line of an identity file (or its archive) that says `lesson` in any words."""
-    index = IdentityIndex(similarity)
-    index.add_text("", text)
-    return index.line_of("", lesson)
-
-
-def place(ev: Evidence, role_text: str, archive_text: str, similarity: float) -> str:
-    """Where the lesson is now, given the role's identity file and its archive."""
+def place(identity: Path, ev: Evidence, similarity: float) -> str:
+    """Where the lesson is now: in the role's identity file, its archive, or neither."""
     role_file, archive = f"identity/{ev.role}.md", f"identity/archive/{ev.role}.md"
-    line = find_line(role_text, ev.text, similarity)
-    if line is not None:
+    index = IdentityIndex(similarity)
+    if memory.NAME.fullmatch(ev.role):  # a role name from the record: no path of its own
+        index.add_text(role_file, read_text(identity / f"{ev.role}.md"))
+        index.add_text(archive, read_text(archive_path(identity, ev.role)))
+    if (line := index.line_of(role_file, ev.text)) is not None:
         by_hand = " (a line a person wrote)" if strength(line) is None else ""
         return f"now: in {role_file}{by_hand}: {line}"
-    line = find_line(archive_text, ev.text, similarity)
-    if line is not None:
+    if (line := index.line_of(archive, ev.text)) is not None:
         return (f"now: in {archive}, moved out of {role_file} for room; it comes back when "
                 f"the lesson recurs: {line}")
     if ev.due():
@@ -207,9 +163,8 @@ def judged(tracker: PromotionTracker, ev: Evidence, answers: verdicts.Answers) -
              if bucket == (ev.role, ev.kind) and (key in keys or other in keys)]
     if not about:
         return ""
-    joined = sum(about)
-    return (f"judge: {len(about)} answers recorded about its notes: {joined} 'same' "
-            f"(joined), {len(about) - joined} 'new' (kept apart)")
+    return (f"judge: {len(about)} answers recorded about its notes: {sum(about)} 'same' "
+            f"(joined), {len(about) - sum(about)} 'new' (kept apart)")
 
 
 def no_lesson(text: str, near: list[Evidence]) -> str:
@@ -224,15 +179,11 @@ def no_lesson(text: str, near: list[Evidence]) -> str:
 
 
 def says(note: tuple, text: str, tracker: PromotionTracker, lessons: list[Evidence],
-         similarity: float, role: str | None, kind: str | None) -> bool:
+         similarity: float) -> bool:
     """Whether an unread raw.md note (`memory.parse_fields`) says this lesson or `text`."""
-    _, n_role, _, n_kind, n_text, _ = note
-    if n_kind not in PROMOTABLE or role not in (None, n_role) or kind not in (None, n_kind):
-        return False
-    cid = tracker.clusters.find((n_role, n_kind), normalize(n_text))
-    if cid is not None and tracker.lessons[cid] in lessons:
-        return True
-    return same_lesson(text, n_text, similarity)
+    cid = tracker.clusters.find((note[1], note[3]), normalize(note[4]))
+    return (cid is not None and tracker.lessons[cid] in lessons) or same_lesson(
+        text, note[4], similarity)
 
 
 def pending(unread: int, said: list[tuple]) -> str:
@@ -247,27 +198,17 @@ def pending(unread: int, said: list[tuple]) -> str:
     return "\n".join([f"{head} Of those, {says_it} this:", *shown, *more])
 
 
-def unread_lines(paths: CuratorPaths) -> tuple[int, list[tuple]]:
-    """How many complete raw.md lines follow the cursor, and the promotable notes among them
-    (past UNREAD_MATCHED bytes the lines are only counted)."""
+def unread_notes(paths: CuratorPaths) -> tuple[int, list[tuple]]:
+    """How many raw.md lines the next pass reads that no pass counted, and the promotable
+    notes among them, read as that pass reads them (nothing staged)."""
     cursor = read_json(paths.cursor) if paths.cursor.exists() else {}
     start = cursor_start(paths, cursor)
-    # None: the next pass reads raw.md whole, and counts again none of what it counted
-    counted = Counted(checked_keys(cursor.get("counted"))) if start is None else None
+    counted = checked_keys(cursor.get("counted")) if start is None else []
+    raw = RawPass(ScanJob(str(paths.raw), start or 0, 0, "", None, "", "", counted=counted))
     count, notes = 0, []
-    try:
-        with open(paths.raw, "rb") as f:
-            f.seek(start or 0)
-            big = paths.raw.stat().st_size - (start or 0) > UNREAD_MATCHED
-            for raw in f:
-                if not raw.endswith(b"\n"):
-                    break
-                fields = None if big else memory.parse_fields(raw.decode("utf-8", "replace"))
-                if counted is not None and not big and (fields is None or counted.take(fields)):
-                    continue  # read before the edit: a line that does not parse is no note
-                count += 1
-                if fields is not None and fields[3] in PROMOTABLE:
-                    notes.append(fields)
-    except FileNotFoundError:
-        pass
-    return count, notes
+    for fields in raw.entries():
+        count += 1
+        if fields is not None and fields[3] in PROMOTABLE:
+            notes.append(fields)
+    # raw.md read again from its start (a hand edit): a line that does not parse is no note
+    return count + (raw.scan.unparsed if start is not None else 0), notes

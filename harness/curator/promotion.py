@@ -1,25 +1,11 @@
-"""Promotion to L4 identity: which lessons have earned a line in identity/<role>.md.
+"""Promotion to identity: which lessons have earned a line in identity/<role>.md.
 
-Evidence comes from the candidate record kept beside the identity files: one
-line per TRICK, FAIL or FORGOT note any mission's curator has seen,
-
-    <batch>:<seq> TAB ts TAB mission TAB role TAB kind TAB feature TAB run TAB text
-
-Notes that say the same thing (see `matching`) are one lesson per role and
-kind, and a lesson is promoted when
-
-- TRICK: two or more distinct workers reported it: notes from different
-  features, or from different missions. A retry on the same feature read the
-  earlier note in its prompt, so its repeat is an echo, not a second worker.
-- FAIL: it happened in two or more missions.
-- FORGOT: it was forgotten on two or more occasions: different runs, or for
-  notes without a run id, different features or times. A run restating what
-  it forgot is one occasion.
-
-A lesson already in the role's identity file, in any words, is not promoted
-again. A run plans only the lessons it gave a note to (`PromotionTracker.due`),
-so a line someone deleted from identity stays out until the lesson recurs. A
-promoted line carries its provenance, lists capped, count exact:
+The notes of the candidate record (`record`) that say one thing (`matching`) are one lesson
+per role and kind, its `Evidence`. A lesson is promoted when its kind's rule holds (TRICK:
+two workers, FAIL: two missions, FORGOT: two occasions; see docs/curator.md) and identity
+does not hold it in any words. Only lessons noted in this pass are planned
+(`PromotionTracker.due`): a line someone deleted stays out until the lesson recurs. A
+promoted line carries its provenance, lists capped at LISTED values, the count exact:
 
     - TRICK: <text> [promoted 2026-05-01; seen 3x 2026-04-12..2026-04-20;
       missions: shop, blog; features: F-003, F-007; runs: R1, R2, R3]
@@ -38,17 +24,15 @@ from harness.curator.clusters import BatchSource, Clusters
 from harness.curator.identity import IdentityIndex, listed_values, provenance
 
 LISTED = 3  # provenance values listed per field; the count stays exact
+_BITS = {"missions": 1, "features": 2, "runs": 4}  # `Evidence.more`: values were dropped
 
 
 @dataclass(eq=False, slots=True)
 class Evidence:
-    """Everything known about one lesson across missions.
-
-    Provenance lists keep LISTED distinct values each (`more` marks a field
-    that had to drop some); `count` is exact. Two distinct workers or
-    occasions decide a rule, so only the first is kept, and a flag once a
-    second one shows up.
-    """
+    """Everything known about one lesson across missions: provenance lists of LISTED
+    distinct values (`more` marks those that dropped some), the exact count, and, as two
+    workers, occasions or missions decide a rule, the first of each and whether a second
+    came."""
 
     role: str
     kind: str
@@ -59,7 +43,7 @@ class Evidence:
     missions: tuple[str, ...] = ()
     features: tuple[str, ...] = ()
     runs: tuple[str, ...] = ()
-    more: int = 0  # bit 1 missions, 2 features, 4 runs: values were dropped
+    more: int = 0  # _BITS
     # the first note a run wrote: its feature (the worker), run (the occasion) and mission;
     # a person's notes (no run) are counted and listed but are none of these
     worker: str = ""
@@ -71,14 +55,12 @@ class Evidence:
 
     def note(self, day: str, ts: str, mission: str, feature: str, run: str | None) -> None:
         """Count one more note of this lesson (`day` is ts[:10], interned)."""
-        # this runs once per note of a big log: comparisons rather than min() and max()
         if not self.first or day < self.first:
             self.first = day
         if day > self.last:
             self.last = day
         self.count += 1
-        # each list keeps its first LISTED values; missions and features recur in many lessons,
-        # so each is kept as one string (at 1M entries of bench/curator.py, 1.8 MiB of the peak)
+        # missions and features recur in many lessons: each kept as one string
         self.missions = self._listed(self.missions, sys.intern(mission), 1)
         self.features = self._listed(self.features, sys.intern(feature), 2)
         if not run:
@@ -88,7 +70,6 @@ class Evidence:
             self.worker, self.occasion = sys.intern(feature), run
             self.sourced = sys.intern(mission)
             return
-        # once a rule is settled, its `or` stops at the first term: no later note unsettles it
         same_mission = mission == self.sourced
         self.two_workers = self.two_workers or not same_mission or feature != self.worker
         self.two_occasions = self.two_occasions or not same_mission or run != self.occasion
@@ -122,16 +103,13 @@ class Evidence:
 
     def due(self) -> bool:
         """Whether the promotion rule for this kind holds."""
-        if self.kind == "TRICK":
-            return self.two_workers
-        if self.kind == "FAIL":
-            return self.two_missions
-        return self.kind == "FORGOT" and self.two_occasions
+        rules = {"TRICK": self.two_workers, "FAIL": self.two_missions,
+                 "FORGOT": self.two_occasions}
+        return rules.get(self.kind, False)
 
     def show(self, name: str) -> str:
         """One provenance field as listed, `...` when some values were dropped."""
-        bit = {"missions": 1, "features": 2, "runs": 4}[name]
-        return ", ".join(getattr(self, name)) + (", ..." if self.more & bit else "")
+        return ", ".join(getattr(self, name)) + (", ..." if self.more & _BITS[name] else "")
 
     def line(self, promoted_on: str, text: str | None = None) -> str:
         """The identity line: the lesson (in other words if `text`), then its provenance."""
@@ -227,11 +205,9 @@ class Promotion:
 
 def plan_promotions(due: Iterable[Evidence], identity: IdentityIndex,
                     promoted_on: str) -> list[Promotion]:
-    """The due lessons that identity does not hold yet. Due lessons are distinct clusters,
-    so the rules check them against identity only; a judge (`judge`) may find two say one
-    lesson, so with one each is checked against those promoted before it too. A lesson
-    that a line of identity/archive/ says comes back in that line's words, the evidence
-    merged (`returning`)."""
+    """The due lessons that identity does not hold yet; with a judge, which may find two of
+    them one lesson, nor does a promotion before it. A lesson that an archived line says
+    comes back in that line's words (`returning`)."""
     out, returned = [], set()
     for ev in due:
         if not identity.knows(ev.role, ev.text):
@@ -251,21 +227,21 @@ def plan_promotions(due: Iterable[Evidence], identity: IdentityIndex,
 
 def returning(ev: Evidence, line: str, promoted_on: str) -> Promotion:
     """The promotion of a due lesson that the archived `line` says: in the line's words,
-    with the line's evidence and `ev`'s together. When `ev` counts the line's notes already
-    (its lesson is the one promoted then, recurring) the line's evidence is not added."""
+    with the evidence of both; only `ev`'s when it counts the line's notes already (the
+    lesson promoted then, recurring)."""
     old = provenance(line)
-    if old is None:  # a hand-written line never moves, but a person may put one there
+    if old is None:  # a person's line never moves, but a person may put one there
         return Promotion(ev.role, ev.kind, ev.text, ev, promoted_on)
-    lists = {name: listed_values(old[name]) for name in ("missions", "features", "runs")}
-    first, last = old["first"] or old["last"], old["last"]
-    if (ev.first <= first and ev.count >= int(old["count"])
-            and all(set(lists[name][0]) <= set(getattr(ev, name)) for name in lists)):
+    lists = [(bit, name, *listed_values(old[name])) for name, bit in _BITS.items()]
+    first = old["first"] or old["last"]
+    if ev.first <= first and ev.count >= int(old["count"]) and all(
+            set(values) <= set(getattr(ev, name)) for _, name, values, _ in lists):
         return Promotion(ev.role, ev.kind, old["text"], ev, promoted_on)
     merged = Evidence(ev.role, ev.kind, old["text"], ev.count + int(old["count"]),
-                      min(first, ev.first), max(last, ev.last))
-    for bit, (name, (values, cut)) in enumerate(lists.items()):  # `Evidence.more`'s bits
+                      min(first, ev.first), max(old["last"], ev.last))
+    for bit, name, values, cut in lists:
         joined = list(dict.fromkeys([*values, *getattr(ev, name)]))
         setattr(merged, name, tuple(joined[:LISTED]))
-        if cut or ev.more & 1 << bit or len(joined) > LISTED:
-            merged.more |= 1 << bit
+        if cut or ev.more & bit or len(joined) > LISTED:
+            merged.more |= bit
     return Promotion(ev.role, ev.kind, old["text"], merged, promoted_on)
