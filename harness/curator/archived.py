@@ -1,14 +1,19 @@
 """Which archived identity lines may say a lesson, without reading the whole archive.
 
-`identity/archive/<role>.md` only grows (`identity.bound_role_file`); with a judge, a due
-lesson identity does not hold is looked for there (`identity.IdentityIndex`). A full-text
-index in the curator database (`curatordb`, SQLite FTS5) holds each archived line's
-lesson, and a lookup reads the CANDIDATES lines sharing the most of its rarer words
-(bm25). The files stay the truth: the index reads on from the bytes it has read, starts
-over when a file got shorter, and a damaged database is set aside. A dry run writes
-nothing (what is not indexed yet is read from the file); without FTS5, every line is a
-candidate. (The archive read whole and scored by rapidfuzz was fast enough at 300k entries,
-but showed the judge other lines: bench/judge_bound.py's noisy-judge figures moved.)
+`identity/archive/<role>.md` only grows: each time identity passes its bound, the weakest
+lines are appended to it (`identity.bound_role_file`). With a judge, a due lesson that
+identity does not hold is looked for there (`identity.IdentityIndex.archived_line_of`), and
+after a long history the archive holds tens of thousands of lines: reading and normalising
+them all took a cron pass over 10 new entries from 0.09 s to 5.4 s (`bench/cron.py
+--answers`, 1M entries of history).
+
+So a full-text index of the archives in the curator database (`curatordb`: SQLite FTS5)
+holds each archived line's lesson, and a lookup reads only the CANDIDATES lines sharing
+the most of a lesson's rarer words (bm25). The files stay the truth: the index records
+how many bytes of each it has read and reads on from there, and starts over when a file
+is shorter than that (a person cut it); a damaged database is set aside and made anew. A
+dry run writes nothing: the part not indexed yet is read from the file. Without FTS5 in
+the SQLite at hand, every line of the archive is a candidate.
 """
 
 from __future__ import annotations
@@ -26,8 +31,6 @@ CANDIDATES = 8  # archived lines scored per due lesson, sharing the most of its 
 RAREST = 4  # of a lesson's words, the rarest searched for,
 SCORED = 512  # while the lines holding them are at most this many (bm25 scores each)
 _WORD = re.compile(r"[a-z0-9]+")
-
-
 class ArchiveSearch:
     """Candidate archived lines for a lesson, per role (see the module docstring)."""
 
@@ -42,12 +45,15 @@ class ArchiveSearch:
         if role not in self._tails:
             self._tails[role] = self._caught_up(role)
         words = sorted(_words(lesson))
-        if words and self._conn is not None:
-            try:
-                return self._search(role, words) + self._tails[role]
-            except sqlite3.DatabaseError as e:
-                self._failed(e)
-                self._tails[role] = _lines_from(archive_path(self.identity, role), 0)[1]
+        if not words or self._conn is None:
+            return self._tails[role]
+        try:
+            return self._search(role, words) + self._tails[role]
+        except sqlite3.OperationalError:  # locked past the timeout: this pass reads the file
+            self.close()
+        except sqlite3.DatabaseError:  # a damaged index: the next pass makes it again
+            self._drop()
+        self._tails[role] = _lines_from(archive_path(self.identity, role), 0)[1]
         return self._tails[role]
 
     def _search(self, role: str, words: list[str]) -> list[str]:
@@ -77,11 +83,11 @@ class ArchiveSearch:
             self._conn.close()
             self._conn = None
 
-    def _failed(self, error: sqlite3.DatabaseError) -> None:
-        """Leave the index to this pass's reading of the files: locked past the timeout, or
-        damaged (then, unless a dry run, set aside for the next pass to make anew)."""
+    def _drop(self) -> None:
+        """Close the damaged database and, unless a dry run, set it aside: the next pass
+        makes the index again from the files."""
         self.close()
-        if self.write and not isinstance(error, sqlite3.OperationalError):
+        if self.write:
             curatordb.set_aside(self.identity, self.said)
 
     def _caught_up(self, role: str) -> list[str]:
@@ -91,14 +97,23 @@ class ArchiveSearch:
         if not path.exists():
             return []
         conn = self._connect()
-        if conn is not None:
+        if conn is None:
+            return _lines_from(path, 0)[1]
+        try:
+            conn.execute("BEGIN IMMEDIATE" if self.write else "BEGIN")
             try:
-                conn.execute("BEGIN IMMEDIATE" if self.write else "BEGIN")
-                with conn:  # commits, or rolls back what raised
-                    return self._read_on(conn, role, path)
-            except sqlite3.DatabaseError as e:
-                self._failed(e)
-        return _lines_from(path, 0)[1]
+                new = self._read_on(conn, role, path)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        except sqlite3.OperationalError:  # locked past the timeout: this pass reads the file
+            self.close()
+            return _lines_from(path, 0)[1]
+        except sqlite3.DatabaseError:
+            self._drop()
+            return _lines_from(path, 0)[1]
+        return new
 
     def _read_on(self, conn: sqlite3.Connection, role: str, path: Path) -> list[str]:
         """Within a transaction: index `role`'s archive from where the index stopped, or
@@ -125,9 +140,10 @@ class ArchiveSearch:
                 conn = curatordb.connect(self.identity, write=self.write, said=self.said)
             except (sqlite3.OperationalError, OSError):  # locked, a full disk: read the files
                 return None
+            if conn is None:
+                return None
             try:
-                if conn is not None:
-                    conn.execute("SELECT 1 FROM archive_lines LIMIT 1").fetchall()
+                conn.execute("SELECT 1 FROM archive_lines LIMIT 1").fetchall()
             except sqlite3.OperationalError:  # no FTS5: no archive_lines
                 conn.close()
                 return None
