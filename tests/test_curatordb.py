@@ -33,7 +33,9 @@ def test_the_migrations_run_once_in_order_and_are_recorded(tmp_path) -> None:
     assert conn is not None
     conn.close()
     names = [name for name, _ in curatordb.MIGRATIONS]
-    assert names == ["1-tables", "2-import-judgments-db", "3-drop-old-caches"]
+    assert names == ["1-tables", "2-import-judgments-db", "3-drop-old-caches",
+                     "4-drop-archive-index"]
+    assert table(tmp_path, "SELECT name FROM sqlite_master WHERE name LIKE 'archive%'") == []
     assert [n for (n,) in table(tmp_path, "SELECT name FROM migration ORDER BY rowid")] == names
     assert table(tmp_path, "PRAGMA user_version") == [(curatordb.SCHEMA_VERSION,)]
     assert table(tmp_path, "SELECT v FROM setting WHERE k='normaliser'") == [

@@ -5,9 +5,7 @@ It holds, beside the identity files and shared by their missions:
 - `answer`: the judge's answers (`verdicts`), keyed by `text.normalize` keys, with the
   two texts each was about, so that a new normaliser re-keys them;
 - `lesson`, `variant`, `word`, `lesson_meta`: the candidate record clustered into
-  lessons (`lessondb`), one set per match rule; a cache of `.candidates.log`;
-- `archive_lines` (FTS5), `archive_words`, `archive_read`: which archived identity lines
-  may say a lesson (`archived`); a cache of `identity/archive/*.md`.
+  lessons (`lessondb`), one set per match rule; a cache of `.candidates.log`.
 
 Its schema grows by named MIGRATIONS, applied in order, each once, in one transaction;
 `migration` records which ran, `PRAGMA user_version` how many. `setting` holds the
@@ -87,6 +85,14 @@ def _drop_old_caches(conn: sqlite3.Connection, identity: Path,
             for path in (found, Path(f"{found}-wal"), Path(f"{found}-shm"))]
 
 
+def _drop_archive_index(conn: sqlite3.Connection, identity: Path,
+                        said: list[str] | None) -> list[Path]:
+    """The index of identity/archive/ (harness 2026-11): the archive is read whole now."""
+    for table in ("archive_lines", "archive_words", "archive_read"):
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+    return []
+
+
 # (name, migration): each returns the files to delete once it is committed, and may say
 # what it could not do
 Migration = Callable[[sqlite3.Connection, Path, list[str] | None], list[Path]]
@@ -94,6 +100,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("1-tables", _tables),
     ("2-import-judgments-db", _import_answers),
     ("3-drop-old-caches", _drop_old_caches),
+    ("4-drop-archive-index", _drop_archive_index),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -208,11 +215,8 @@ def rekey(conn: sqlite3.Connection) -> int:
             key, other = normalize(text).key, normalize(other_text).key
         conn.execute("INSERT OR IGNORE INTO answer VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                      (role, kind, key, other, same, ts, mission, text, other_text))
-    for table in ("lesson_meta", "lesson", "variant", "word", "archive_words",
-                  "archive_read"):
+    for table in ("lesson_meta", "lesson", "variant", "word"):
         conn.execute(f"DELETE FROM {table}")
-    with contextlib.suppress(sqlite3.OperationalError):  # no FTS5
-        conn.execute("DELETE FROM archive_lines")
     return kept
 
 

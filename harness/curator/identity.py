@@ -6,15 +6,17 @@ features, then notes, then the day last seen, as each line's provenance says); t
 move, word for word, to `identity/archive/<role>.md`. Lines a person wrote (no
 `[promoted ...]` provenance) never move, and a line leaves the role file only once it is
 in the archive. With a judge, a due lesson that identity does not hold is looked for in
-the archive (`archived`), and comes back in the archived line's words (`promotion.returning`).
+the archive, and comes back in the archived line's words (`promotion.returning`).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
+
+from rapidfuzz import fuzz, process, utils
 
 from harness.curator.judge import Judgments
 from harness.curator.matching import LessonIndex
@@ -23,6 +25,7 @@ from harness.state import reading
 from harness.state.store import atomic_write
 
 ARCHIVE = "archive"
+CANDIDATES = 8  # archived lines, the nearest a due lesson, that its judge may be asked about
 _PROVENANCE = re.compile(r" \[promoted \d{4}-\d\d-\d\d;[^\[\]]*\]$")
 _KIND_PREFIX = re.compile(r"^(?:TRICK|GOTCHA|DECISION|FAIL|FORGOT): ")
 _PROMOTED = re.compile(
@@ -151,17 +154,17 @@ def identity_file(bucket: str) -> str:
 
 class IdentityIndex:
     """What each role's identity file says, to refuse a lesson it holds in other words; and,
-    given `archive` ((role, lesson) -> archived lines that may say it, `archived`), which
-    archived line says a lesson."""
+    with a judge and the identity folder, which archived line says a lesson."""
 
     def __init__(self, similarity: float, *, judge: Judgments | None = None,
-                 archive: Callable[[str, str], list[str]] | None = None) -> None:
+                 folder: Path | None = None) -> None:
         # a lesson in identity in other words is the costlier mistake: a swap is no refusal
         self._index = LessonIndex(similarity, judge=judge, sure=False)
         self.judged = judge is not None  # asks it when looking a lesson up
         self._lines: list[str] = []  # indexed lesson -> the line that says it
-        self._archive = archive
-        self._archived: set[str] = set()  # archived lines indexed
+        self._folder = folder  # the identity folder, whose archive a judge's lookups read
+        self._archived: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
+        self._indexed: set[str] = set()  # archived lines indexed
 
     def add_text(self, role: str, text: str) -> None:
         """Index every line of `role`'s identity file."""
@@ -190,16 +193,33 @@ class IdentityIndex:
         return None if hit is None else self._lines[hit]
 
     def archived_line_of(self, role: str, kind: str, lesson: str) -> str | None:
-        """The `kind` line of `role`'s archive that says this lesson, or None; of the
-        archive, only the lines `archive` finds for the lesson are looked at. Only with a
+        """The `kind` line of `role`'s archive that says this lesson, or None. Only with a
         judge: a due lesson is one the rules did not join to the lesson promoted before,
-        and they would not join it to that one's line either."""
-        if not self.judged or self._archive is None:
+        and they would not join it to that one's line either. Of the archive, the
+        CANDIDATES lines nearest the lesson are indexed, and the judge asked about them."""
+        if not self.judged or self._folder is None:
             return None
-        bucket = archive_bucket(role, kind)
-        for line in self._archive(role, lesson):
-            if line not in self._archived and line.startswith(f"- {kind}: "):
-                self._archived.add(line)
-                for text in identity_lessons(line):
-                    self.add(bucket, text, line)
+        bucket, prefix = archive_bucket(role, kind), f"- {kind}: "
+        lines, lessons = self._archived_lessons(role, prefix)
+        for _, _, i in process.extract(utils.default_process(lesson), lessons,
+                                       scorer=fuzz.token_set_ratio, limit=CANDIDATES):
+            if lines[i] not in self._indexed:
+                self._indexed.add(lines[i])
+                self.add(bucket, _PROVENANCE.sub("", lines[i][len(prefix):]), lines[i])
         return self.line_of(bucket, lesson)
+
+    def _archived_lessons(self, role: str, prefix: str) -> tuple[list[str], list[str]]:
+        """The lines of `role`'s archive that start with `prefix`, and their lessons as
+        rapidfuzz compares them; read once a pass."""
+        if (role, prefix) not in self._archived:
+            assert self._folder is not None
+            try:
+                with open(archive_path(self._folder, role), encoding="utf-8",
+                          errors="replace") as f:
+                    lines = [line.rstrip("\n") for line in f if line.startswith(prefix)]
+            except FileNotFoundError:
+                lines = []
+            self._archived[role, prefix] = lines, [
+                utils.default_process(line[len(prefix):].partition(" [promoted ")[0])
+                for line in lines]
+        return self._archived[role, prefix]

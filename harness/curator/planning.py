@@ -16,7 +16,6 @@ from pathlib import Path
 
 from harness.curator import lessondb, verdicts
 from harness.curator import record as candidates
-from harness.curator.archived import ArchiveSearch
 from harness.curator.book import MemoryBook
 from harness.curator.candidate import LESSON_KINDS, PROMOTABLE, mission_token
 from harness.curator.check import check_model_result
@@ -217,21 +216,16 @@ class Planner:
 
     def _promotions(self) -> list[Promotion]:
         due = [ev for ev in self.tracker.due() if memory.NAME.fullmatch(ev.role)]
-        archive = ArchiveSearch(self.paths.identity, write=not self.dry_run,
-                                said=self.report.changes)
         identity = IdentityIndex(self.settings.similarity,
                                  judge=self.judge if self.judge.active() else None,
-                                 archive=archive.lines)
+                                 folder=self.paths.identity)
         self.identity_sizes: dict[str, int] = {}  # role file sizes the plan was checked on
         self.identity_texts: dict[str, str] = {}
         for role in sorted({ev.role for ev in due}):
             text = self.identity_texts[role] = read_text(self.paths.role_file(role))
             self.identity_sizes[role] = len(text.encode())
             identity.add_text(role, text)
-        try:
-            promotions = plan_promotions(due, identity, self.today)
-        finally:
-            archive.close()
+        promotions = plan_promotions(due, identity, self.today)
         if self.judge.questions:  # some asked while planning them: about due lessons' texts
             self.report.questions = self.judge.shown(
                 self.tracker.text_of, {normalize(ev.text).key: ev.text for ev in due},
