@@ -16,12 +16,13 @@ from rapidfuzz import fuzz, process
 
 from harness.curator import verdicts
 from harness.curator.candidate import PROMOTABLE
+from harness.curator.clusters import PromotionTracker
 from harness.curator.commit import CuratorPaths, cursor_start, read_json, read_text
 from harness.curator.identity import IdentityIndex, archive_path, strength
 from harness.curator.judge import Judgments
-from harness.curator.lessondb import load_all
+from harness.curator.lessondb import load
 from harness.curator.matching import same_lesson
-from harness.curator.promotion import Evidence, PromotionTracker
+from harness.curator.promotion import Evidence
 from harness.curator.record import read_record
 from harness.curator.scan import Counted, checked_keys
 from harness.curator.text import normalize
@@ -44,7 +45,7 @@ def explain(state: Path, identity: Path, text: str, similarity: float,
         raise UsageError(f"bad role name {role!r}")
     if kind in NEVER:
         return never_promoted(kind)
-    tracker, read = load_all(identity, similarity)
+    tracker, read = load(identity, similarity, write=False)
     recorded = verdicts.open_recorded(identity)
     if recorded is not None:  # a note the model judged one lesson with another is in it
         tracker.clusters.index.judge = Judgments(recorded=recorded.about)
@@ -52,19 +53,20 @@ def explain(state: Path, identity: Path, text: str, similarity: float,
         for candidate in read_record(identity, read):
             tracker.add(candidate)
         lessons = find_lessons(tracker, text, role, kind)
+        files = {ev.role: (read_text(identity / f"{ev.role}.md"),
+                           read_text(archive_path(identity, ev.role)))
+                 for ev in lessons if memory.NAME.fullmatch(ev.role)}
+        answers = verdicts.read_all(identity) if lessons else {}
+        blocks = [describe(ev, place(ev, *files.get(ev.role, ("", "")), similarity),
+                           judged(tracker, ev, answers)) for ev in lessons]
+        if not blocks:
+            blocks = [no_lesson(text, closest(tracker, text, role, kind))]
+        unread, notes = unread_lines(CuratorPaths(state, identity))
+        said = [n for n in notes if says(n, text, tracker, lessons, similarity, role, kind)]
     finally:
         if recorded is not None:
             recorded.close()
-    files = {ev.role: (read_text(identity / f"{ev.role}.md"),
-                       read_text(archive_path(identity, ev.role)))
-             for ev in lessons if memory.NAME.fullmatch(ev.role)}
-    answers = verdicts.read_all(identity) if lessons else {}
-    blocks = [describe(ev, place(ev, *files.get(ev.role, ("", "")), similarity),
-                       judged(tracker, ev, answers)) for ev in lessons]
-    if not blocks:
-        blocks = [no_lesson(text, closest(tracker, text, role, kind))]
-    unread, notes = unread_lines(CuratorPaths(state, identity))
-    said = [n for n in notes if says(n, text, tracker, lessons, similarity, role, kind)]
+        tracker.store.close()
     return "\n\n".join([*blocks, *([pending(unread, said)] if unread else [])])
 
 
@@ -75,7 +77,7 @@ def find_lessons(tracker: PromotionTracker, text: str, role: str | None = None,
     found = []
     for bucket in _buckets(tracker, role, kind):
         cid = clusters.find(bucket, norm)
-        if cid is not None and (ev := tracker.lessons[cid]) is not None:
+        if cid is not None and (ev := tracker.lesson(cid)) is not None:
             found.append(ev)
     return found
 
@@ -89,7 +91,7 @@ def closest(tracker: PromotionTracker, text: str, role: str | None = None,
     index = tracker.clusters.index
     for bucket in _buckets(tracker, role, kind):
         for cid, key, _ in index.phrasings(bucket):
-            if (ev := tracker.lessons[cid]) is not None:
+            if (ev := tracker.lesson(cid)) is not None:
                 keys.append(key)
                 owners.append(ev)
     best: list[Evidence] = []
@@ -200,7 +202,7 @@ def describe(ev: Evidence, where: str, judge: str = "") -> str:
 
 def judged(tracker: PromotionTracker, ev: Evidence, answers: verdicts.Answers) -> str:
     """What the judge's recorded answers say about the lesson's phrasings, or ""."""
-    cid = tracker.lessons.index(ev)
+    cid = next(c for c, e in tracker.lessons.items() if e is ev)
     keys = {key for c, key, _ in tracker.clusters.index.phrasings((ev.role, ev.kind))
             if c == cid}
     about = [same for (bucket, key, other), same in answers.items()
@@ -230,7 +232,7 @@ def says(note: tuple, text: str, tracker: PromotionTracker, lessons: list[Eviden
     if n_kind not in PROMOTABLE or role not in (None, n_role) or kind not in (None, n_kind):
         return False
     cid = tracker.clusters.find((n_role, n_kind), normalize(n_text))
-    if cid is not None and tracker.lessons[cid] in lessons:
+    if cid is not None and tracker.lesson(cid) in lessons:
         return True
     return same_lesson(text, n_text, similarity)
 
