@@ -150,16 +150,16 @@ def _generation(conn: sqlite3.Connection, rule_name: str) -> int:
 def _write_rows(conn: sqlite3.Connection, tracker: PromotionTracker, read: RecordRead,
                 generation: int, text_of: TextOf) -> None:
     store, index = tracker.store, tracker.clusters.index
-    conn.executemany("INSERT OR REPLACE INTO lesson VALUES (?, ?, ?)", [
+    conn.executemany("INSERT OR REPLACE INTO lesson VALUES (?, ?, ?)", (
         (store.rule, cid, orjson.dumps(ev.row())) for cid in sorted(tracker.noted)
-        if (ev := tracker.lessons[cid]).kind in PROMOTABLE])
+        if (ev := tracker.lessons[cid]).kind in PROMOTABLE))
     for b in index.stored_buckets():
-        conn.executemany("INSERT INTO variant VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", [
+        conn.executemany("INSERT INTO variant VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", (
             (store.rule, vid, *b.name, v.key, v.packed, v.signature, v.owner,
-             text_of(b.name, v.key)) for vid, v in b.variants.items() if vid >= store.first_vid])
-        conn.executemany("INSERT OR REPLACE INTO word VALUES (?, ?, ?, ?, ?, ?)", [
+             text_of(b.name, v.key)) for vid, v in b.variants.items() if vid >= store.first_vid))
+        conn.executemany("INSERT OR REPLACE INTO word VALUES (?, ?, ?, ?, ?, ?)", (
             (store.rule, *b.name, w, b.df.get(w, 0), orjson.dumps(b.postings[w][-POSTING_CAP:]))
-            for w in b.dirty])
+            for w in b.dirty))
     meta = {"version": VERSION, "end": read.end, "tail_sha": read.tail_sha,
             "batches": read.batches, "latest": read.latest, "generation": generation,
             "next_cluster": tracker.clusters.count, "next_vid": index.next_vid}

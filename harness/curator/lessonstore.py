@@ -68,9 +68,9 @@ class LessonStore:
         assert self.conn is not None
         return self.conn.execute(sql, (self.rule, *args))
 
-    def fault(self, b: Bucket, key: str, filed: set[str]) -> None:
-        """Bring into `b` what a query of `key` needs: its exact phrasing, and the words it
-        is `filed` under unless that phrasing is known (a query stops at it)."""
+    def fault(self, b: Bucket, key: str, signature: str) -> None:
+        """Bring into `b` what a query of `key` needs: its exact phrasing, and unless that
+        is known (a query stops at it) its words and `signature`."""
         if not self.first_vid:
             return
         if " " + key not in b.asked:
@@ -81,7 +81,7 @@ class LessonStore:
                 b.exact.setdefault(key, lesson)
         if key in b.exact:
             return
-        new = [w for w in filed if w not in b.asked]
+        new = [w for w in {*key.split(), signature} if w and w not in b.asked]
         b.asked.update(new)
         for at in range(0, len(new), QUERY_WORDS):
             chunk = new[at:at + QUERY_WORDS]

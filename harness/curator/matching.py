@@ -167,34 +167,39 @@ class LessonIndex:
         """Whether the rule joins `norm` to the phrasing `v`, surely when `sure`."""
         if not self.anchored:
             return bool(fuzz.token_set_ratio(norm.key, v.key, score_cutoff=self.threshold))
-        b_anchors = v.packed.replace("!", "").split()
-        b_strict = [w[1:] for w in v.packed.split() if w[0] == "!"]
+        packed = v.packed
+        b_strict = [w[1:] for w in packed.split() if w[0] == "!"] if "!" in packed else []
+        if not a_words.issuperset(b_strict):
+            return False  # what `_conflict` finds first, before the anchors are split
+        b_anchors = packed.replace("!", "").split()
         return _accept(norm.key, a_words, norm.strict.split(), a_anchors, v.key, b_strict,
                        b_anchors, self.threshold) and not (self.sure
                                                            and _swapped(a_words, v.key))
 
     def _add(self, b: Bucket, norm: Norm, cluster: int, words: set[str]) -> None:
-        """Index a phrasing under its `words` and its signature."""
+        """Index a phrasing under its `words` and its signature (added to them)."""
         b.exact[norm.key] = cluster
         if not self._count_variant(b, cluster):
             return
         vid = self.next_vid
         self.next_vid += 1
         b.variants[vid] = Variant(norm.key, norm.packed, norm.signature, cluster)
-        filed = _filed_under(norm.key, norm.signature)
-        for w in filed:
+        if norm.signature:
+            words.add(norm.signature)
+        for w in words:
             b.df[w] = b.df.get(w, 0) + 1
             plist = b.postings.setdefault(w, [])
             plist.append(vid)
             if len(plist) > 2 * POSTING_CAP:
                 del plist[:-POSTING_CAP]
-        b.dirty |= filed
+        if b.stored:
+            b.dirty |= words
 
     def _count_variant(self, b: Bucket, cluster: int) -> bool:
         """Count one more phrasing of `cluster`: False when it has MAX_VARIANTS already."""
         count = self._variants.get(cluster)
         if count is None:
-            count = self.store.variant_count(cluster) if b.stored and self.store else 0
+            count = self.store.variant_count(cluster) if b.stored else 0  # type: ignore
         self._variants[cluster] = min(count + 1, MAX_VARIANTS)
         return count < MAX_VARIANTS
 
@@ -210,13 +215,13 @@ class LessonIndex:
     def _faulted(self, bucket: Any, key: str, signature: str) -> Bucket:
         """The bucket, with what the store holds of a query of `key` read into it."""
         b = self._bucket(bucket)
-        if b.stored and self.store is not None:
-            self.store.fault(b, key, _filed_under(key, signature))
+        if b.stored and self.store.first_vid:  # type: ignore[union-attr]
+            self.store.fault(b, key, signature)  # type: ignore[union-attr]
         return b
 
     def _fault_variants(self, b: Bucket, vids: list[int] | None) -> None:
-        if b.stored and self.store is not None:
-            self.store.fault_variants(b, vids)
+        if b.stored and self.store.first_vid:  # type: ignore[union-attr]
+            self.store.fault_variants(b, vids)  # type: ignore[union-attr]
 
     def has(self, bucket: Any) -> bool:
         """Whether anything is indexed in `bucket` (in memory)."""
@@ -238,10 +243,3 @@ class LessonIndex:
         """The buckets the store keeps, for writing back what a pass added."""
         return [b for b in self._buckets.values() if b.stored]
 
-
-def _filed_under(key: str, signature: str) -> set[str]:
-    """What a phrasing is filed under in the index: its words, and its signature if any."""
-    filed = set(key.split())
-    if signature:
-        filed.add(signature)
-    return filed
