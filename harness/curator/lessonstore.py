@@ -75,10 +75,12 @@ class LessonStore:
             return
         if " " + key not in b.asked:
             b.asked.add(" " + key)
-            lesson, vid = self._rows("SELECT lesson, min(vid) FROM variant WHERE rule=? AND "
-                                     "role=? AND kind=? AND key=?", *b.name, key).fetchone()
-            if vid is not None:
-                b.exact.setdefault(key, lesson)
+            # a key held twice: its first row (no min() or ORDER BY in SQL, which would walk
+            # the rule's phrasings in vid order)
+            rows = self._rows("SELECT vid, lesson FROM variant WHERE rule=? AND role=? AND "
+                              "kind=? AND key=?", *b.name, key).fetchall()
+            if rows:
+                b.exact.setdefault(key, min(rows)[1])
         if key in b.exact:
             return
         new = [w for w in {*key.split(), signature} if w and w not in b.asked]

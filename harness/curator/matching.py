@@ -1,37 +1,28 @@
 """When two notes say the same thing: the match rule and a blocked index.
 
-Two texts are the same lesson when, after normalisation (`text.normalize`), their
-technical words do not disagree and rapidfuzz scores them at or above the threshold
-(`_accept`, the one rule):
+Two texts are the same lesson when, normalised (`text.normalize`), their technical words
+do not disagree and rapidfuzz scores them at the threshold or above (`_accept`):
 
-- Anchors: same command with another file, flag or value is another trick. Strict
-  anchors (flags, numbers, subcommands) must appear on both sides; for the others,
-  the texts disagree when each has one the other lacks (seeds/ vs drizzle/).
-- Score: `fuzz.token_set_ratio` on the normalised words (order-free, tolerant of
-  a few extra or missing words), capped by `token_sort_ratio` when one text has
-  less than half the words of the other, so a short note does not match every
-  longer one that contains its words. When both sides name exactly the same
-  anchors, the prose may differ by AGREE_BONUS points more.
+- Anchors: the same command with another file, flag or value is another trick. Strict
+  anchors (flags, numbers, subcommands) must be on both sides; for the others, the texts
+  disagree when each has one the other lacks (seeds/ vs drizzle/).
+- Score: `fuzz.token_set_ratio` on the normalised words, capped by `token_sort_ratio` when
+  one text has less than half the words of the other (a short note would match every
+  longer one holding its words); AGREE_BONUS points less when both name the same anchors.
+- Sure: a pair where each side has a word the other lacks ("npm cache needs a writable
+  folder", "uv cache needs ...") is a swap, a paraphrase or another lesson: the rules keep
+  it apart (precision first), and a judge (`judge`) decides it, with any pair the anchors
+  veto, among the note's most similar lessons (`shortlist.pool_of`). `same_lesson`, for
+  texts no judge sees (identity lines, a model's rewrite), does not refuse a swap.
 
-- Sure: the rule joins only what it is sure of. A pair where each side has a word the
-  other lacks ("npm cache needs a writable folder" and "uv cache needs ...") is a
-  swap: maybe a paraphrase, maybe another lesson with one name changed. The rules keep
-  such pairs apart (precision first); a judge (`judge`) decides them, with any pair the
-  anchors veto, among the note's most similar lessons (`shortlist.pool_of`).
-  `same_lesson` is the rule's score alone, for texts that need no judge (identity lines,
-  a model's rewrite): there, a swap is not refused.
-
-The index never compares a text with every other: each bucket (role and kind)
-keeps an inverted index word -> recent variants, each variant filed under its
-signature too (`text.Norm`), and a query scores only a short list drawn from the
-postings of its signature and its rarest words, technical ones first
-(`shortlist`), stopping at the first match. A text seen before word for
-word skips all that (`clusters.Clusters`).
+The index never compares a text with every other: per bucket (role and kind), each word
+and signature (`text.Norm`) has its recent phrasings, and a query scores only a short list
+of those (`shortlist`), stopping at the first match.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 from rapidfuzz import fuzz
@@ -49,39 +40,24 @@ AGREE_BONUS = 10.0  # same technical words on both sides: the prose may differ t
 def same_lesson(a: str, b: str, threshold: float) -> bool:
     """Whether two note texts say the same thing at `threshold` (0-100)."""
     na, nb = normalize(a), normalize(b)
-    return na.key == nb.key or _accept(na.key, set(na.key.split()), na.strict.split(),
-                                       na.anchors.split(), nb.key, nb.strict.split(),
-                                       nb.anchors.split(), threshold)
+    return na.key == nb.key or _accept(na, set(na.key.split()), nb.key, nb.packed, threshold)
 
 
-def _accept(a_key: str, a_words: set[str], a_strict: list[str], a_anchors: list[str],
-            b_key: str, b_strict: Sequence[str], b_anchors: list[str], threshold: float) -> bool:
-    """The match rule: the anchors do not conflict, and the score reaches `threshold`, or
-    AGREE_BONUS less when both sides name the same anchors. Each side comes split as the
-    index keeps it: key, (a's) words, strict words and anchors."""
-    if (a_anchors or b_anchors) and _conflict(a_words, a_strict, a_anchors, b_key, b_strict,
-                                              b_anchors):
-        return False
-    return _scores(a_key, a_anchors, b_key, b_anchors, threshold)
-
-
-def _scores(a_key: str, a_anchors: list[str], b_key: str, b_anchors: list[str],
-            threshold: float) -> bool:
-    """The rule's score part: rapidfuzz reaches the cutoff (see `_accept`)."""
-    cutoff = threshold - AGREE_BONUS if a_anchors and a_anchors == b_anchors else threshold
-    # a score under the cutoff comes back as 0, before any capping is worked out
-    raw = fuzz.token_set_ratio(a_key, b_key, score_cutoff=cutoff)
-    return bool(raw) and _capped(a_key, b_key, raw) >= cutoff
-
-
-def _conflict(a_words: set[str], a_strict: list[str], a_anchors: list[str], b_key: str,
-              b_strict: Sequence[str], b_anchors: list[str]) -> bool:
-    # (b has all of a's strict words, a all of b's) and (b has all of a's anchors, or a all
-    # of b's), tested so that b's words are split only when needed. Strict words are anchors.
+def _accept(a: Norm, a_words: set[str], b_key: str, b_packed: str, threshold: float) -> bool:
+    """The match rule, for `a` (its words split) and `b` as the index keeps it (its key and
+    packed anchors): the anchors do not conflict, and the score reaches `threshold`, or
+    AGREE_BONUS less when both sides name the same anchors."""
+    b_strict = [w[1:] for w in b_packed.split() if w[0] == "!"] if "!" in b_packed else []
     if not a_words.issuperset(b_strict):
-        return True  # a flag, subcommand or number on one side only
-    needed = a_strict if a_words.issuperset(b_anchors) else a_anchors
-    return bool(needed) and not set(b_key.split()).issuperset(needed)
+        return False  # a flag, subcommand or number on b's side only
+    a_anchors, b_anchors = a.anchors.split(), b_packed.replace("!", "").split()
+    # b has a's strict words and, unless a has all of b's anchors, all of a's anchors
+    needed = a.strict.split() if a_words.issuperset(b_anchors) else a_anchors
+    if needed and not set(b_key.split()).issuperset(needed):
+        return False
+    cutoff = threshold - AGREE_BONUS if a_anchors and a_anchors == b_anchors else threshold
+    raw = fuzz.token_set_ratio(a.key, b_key, score_cutoff=cutoff)  # under the cutoff: 0
+    return bool(raw) and _capped(a.key, b_key, raw) >= cutoff
 
 
 def _swapped(a_words: set[str], b_key: str) -> bool:
@@ -101,11 +77,9 @@ def _capped(a: str, b: str, raw: float) -> float:
 class LessonIndex:
     """Clusters of same-lesson texts per bucket (e.g. role and kind), found without all-pairs.
 
-    A query looks only at the variants filed under its signature and its BLOCK_WORDS block
-    words, technical ones first (the most recent POSTING_CAP each), shortlists up to
-    SHORTLIST that share the most of those words, and scores just those: the work per query
-    is bounded whatever the number of clusters. The buckets a `store` covers are read from
-    it as queries need them (`lessondb`).
+    A query scores only the few phrasings `shortlist` draws from its words' and signature's
+    recent postings: bounded work whatever the number of clusters. The buckets a `store`
+    covers are read from it as queries need them (`lessonstore`).
     """
 
     def __init__(self, threshold: float, *, anchored: bool = True, store: LessonStore | None = None,
@@ -153,7 +127,7 @@ class LessonIndex:
         shortlist = shortlist_of(b, a_words, a_anchors, norm.signature if self.anchored else "")
         self._fault_variants(b, shortlist)
         for vid in shortlist:
-            if self._joins(norm, a_words, a_anchors, b.variants[vid]):
+            if self._joins(norm, a_words, b.variants[vid]):
                 return b.variants[vid].owner
         judge = self.judge
         if not self.anchored or judge is None or not judge.wanted(b.name, norm.key, ask):
@@ -163,18 +137,12 @@ class LessonIndex:
         return judge.decide(b.name, norm, [(vid, b.variants[vid].key, b.variants[vid].owner)
                                            for vid in pool], ask, b.df)
 
-    def _joins(self, norm: Norm, a_words: set[str], a_anchors: list[str], v: Variant) -> bool:
+    def _joins(self, norm: Norm, a_words: set[str], v: Variant) -> bool:
         """Whether the rule joins `norm` to the phrasing `v`, surely when `sure`."""
         if not self.anchored:
             return bool(fuzz.token_set_ratio(norm.key, v.key, score_cutoff=self.threshold))
-        packed = v.packed
-        b_strict = [w[1:] for w in packed.split() if w[0] == "!"] if "!" in packed else []
-        if not a_words.issuperset(b_strict):
-            return False  # what `_conflict` finds first, before the anchors are split
-        b_anchors = packed.replace("!", "").split()
-        return _accept(norm.key, a_words, norm.strict.split(), a_anchors, v.key, b_strict,
-                       b_anchors, self.threshold) and not (self.sure
-                                                           and _swapped(a_words, v.key))
+        return _accept(norm, a_words, v.key, v.packed, self.threshold) and not (
+            self.sure and _swapped(a_words, v.key))
 
     def _add(self, b: Bucket, norm: Norm, cluster: int, words: set[str]) -> None:
         """Index a phrasing under its `words` and its signature (added to them)."""
@@ -199,7 +167,7 @@ class LessonIndex:
         """Count one more phrasing of `cluster`: False when it has MAX_VARIANTS already."""
         count = self._variants.get(cluster)
         if count is None:
-            count = self.store.variant_count(cluster) if b.stored else 0  # type: ignore
+            count = self.store.variant_count(cluster) if b.stored else 0
         self._variants[cluster] = min(count + 1, MAX_VARIANTS)
         return count < MAX_VARIANTS
 
@@ -215,13 +183,13 @@ class LessonIndex:
     def _faulted(self, bucket: Any, key: str, signature: str) -> Bucket:
         """The bucket, with what the store holds of a query of `key` read into it."""
         b = self._bucket(bucket)
-        if b.stored and self.store.first_vid:  # type: ignore[union-attr]
-            self.store.fault(b, key, signature)  # type: ignore[union-attr]
+        if b.stored and self.store.first_vid:
+            self.store.fault(b, key, signature)
         return b
 
     def _fault_variants(self, b: Bucket, vids: list[int] | None) -> None:
-        if b.stored and self.store.first_vid:  # type: ignore[union-attr]
-            self.store.fault_variants(b, vids)  # type: ignore[union-attr]
+        if b.stored and self.store.first_vid:
+            self.store.fault_variants(b, vids)
 
     def has(self, bucket: Any) -> bool:
         """Whether anything is indexed in `bucket` (in memory)."""
