@@ -12,12 +12,15 @@ import orjson
 from harness.curator.candidate import PROMOTABLE
 from harness.curator.record import RecordRead
 
-QUERY_WORDS = 500  # words per query: SQLite caps the parameters of one statement
-
 
 def rule(similarity: float) -> str:
     """The match rule the rows were clustered by."""
     return f"s{similarity:g}"
+
+
+def _json(values: list) -> str:
+    """`values` as one statement parameter (`json_each`): no cap on how many."""
+    return orjson.dumps(values).decode()
 
 
 class Variant(NamedTuple):
@@ -61,6 +64,7 @@ class LessonStore:
                                dict(meta.get("batches", {})), dict(meta.get("latest", {})))
 
     def covers(self, bucket: Any) -> bool:
+        """Whether it keeps `bucket`: a role's lessons of a promotable kind."""
         return bucket[1] in PROMOTABLE
 
     def _rows(self, sql: str, *args: Any) -> sqlite3.Cursor:
@@ -84,25 +88,25 @@ class LessonStore:
         if key in b.exact:
             return
         new = [w for w in {*key.split(), signature} if w and w not in b.asked]
+        if not new:
+            return
         b.asked.update(new)
-        for at in range(0, len(new), QUERY_WORDS):
-            chunk = new[at:at + QUERY_WORDS]
-            for word, df, postings in self._rows(
-                    "SELECT word, df, postings FROM word WHERE rule=? AND role=? AND kind=? AND "
-                    f"word IN ({','.join('?' * len(chunk))})", *b.name, *chunk):
-                b.df[word], b.postings[word] = df, orjson.loads(postings)
+        for word, df, postings in self._rows(
+                "SELECT word, df, postings FROM word WHERE rule=? AND role=? AND kind=? AND word "
+                "IN (SELECT value FROM json_each(?))", *b.name, _json(new)):
+            b.df[word], b.postings[word] = df, orjson.loads(postings)
 
     def fault_variants(self, b: Bucket, vids: list[int] | None) -> None:
         """Bring the phrasings `vids` into `b`, or all of its phrasings (None)."""
-        if vids is None and self.first_vid:
-            where, args = "role=? AND kind=?", list(b.name)
-        else:
-            args = [v for v in vids or () if v not in b.variants]
-            where = f"vid IN ({','.join('?' * len(args))})"
-        if args:
-            for vid, *variant in self._rows("SELECT vid, key, packed, signature, lesson FROM "
-                                            f"variant WHERE rule=? AND {where}", *args):
-                b.variants.setdefault(vid, Variant(*variant))
+        if vids is not None:
+            vids = [v for v in vids if v not in b.variants]
+            if not vids:
+                return
+        where, args = (("role=? AND kind=?", b.name) if vids is None else
+                       ("vid IN (SELECT value FROM json_each(?))", (_json(vids),)))
+        for vid, *variant in self._rows("SELECT vid, key, packed, signature, lesson FROM "
+                                        f"variant WHERE rule=? AND {where}", *args):
+            b.variants.setdefault(vid, Variant(*variant))
 
     def variant_count(self, cluster: int) -> int:
         if cluster >= self.first_cluster:
