@@ -47,13 +47,8 @@ class Clusters:
 
     def new(self, bucket: Any, norm: Norm) -> int:
         """A new cluster for `norm`, never merged into an existing one."""
-        cid = self.new_id()
-        self.index.add(bucket, norm, cid)
-        return cid
-
-    def new_id(self) -> int:
-        """A fresh cluster id with nothing indexed under it yet."""
         self.count += 1
+        self.index.add(bucket, norm, self.count - 1)
         return self.count - 1
 
 
