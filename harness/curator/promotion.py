@@ -100,20 +100,13 @@ class Evidence:
         return values
 
     def row(self) -> list:
-        """The evidence as a JSON-ready list (see `from_row`)."""
-        return [self.role, self.kind, self.text, self.count, self.first, self.last,
-                list(self.missions), list(self.features), list(self.runs), self.more,
-                self.worker, self.two_workers, self.occasion, self.two_occasions, self.sourced,
-                self.two_missions]
+        """The evidence as a JSON-ready list, its fields in order (see `from_row`)."""
+        return [getattr(self, name) for name in self.__slots__]
 
     @classmethod
     def from_row(cls, row: list) -> Evidence:
-        """Evidence back from `row()`."""
-        role, kind, text, count, first, last, missions, features, runs, *rest = row
-        more, worker, two_workers, occasion, two_occasions, sourced, two_missions = rest
-        return cls(role, kind, text, count, first, last, tuple(missions), tuple(features),
-                   tuple(runs), more, worker, two_workers, occasion, two_occasions, sourced,
-                   two_missions)
+        """Evidence back from `row()`, its lists as tuples."""
+        return cls(*(tuple(v) if isinstance(v, list) else v for v in row))
 
     def due(self) -> bool:
         """Whether the promotion rule for this kind holds."""
