@@ -178,7 +178,8 @@ def test_a_damaged_database_is_rebuilt_from_the_record(tmp_path, damage) -> None
 
 def test_a_mission_at_another_similarity_makes_the_lessons_again(tmp_path) -> None:
     """The rows of one similarity are kept at a time: a pass at another clusters the whole
-    record again by its own, in place of them, and counts every note."""
+    record again by its own, in place of them, and counts every note; its generation counts
+    on from theirs, so a pass that read rows of an earlier life never writes on these."""
     identity = tmp_path / "identity"
     for n, (mission, similarity) in enumerate((("shop", 75.0), ("blog", 80.0), ("shop", 75.0))):
         (tmp_path / mission).mkdir(exist_ok=True)
@@ -188,6 +189,8 @@ def test_a_mission_at_another_similarity_makes_the_lessons_again(tmp_path) -> No
                now=NOW)
         with sqlite3.connect(identity / DB) as conn:
             rows = conn.execute("SELECT rule, row FROM lesson").fetchall()
+            generations = conn.execute("SELECT rule, v FROM lesson_meta WHERE k='generation'")
+            assert generations.fetchall() == [(lessondb.rule(similarity), str(n))]
         assert [(r, orjson.loads(row)[3]) for r, row in rows] == [
             (lessondb.rule(similarity), n + 1)]
     assert lessondb.rule(75.0) == "s75"

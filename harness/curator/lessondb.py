@@ -126,7 +126,9 @@ def _write(identity: Path, tracker: PromotionTracker, read: RecordRead,
     try:
         conn.execute("BEGIN IMMEDIATE")
         try:
-            generation = _generation(conn, store.rule)
+            # a rebuild counts on from every rule's: a pass that read rows before it never
+            # finds its generation again
+            generation = _generation(conn, None if store.conn is None else store.rule)
             if store.conn is None:
                 for table in TABLES:
                     conn.execute(f"DELETE FROM {table}")
@@ -141,10 +143,11 @@ def _write(identity: Path, tracker: PromotionTracker, read: RecordRead,
             conn.close()
 
 
-def _generation(conn: sqlite3.Connection, rule_name: str) -> int:
-    row = conn.execute("SELECT v FROM lesson_meta WHERE rule=? AND k='generation'",
-                       (rule_name,)).fetchone()
-    return -1 if row is None else orjson.loads(row[0])
+def _generation(conn: sqlite3.Connection, rule_name: str | None) -> int:
+    """The rule's generation, or (None) the highest of any rule's; -1 for none."""
+    (found,), = conn.execute("SELECT max(CAST(v AS INTEGER)) FROM lesson_meta WHERE "
+                             "k='generation' AND rule=coalesce(?, rule)", (rule_name,))
+    return -1 if found is None else found
 
 
 def _write_rows(conn: sqlite3.Connection, tracker: PromotionTracker, read: RecordRead,
