@@ -282,6 +282,20 @@ def test_memory_md_lessons_are_looked_up_once_each(tmp_path, monkeypatch) -> Non
     assert len([s for s in statements if "FROM variant WHERE rule=" in s and "key=" in s]) == 30
 
 
+def test_a_first_pass_asks_its_empty_store_nothing(tmp_path, monkeypatch) -> None:
+    def asked(*args: object) -> None:
+        raise AssertionError("a store with no rows was asked for some")
+
+    monkeypatch.setattr(lessonstore.LessonStore, "_rows", asked)
+    state, identity = curated_shop(tmp_path, 3)  # no database before: an empty store
+    note(state, "tool1 --opt1 needs its fixtures first", "TRICK", feature="F-900", run="x")
+    for suffix in ("", "-wal", "-shm"):  # and none again: the whole record, read once more
+        (identity / f"{DB}{suffix}").unlink(missing_ok=True)
+    report = curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    assert [p.text for p in report.promoted] == ["tool1 --opt1 needs its fixtures first"]
+    assert lessons(identity)[("worker", "TRICK", "tool1 --opt1 needs its fixtures first", 2)]
+
+
 def test_a_reader_forgets_a_missions_earlier_batch_only() -> None:
     """A mission redoes its pending batch before it appends another, so its earlier batch
     never comes again; other missions' batches are kept."""
