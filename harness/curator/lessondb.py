@@ -157,12 +157,15 @@ def _write_rows(conn: sqlite3.Connection, tracker: PromotionTracker, read: Recor
         (store.rule, cid, orjson.dumps(ev.row())) for cid in sorted(tracker.noted)
         if (ev := tracker.lessons[cid]).kind in PROMOTABLE))
     for b in index.stored_buckets():
+        added = [(vid, v) for vid, v in b.variants.items() if vid >= store.first_vid]
         conn.executemany("INSERT INTO variant VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", (
             (store.rule, vid, *b.name, v.key, v.packed, v.signature, v.owner,
-             text_of(b.name, v.key)) for vid, v in b.variants.items() if vid >= store.first_vid))
+             text_of(b.name, v.key)) for vid, v in added))
+        # the words and signatures filed under them: those whose postings changed
+        filed = {w for _, v in added for w in (*v.key.split(), v.signature) if w}
         conn.executemany("INSERT OR REPLACE INTO word VALUES (?, ?, ?, ?, ?, ?)", (
             (store.rule, *b.name, w, b.df.get(w, 0), orjson.dumps(b.postings[w][-POSTING_CAP:]))
-            for w in b.dirty))
+            for w in filed))
     meta = {"version": VERSION, "end": read.end, "tail_sha": read.tail_sha,
             "batches": read.batches, "latest": read.latest, "generation": generation,
             "next_cluster": tracker.clusters.count, "next_vid": index.next_vid}

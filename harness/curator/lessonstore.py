@@ -36,7 +36,7 @@ class Variant(NamedTuple):
 class Bucket:
     """One bucket's phrasings: what a pass added, and what it has read of the store."""
 
-    __slots__ = ("name", "stored", "exact", "variants", "postings", "df", "asked", "dirty")
+    __slots__ = ("name", "stored", "exact", "variants", "postings", "df", "asked")
 
     def __init__(self, name: Any, stored: bool) -> None:
         self.name = name  # the bucket's key, e.g. (role, kind)
@@ -47,7 +47,6 @@ class Bucket:
         self.postings: dict[str, list[int]] = {}
         self.df: dict[str, int] = {}  # word -> variants ever filed under it
         self.asked: set[str] = set()  # words and (" " + key) phrasings read from the store
-        self.dirty: set[str] = set()  # words whose postings changed since the store's read
 
 
 class LessonStore:

@@ -160,8 +160,6 @@ class LessonIndex:
             plist.append(vid)
             if len(plist) > 2 * POSTING_CAP:
                 del plist[:-POSTING_CAP]
-        if b.stored:
-            b.dirty |= words
 
     def _count_variant(self, b: Bucket, cluster: int) -> bool:
         """Count one more phrasing of `cluster`: False when it has MAX_VARIANTS already."""
