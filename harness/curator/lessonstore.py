@@ -58,7 +58,7 @@ class LessonStore:
         self.rule, self.conn, meta = rule_name, conn, meta or {}
         self.generation: int = meta.get("generation", -1)
         self.first_cluster: int = meta.get("next_cluster", 0)  # below: in the database
-        self.first_vid = self.next_vid = meta.get("next_vid", 0)
+        self.first_vid: int = meta.get("next_vid", 0)  # variants below: in the database
         self.read = RecordRead(meta.get("end", 0), meta.get("tail_sha", ""),
                                dict(meta.get("batches", {})), dict(meta.get("latest", {})))
 

@@ -89,7 +89,7 @@ class LessonIndex:
         self.sure = sure  # False: a swap of words is no reason to refuse (`same_lesson`)
         self.judge = judge  # answers about the notes left unsure, and questions (`judge`)
         self.store = store
-        self.next_vid = 0 if store is None else store.next_vid
+        self.next_vid = 0 if store is None else store.first_vid
         self._buckets: dict[Any, Bucket] = {}
         self._variants: dict[int, int] = {}  # cluster id -> phrasings indexed
 
