@@ -46,8 +46,8 @@ import curator  # noqa: E402 - bench/curator.py: the generators and the child pr
 # the goal (issue 32): at 300k entries of history, a pass over 10 new ones takes < 0.3 s
 # and at most 1.5x the same pass at 1k
 GOAL_RATIO, GOAL_SECONDS = 1.5, 0.3
-# harness.curator.lessondb's open and its two writes (what changed; every row of a rule)
-TIMED = ("load", "_write_changes", "_write_whole")
+# harness.curator.lessondb's open and its write
+TIMED = ("load", "_write")
 COLUMNS = ("history", "passes", "new", "seconds", "min-s", "max-s", "cpu-s", "db-open-s",
            "db-write-s", "db-MiB", "record-MiB", "history-s")
 WIDTH = {c: max(len(c), 7) for c in COLUMNS} | {"history": 10}
@@ -79,7 +79,7 @@ def child(state: str, identity: str, profile_lines: int) -> None:
     with profiler or contextlib.nullcontext():
         result = curator.measure(state, identity)
     result["open_s"] = spent["load"]
-    result["write_s"] = spent["_write_changes"] + spent["_write_whole"]
+    result["write_s"] = spent["_write"]
     if profiler:
         text = io.StringIO()
         stats = pstats.Stats(profiler, stream=text)

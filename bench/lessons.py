@@ -54,7 +54,7 @@ from corpus_quality import PerfectJudge  # noqa: E402 - after the path is set
 from harness.curator.clusters import Clusters  # noqa: E402
 from harness.curator.curate import CuratorSettings, curate  # noqa: E402
 from harness.curator.judge import Judgments  # noqa: E402
-from harness.curator.lessondb import load_all  # noqa: E402
+from harness.curator.lessondb import stored  # noqa: E402
 from harness.curator.record import RecordRead, read_record  # noqa: E402
 
 
@@ -380,10 +380,9 @@ def curator_clusters(identity: Path, notes: list[Note], similarity: float,
         raise SystemExit("bench: the candidate record does not hold the generated notes")
     for c in candidates:
         out.append((c.role, c.kind, clusters.assign_text((c.role, c.kind), c.text)))
-    tracker, _ = load_all(identity, similarity)
-    stored = Counter((ev.role, ev.kind, ev.count) for ev in tracker.lessons if ev)
+    kept = Counter((ev.role, ev.kind, ev.count) for ev in stored(identity, similarity))
     replayed = Counter((role, kind, n) for (role, kind, _), n in Counter(out).items())
-    if stored != replayed:
+    if kept != replayed:
         raise SystemExit("bench: the replayed clusters differ from the run's lesson database")
     return out
 

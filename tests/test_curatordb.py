@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.curator import curatordb, lessondb, lessonsource, verdicts
+from harness.curator import curatordb, lessondb, lessonstore, verdicts
 from harness.curator.curate import CuratorSettings, curate
 from harness.curator.judge import Judgments
 from harness.curator.text import NORMALISER_VERSION, normalize
@@ -174,7 +174,7 @@ def test_a_lesson_database_locked_past_its_timeout_is_left_for_the_next_pass(
     def locked(*args: object) -> None:
         raise sqlite3.OperationalError("database is locked")
 
-    monkeypatch.setattr(lessondb, "_write_changes", locked)
+    monkeypatch.setattr(lessondb, "_write", locked)
     note(state, FIRST, "TRICK", feature="F-002", run="r2")
     report = curate(state, identity, "shop", CuratorSettings(), now=NOW)
     assert [p.text for p in report.promoted] == [FIRST]
@@ -225,7 +225,7 @@ def test_a_database_found_damaged_while_planning_stops_the_run_with_a_message(
     def damaged(*args: object) -> None:
         raise sqlite3.DatabaseError("database disk image is malformed")
 
-    monkeypatch.setattr(lessonsource.LessonDB, "fault", damaged)
+    monkeypatch.setattr(lessonstore.LessonStore, "fault", damaged)
     note(state, FIRST, "TRICK", feature="F-002", run="r2")
     raw = (state / "raw.md").read_bytes()
     with pytest.raises(UsageError, match="without --dry-run sets it aside"):

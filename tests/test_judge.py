@@ -173,8 +173,7 @@ def test_a_pass_asks_then_one_with_the_answer_promotes_records_it_and_a_rebuild_
         raw.write(raw_line("F-003", SECOND, 3))
     again = curate(state, identity, "shop", CuratorSettings())
     assert again.promoted == [] and again.questions == []
-    tracker, _ = lessondb.load_all(identity, 75.0)
-    assert sorted(ev.count for ev in tracker.lessons if ev) == [3]
+    assert [ev.count for ev in lessondb.stored(identity, 75.0)] == [3]
 
 
 def test_explain_finds_a_note_in_the_lesson_a_judge_joined_it_to(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harness.curator import curatordb, lessondb, lessonsource, planning, record
+from harness.curator import curatordb, lessondb, lessonstore, planning, record
 from harness.curator.curate import CuratorSettings, curate
 from tests.test_curate import note
 from tests.test_curator import CROWDED, crowd
@@ -100,8 +100,8 @@ def test_passes_over_the_database_agree_with_passes_over_all_history(tmp_path) -
 def test_a_pass_reads_only_the_lessons_its_notes_join(tmp_path, monkeypatch) -> None:
     state, identity = curated_shop(tmp_path, 400)
     asked: list[int] = []
-    real = lessondb.LessonDB.lesson
-    monkeypatch.setattr(lessondb.LessonDB, "lesson",
+    real = lessonstore.LessonStore.lesson_row
+    monkeypatch.setattr(lessonstore.LessonStore, "lesson_row",
                         lambda self, cid: (cid < self.first_cluster and asked.append(cid))
                         or real(self, cid))
     note(state, "tool3 --opt3 needs the fixtures first", "TRICK", feature="F-900", run="x")
@@ -144,10 +144,12 @@ def test_a_database_another_curator_wrote_meanwhile_is_left_alone(tmp_path,
     counted = {k[3] for k in lessons(identity) if k[:3] == key}
     assert counted == {2}  # shop's first and blog's: shop's second is not in it yet
     # what the next pass sees: the database, then the record after it
-    tracker, read = lessondb.load_all(identity, CuratorSettings().similarity)
+    tracker, read = lessondb.load(identity, CuratorSettings().similarity, write=False)
     for candidate in record.read_record(identity, read):
         tracker.add(candidate)
-    counts = {ev.text: ev.count for ev in tracker.lessons if ev}
+    counts = {ev.text: ev.count for cid in range(tracker.clusters.count)
+              if (ev := tracker.lesson(cid))}
+    tracker.store.close()
     assert counts == {"helm lint --strict before each release": 3,
                       "terraform plan -refresh=false hid the drift": 1,
                       "kubectl diff needs the server-side flag": 1}
@@ -174,17 +176,24 @@ def test_a_damaged_database_is_rebuilt_from_the_record(tmp_path, damage) -> None
         assert not set_aside
 
 
-def test_missions_at_another_similarity_keep_lessons_of_their_own(tmp_path) -> None:
+def test_a_mission_at_another_similarity_makes_the_lessons_again(tmp_path) -> None:
+    """The rows of one similarity are kept at a time: a pass at another clusters the whole
+    record again by its own, in place of them, and counts every note; its generation counts
+    on from theirs, so a pass that read rows of an earlier life never writes on these."""
     identity = tmp_path / "identity"
-    for mission, similarity in (("shop", 75.0), ("blog", 80.0)):
-        (tmp_path / mission).mkdir()
+    for n, (mission, similarity) in enumerate((("shop", 75.0), ("blog", 80.0), ("shop", 75.0))):
+        (tmp_path / mission).mkdir(exist_ok=True)
         note(tmp_path / mission, "pnpm test --filter web needs the db up", "FAIL",
-             feature="F-001", run=f"{mission}-1")
+             feature="F-001", run=f"{mission}-{n}")
         curate(tmp_path / mission, identity, mission, CuratorSettings(similarity=similarity),
                now=NOW)
-    with sqlite3.connect(identity / DB) as conn:
-        rules = {r for (r,) in conn.execute("SELECT DISTINCT rule FROM lesson")}
-    assert rules == {lessondb.rule(75.0), lessondb.rule(80.0)} == {"s75", "s80"}
+        with sqlite3.connect(identity / DB) as conn:
+            rows = conn.execute("SELECT rule, row FROM lesson").fetchall()
+            generations = conn.execute("SELECT rule, v FROM lesson_meta WHERE k='generation'")
+            assert generations.fetchall() == [(lessondb.rule(similarity), str(n))]
+        assert [(r, orjson.loads(row)[3]) for r, row in rows] == [
+            (lessondb.rule(similarity), n + 1)]
+    assert lessondb.rule(75.0) == "s75"
 
 
 def test_lessons_of_another_version_are_made_again_from_the_record(tmp_path,
@@ -224,7 +233,7 @@ def test_a_pass_over_the_database_finds_a_lesson_by_its_signature(tmp_path) -> N
 def test_a_note_of_more_words_than_one_query_takes_is_matched(tmp_path) -> None:
     state, identity = tmp_path / "shop", tmp_path / "identity"
     state.mkdir()
-    long = " ".join(f"w{n}" for n in range(2 * lessonsource.QUERY_WORDS + 7))
+    long = " ".join(f"w{n}" for n in range(1007))  # more than a statement's parameters
     for n in range(2):
         note(state, f"make check {long}", "TRICK", feature=f"F-00{n}", run=f"r{n}")
         report = curate(state, identity, "shop", CuratorSettings(), now=NOW)
@@ -237,11 +246,11 @@ def traced(monkeypatch) -> list[str]:
     real = lessondb._open
 
     def open_traced(identity: Path, rule: str, write: bool,
-                    said: list[str] | None) -> lessondb.LessonDB | None:
-        db = real(identity, rule, write, said)
-        if db is not None:
-            db.conn.set_trace_callback(statements.append)
-        return db
+                    said: list[str] | None) -> lessonstore.LessonStore:
+        store = real(identity, rule, write, said)
+        if store.conn is not None:
+            store.conn.set_trace_callback(statements.append)
+        return store
 
     monkeypatch.setattr(lessondb, "_open", open_traced)
     return statements
@@ -262,15 +271,29 @@ def test_a_phrasing_the_database_knows_is_matched_without_its_words(tmp_path,
     assert [s for s in statements if "FROM word" in s]  # new words: looked up to match
 
 
-def test_memory_md_lessons_are_looked_up_in_one_query_per_bucket(tmp_path, monkeypatch) -> None:
+def test_memory_md_lessons_are_looked_up_once_each(tmp_path, monkeypatch) -> None:
     state, identity = curated_shop(tmp_path, 30)
     assert (state / "MEMORY.md").read_text().count(" TRICK ") == 30
     statements = traced(monkeypatch)
     note(state, "tool1 --opt1 needs its fixtures first", "TRICK", feature="F-900", run="x")
     report = curate(state, identity, "shop", CuratorSettings(), now=NOW)
     assert [p.text for p in report.promoted] == ["tool1 --opt1 needs its fixtures first"]
-    # the 30 MEMORY.md lessons: one query; the new note's phrasing was asked with them
-    assert len([s for s in statements if "key, lesson, vid FROM variant WHERE rule=" in s]) == 1
+    # the 30 MEMORY.md lessons and the new note (a phrasing of one of them): one seek each
+    assert len([s for s in statements if "FROM variant WHERE rule=" in s and "key=" in s]) == 30
+
+
+def test_a_first_pass_asks_its_empty_store_nothing(tmp_path, monkeypatch) -> None:
+    def asked(*args: object) -> None:
+        raise AssertionError("a store with no rows was asked for some")
+
+    monkeypatch.setattr(lessonstore.LessonStore, "_rows", asked)
+    state, identity = curated_shop(tmp_path, 3)  # no database before: an empty store
+    note(state, "tool1 --opt1 needs its fixtures first", "TRICK", feature="F-900", run="x")
+    for suffix in ("", "-wal", "-shm"):  # and none again: the whole record, read once more
+        (identity / f"{DB}{suffix}").unlink(missing_ok=True)
+    report = curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    assert [p.text for p in report.promoted] == ["tool1 --opt1 needs its fixtures first"]
+    assert lessons(identity)[("worker", "TRICK", "tool1 --opt1 needs its fixtures first", 2)]
 
 
 def test_a_reader_forgets_a_missions_earlier_batch_only() -> None:

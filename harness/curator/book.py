@@ -102,9 +102,6 @@ class MemoryBook:
         self.history: list[Item] = []
         self._old_lines: list[Item] = []
         items = [(parse_item(line.rstrip()), name) for name, line in _memory_lines(memory_text)]
-        # the lessons' exact phrasings, asked of a database at once rather than one by one
-        self.clusters.expect(((i.role, i.kind), normalize(i.text).key)
-                             for i, _ in items if i.letter == "L")
         for item, name in items:
             self._load(item, name)
         top = {"L": 0, "D": 0, "C": 0}

@@ -1,26 +1,22 @@
-"""Cluster ids over one `matching.LessonIndex`, so L3 and promotion share one clustering."""
+"""Cluster ids over one `matching.LessonIndex`, so L3 and promotion share one clustering,
+and the candidates clustered into lessons (`PromotionTracker`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Any
 
-from harness.curator.matching import LessonIndex, Source
+from harness.curator.candidate import Candidate
+from harness.curator.lessonstore import LessonStore, rule
+from harness.curator.matching import LessonIndex
+from harness.curator.promotion import Evidence
 from harness.curator.text import Norm, normalize
-
-
-class BatchSource(Source, Protocol):
-    """A `matching.Source` that can look up many exact phrasings of a bucket in one go."""
-
-    def prefetch(self, bucket: Any, keys: Iterable[str]) -> None: ...
 
 
 class Clusters:
     """Cluster ids handed out over one LessonIndex, so L3 and promotion share one clustering."""
 
-    def __init__(self, threshold: float, source: BatchSource | None = None) -> None:
-        self.index = LessonIndex(threshold, source=source)
-        self.source = source
+    def __init__(self, threshold: float, store: LessonStore | None = None) -> None:
+        self.index = LessonIndex(threshold, store=store)
         self.count = 0
         # (bucket, exact text) -> cluster: a note repeated word for word skips
         # normalising and matching
@@ -45,28 +41,58 @@ class Clusters:
             self.count += 1
         return cid
 
-    def expect(self, queries: Iterable[tuple[Any, str]]) -> None:
-        """Let the source look up at once the exact phrasings (bucket, key) about to be
-        found, one by one (a lazy iterable: not consumed without a source)."""
-        if self.source is None:
-            return
-        keys: dict[Any, list[str]] = {}
-        for bucket, key in queries:
-            keys.setdefault(bucket, []).append(key)
-        for bucket, bucket_keys in keys.items():
-            self.source.prefetch(bucket, bucket_keys)
-
     def find(self, bucket: Any, norm: Norm) -> int | None:
         """The cluster `norm` belongs to, or None."""
         return self.index.find(bucket, norm)
 
     def new(self, bucket: Any, norm: Norm) -> int:
         """A new cluster for `norm`, never merged into an existing one."""
-        cid = self.new_id()
-        self.index.add(bucket, norm, cid)
-        return cid
-
-    def new_id(self) -> int:
-        """A fresh cluster id with nothing indexed under it yet."""
         self.count += 1
+        self.index.add(bucket, norm, self.count - 1)
         return self.count - 1
+
+
+class PromotionTracker:
+    """Candidates clustered into lessons per role and kind, over the lessons of `store`."""
+
+    def __init__(self, similarity: float, store: LessonStore | None = None) -> None:
+        self.store = store or LessonStore(rule(similarity))
+        self.clusters = Clusters(similarity, store=self.store)
+        self.clusters.count = self.store.first_cluster
+        self.lessons: dict[int, Evidence] = {}  # cluster id -> evidence, as read or noted
+        self.noted: set[int] = set()  # clusters given a note in this pass
+
+    def add(self, c: Candidate, cluster: int | None = None) -> Evidence:
+        """File one candidate under its lesson; `cluster` if the caller already matched it."""
+        if cluster is None:
+            cluster = self.clusters.assign_text((c.role, c.kind), c.text)
+        return self.note(cluster, c.role, c.kind, c.text, c.ts[:10], c.ts, c.mission,
+                         c.feature, c.run)
+
+    def note(self, cluster: int, role: str, kind: str, text: str, day: str, ts: str,
+             mission: str, feature: str, run: str | None) -> Evidence:
+        """`add` for a note matched to `cluster` already, given by its fields."""
+        ev = self.lesson(cluster)
+        if ev is None:
+            ev = self.lessons[cluster] = Evidence(role, kind, text)
+        ev.note(day, ts, mission, feature, run)
+        self.noted.add(cluster)
+        return ev
+
+    def lesson(self, cluster: int) -> Evidence | None:
+        """The evidence of `cluster`, read from the store the first time; None if none."""
+        ev = self.lessons.get(cluster)
+        if ev is None and (row := self.store.lesson_row(cluster)) is not None:
+            ev = self.lessons[cluster] = Evidence.from_row(row)
+        return ev
+
+    def text_of(self, cluster: int) -> str | None:
+        """The text a lesson is known by (its first note's), or None when it has none."""
+        ev = self.lesson(cluster)
+        return None if ev is None else ev.text
+
+    def due(self) -> list[Evidence]:
+        """Lessons whose rule holds, in cluster order, among those noted in this pass: one
+        only read was planned by the pass that made it due (and a line someone deleted from
+        identity stays out until the lesson is noted again)."""
+        return [ev for cid in sorted(self.noted) if (ev := self.lessons[cid]).due()]

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rapidfuzz import fuzz, process, utils
+from rapidfuzz import fuzz, process
 
 from harness.curator import verdicts
 from harness.curator.candidate import PROMOTABLE
+from harness.curator.clusters import PromotionTracker
 from harness.curator.commit import CuratorPaths, cursor_start, read_json, read_text
 from harness.curator.identity import IdentityIndex, archive_path, strength
 from harness.curator.judge import Judgments
-from harness.curator.lessondb import load_all
+from harness.curator.lessondb import load
 from harness.curator.matching import same_lesson
-from harness.curator.promotion import Evidence, PromotionTracker
+from harness.curator.promotion import Evidence
 from harness.curator.record import read_record
 from harness.curator.scan import RawPass, ScanJob, checked_keys
 from harness.curator.text import normalize
@@ -51,7 +52,7 @@ def explain(state: Path, identity: Path, text: str, similarity: float,
         return (f"{NEVER[kind]} notes are never promoted to identity: only TRICK, FAIL and "
                 "FORGOT are. They stay in MEMORY.md and summary.md, where the curator merges "
                 "and bounds them.")
-    tracker, read = load_all(identity, similarity)
+    tracker, read = load(identity, similarity, write=False)
     recorded = verdicts.open_recorded(identity)
     if recorded is not None:  # a note the model judged one lesson with another is in it
         tracker.clusters.index.judge = Judgments(recorded=recorded.about)
@@ -59,29 +60,42 @@ def explain(state: Path, identity: Path, text: str, similarity: float,
         for candidate in read_record(identity, read):
             tracker.add(candidate)
         norm = normalize(text)
-        found = [tracker.clusters.find(b, norm) for b in sorted(tracker.clusters.index.buckets())
-                 if role in (None, b[0]) and kind in (None, b[1])]
+        found = [tracker.clusters.find(b, norm) for b in _buckets(tracker, role, kind)]
+        lessons = [ev for cid in found if cid is not None and (ev := tracker.lesson(cid))]
+        answers = verdicts.read_all(identity) if lessons else {}
+        blocks = [describe(ev, place(identity, ev, similarity), judged(tracker, ev, answers))
+                  for ev in lessons] or [no_lesson(text, closest(tracker, text, role, kind))]
+        unread, notes = unread_notes(CuratorPaths(state, identity))
+        said = [n for n in notes if role in (None, n[1]) and kind in (None, n[3])
+                and says(n, text, tracker, lessons, similarity)]
     finally:
         if recorded is not None:
             recorded.close()
-    lessons = [ev for cid in found if cid is not None and (ev := tracker.lessons[cid])]
-    answers = verdicts.read_all(identity) if lessons else {}
-    blocks = [describe(ev, place(identity, ev, similarity), judged(tracker, ev, answers))
-              for ev in lessons] or [no_lesson(text, closest(tracker, text, role, kind))]
-    unread, notes = unread_notes(CuratorPaths(state, identity))
-    said = [n for n in notes if role in (None, n[1]) and kind in (None, n[3])
-            and says(n, text, tracker, lessons, similarity)]
+        tracker.store.close()
     return "\n\n".join([*blocks, *([pending(unread, said)] if unread else [])])
 
 
 def closest(tracker: PromotionTracker, text: str, role: str | None,
             kind: str | None) -> list[Evidence]:
-    """Up to CLOSEST lessons of `role` and `kind` whose words come nearest `text`."""
-    texts = {i: ev.text for i, ev in enumerate(tracker.lessons)
-             if ev is not None and role in (None, ev.role) and kind in (None, ev.kind)}
-    return [tracker.lessons[i] for _, _, i in process.extract(
-        text, texts, scorer=fuzz.WRatio, processor=utils.default_process, limit=CLOSEST,
-        score_cutoff=CLOSEST_SCORE)]
+    """Up to CLOSEST lessons of `role` and `kind` whose words come nearest `text`, scored
+    on the phrasings the index keeps (stored ones too)."""
+    keys, owners = [], []
+    for bucket in _buckets(tracker, role, kind):
+        for cid, key, _ in tracker.clusters.index.phrasings(bucket):
+            if (ev := tracker.lesson(cid)) is not None:
+                keys.append(key)
+                owners.append(ev)
+    best: list[Evidence] = []
+    for _, _, i in process.extract(normalize(text).key, keys, scorer=fuzz.WRatio,
+                                   limit=4 * CLOSEST, score_cutoff=CLOSEST_SCORE):
+        if owners[i] not in best:
+            best.append(owners[i])
+    return best[:CLOSEST]
+
+
+def _buckets(tracker: PromotionTracker, role: str | None, kind: str | None) -> list:
+    return sorted(b for b in tracker.clusters.index.buckets()
+                  if role in (None, b[0]) and kind in (None, b[1]))
 
 
 def rule(ev: Evidence) -> str:
@@ -156,7 +170,7 @@ def describe(ev: Evidence, where: str, judge: str = "") -> str:
 
 def judged(tracker: PromotionTracker, ev: Evidence, answers: verdicts.Answers) -> str:
     """What the judge's recorded answers say about the lesson's phrasings, or ""."""
-    cid = tracker.lessons.index(ev)
+    cid = next(c for c, e in tracker.lessons.items() if e is ev)
     keys = {key for c, key, _ in tracker.clusters.index.phrasings((ev.role, ev.kind))
             if c == cid}
     about = [same for (bucket, key, other), same in answers.items()
@@ -182,7 +196,7 @@ def says(note: tuple, text: str, tracker: PromotionTracker, lessons: list[Eviden
          similarity: float) -> bool:
     """Whether an unread raw.md note (`memory.parse_fields`) says this lesson or `text`."""
     cid = tracker.clusters.find((note[1], note[3]), normalize(note[4]))
-    return (cid is not None and tracker.lessons[cid] in lessons) or same_lesson(
+    return (cid is not None and tracker.lesson(cid) in lessons) or same_lesson(
         text, note[4], similarity)
 
 

@@ -1,44 +1,34 @@
 """When two notes say the same thing: the match rule and a blocked index.
 
-Two texts are the same lesson when, after normalisation (`text.normalize`), their
-technical words do not disagree and rapidfuzz scores them at or above the threshold
-(`_accept`, the one rule):
+Two texts are the same lesson when, normalised (`text.normalize`), their technical words
+do not disagree and rapidfuzz scores them at the threshold or above (`_accept`):
 
-- Anchors: same command with another file, flag or value is another trick. Strict
-  anchors (flags, numbers, subcommands) must appear on both sides; for the others,
-  the texts disagree when each has one the other lacks (seeds/ vs drizzle/).
-- Score: `fuzz.token_set_ratio` on the normalised words (order-free, tolerant of
-  a few extra or missing words), capped by `token_sort_ratio` when one text has
-  less than half the words of the other, so a short note does not match every
-  longer one that contains its words. When both sides name exactly the same
-  anchors, the prose may differ by AGREE_BONUS points more.
+- Anchors: the same command with another file, flag or value is another trick. Strict
+  anchors (flags, numbers, subcommands) must be on both sides; for the others, the texts
+  disagree when each has one the other lacks (seeds/ vs drizzle/).
+- Score: `fuzz.token_set_ratio` on the normalised words, capped by `token_sort_ratio` when
+  one text has less than half the words of the other (a short note would match every
+  longer one holding its words); AGREE_BONUS points less when both name the same anchors.
+- Sure: a pair where each side has a word the other lacks ("npm cache needs a writable
+  folder", "uv cache needs ...") is a swap, a paraphrase or another lesson: the rules keep
+  it apart (precision first), and a judge (`judge`) decides it, with any pair the anchors
+  veto, among the note's most similar lessons (`shortlist.pool_of`). `same_lesson`, for
+  texts no judge sees (identity lines, a model's rewrite), does not refuse a swap.
 
-- Sure: the rule joins only what it is sure of. A pair where each side has a word the
-  other lacks ("npm cache needs a writable folder" and "uv cache needs ...") is a
-  swap: maybe a paraphrase, maybe another lesson with one name changed. The rules keep
-  such pairs apart (precision first); a judge (`judge`) decides them, with any pair the
-  anchors veto, among the note's most similar lessons (`shortlist.pool_of`).
-  `same_lesson` is the rule's score alone, for texts that need no judge (identity lines,
-  a model's rewrite): there, a swap is not refused.
-
-The index never compares a text with every other: each bucket (role and kind)
-keeps an inverted index word -> recent variants, each variant filed under its
-signature too (`text.Norm`), and a query scores only a short list drawn from the
-postings of its signature and its rarest words, technical ones first
-(`shortlist`), stopping at the first match. A text seen before word for
-word skips all that (`clusters.Clusters`).
+The index never compares a text with every other: per bucket (role and kind), each word
+and signature (`text.Norm`) has its recent phrasings, and a query scores only a short list
+of those (`shortlist`), stopping at the first match.
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 from rapidfuzz import fuzz
 
-from harness.curator.bucket import Bucket, Source
 from harness.curator.judge import Judgments
+from harness.curator.lessonstore import Bucket, LessonStore, Variant
 from harness.curator.shortlist import POSTING_CAP, pool_of, shortlist_of
 from harness.curator.text import Norm, normalize
 
@@ -50,39 +40,24 @@ AGREE_BONUS = 10.0  # same technical words on both sides: the prose may differ t
 def same_lesson(a: str, b: str, threshold: float) -> bool:
     """Whether two note texts say the same thing at `threshold` (0-100)."""
     na, nb = normalize(a), normalize(b)
-    return na.key == nb.key or _accept(na.key, set(na.key.split()), na.strict.split(),
-                                       na.anchors.split(), nb.key, nb.strict.split(),
-                                       nb.anchors.split(), threshold)
+    return na.key == nb.key or _accept(na, set(na.key.split()), nb.key, nb.packed, threshold)
 
 
-def _accept(a_key: str, a_words: set[str], a_strict: list[str], a_anchors: list[str],
-            b_key: str, b_strict: Sequence[str], b_anchors: list[str], threshold: float) -> bool:
-    """The match rule: the anchors do not conflict, and the score reaches `threshold`, or
-    AGREE_BONUS less when both sides name the same anchors. Each side comes split as the
-    index keeps it: key, (a's) words, strict words and anchors."""
-    if (a_anchors or b_anchors) and _conflict(a_words, a_strict, a_anchors, b_key, b_strict,
-                                              b_anchors):
-        return False
-    return _scores(a_key, a_anchors, b_key, b_anchors, threshold)
-
-
-def _scores(a_key: str, a_anchors: list[str], b_key: str, b_anchors: list[str],
-            threshold: float) -> bool:
-    """The rule's score part: rapidfuzz reaches the cutoff (see `_accept`)."""
-    cutoff = threshold - AGREE_BONUS if a_anchors and a_anchors == b_anchors else threshold
-    # a score under the cutoff comes back as 0, before any capping is worked out
-    raw = fuzz.token_set_ratio(a_key, b_key, score_cutoff=cutoff)
-    return bool(raw) and _capped(a_key, b_key, raw) >= cutoff
-
-
-def _conflict(a_words: set[str], a_strict: list[str], a_anchors: list[str], b_key: str,
-              b_strict: Sequence[str], b_anchors: list[str]) -> bool:
-    # (b has all of a's strict words, a all of b's) and (b has all of a's anchors, or a all
-    # of b's), tested so that b's words are split only when needed. Strict words are anchors.
+def _accept(a: Norm, a_words: set[str], b_key: str, b_packed: str, threshold: float) -> bool:
+    """The match rule, for `a` (its words split) and `b` as the index keeps it (its key and
+    packed anchors): the anchors do not conflict, and the score reaches `threshold`, or
+    AGREE_BONUS less when both sides name the same anchors."""
+    b_strict = [w[1:] for w in b_packed.split() if w[0] == "!"] if "!" in b_packed else []
     if not a_words.issuperset(b_strict):
-        return True  # a flag, subcommand or number on one side only
-    needed = a_strict if a_words.issuperset(b_anchors) else a_anchors
-    return bool(needed) and not set(b_key.split()).issuperset(needed)
+        return False  # a flag, subcommand or number on b's side only
+    a_anchors, b_anchors = a.anchors.split(), b_packed.replace("!", "").split()
+    # b has a's strict words and, unless a has all of b's anchors, all of a's anchors
+    needed = a.strict.split() if a_words.issuperset(b_anchors) else a_anchors
+    if needed and not set(b_key.split()).issuperset(needed):
+        return False
+    cutoff = threshold - AGREE_BONUS if a_anchors and a_anchors == b_anchors else threshold
+    raw = fuzz.token_set_ratio(a.key, b_key, score_cutoff=cutoff)  # under the cutoff: 0
+    return bool(raw) and _capped(a.key, b_key, raw) >= cutoff
 
 
 def _swapped(a_words: set[str], b_key: str) -> bool:
@@ -102,199 +77,135 @@ def _capped(a: str, b: str, raw: float) -> float:
 class LessonIndex:
     """Clusters of same-lesson texts per bucket (e.g. role and kind), found without all-pairs.
 
-    A query looks only at the variants filed under its BLOCK_WORDS block words,
-    technical ones first (the most recent POSTING_CAP each), shortlists up to
-    SHORTLIST that share the most of those words, and scores just those: the work per query is
-    bounded whatever the number of clusters.
+    A query scores only the few phrasings `shortlist` draws from its words' and signature's
+    recent postings: bounded work whatever the number of clusters. The buckets a `store`
+    covers are read from it as queries need them (`lessonstore`).
     """
 
-    def __init__(self, threshold: float, *, anchored: bool = True,
-                 source: Source | None = None, sure: bool = True,
-                 judge: Judgments | None = None) -> None:
+    def __init__(self, threshold: float, *, anchored: bool = True, store: LessonStore | None = None,
+                 sure: bool = True, judge: Judgments | None = None) -> None:
         self.threshold = threshold
         self.anchored = anchored  # False: score alone decides (decision topics)
         self.sure = sure  # False: a swap of words is no reason to refuse (`same_lesson`)
         self.judge = judge  # answers about the notes left unsure, and questions (`judge`)
-        self.source = source  # the buckets it covers are read from it as queries need
+        self.store = store
+        self.next_vid = 0 if store is None else store.first_vid
         self._buckets: dict[Any, Bucket] = {}
-        self._variants = bytearray()  # cluster id -> phrasings indexed
-        self._counted: set[int] = set()  # clusters whose count was asked of the source
-        self._strict: dict[str, tuple[str, ...]] = {}  # strict words -> their shared tuple
+        self._variants: dict[int, int] = {}  # cluster id -> phrasings indexed
 
     def find(self, bucket: Any, norm: Norm, ask: bool = False) -> int | None:
         """The cluster id `norm` belongs to in `bucket`, or None; a judge is asked about
         the pairs it is unsure of when `ask` (see `judge`)."""
-        b = self._buckets.get(bucket)
-        if b is None:
-            if self.source is None or not self.source.covers(bucket):
-                return None
-            b = self._bucket(bucket)
-        if b.source is not None:
-            b.source.fault(bucket, b, norm.key, _filed_under(norm.key, norm.signature))
+        if bucket not in self._buckets and not self._stored(bucket):
+            return None
+        b = self._faulted(bucket, norm.key, norm.signature)
         hit = b.exact.get(norm.key)
         if hit is not None:
             return hit  # before splitting: most queries of a big log are exact repeats
         return self._match(b, norm, set(norm.key.split()), ask)
 
-    def _match(self, b: Bucket, norm: Norm, a_words: set[str],
-               ask: bool = False) -> int | None:
-        key, ratio, threshold = norm.key, fuzz.token_set_ratio, self.threshold
-        a_anchors = norm.anchors.split() if self.anchored else []
-        shortlist = shortlist_of(b, a_words, a_anchors, norm.signature if self.anchored else "")
-        if not shortlist:
-            return None
-        if b.source is not None:
-            b.source.fault_variants(b, shortlist)
-        if not self.anchored:
-            for vid in shortlist:
-                if ratio(key, b.keys[vid], score_cutoff=threshold):
-                    return b.owner[vid]
-            return None
-        return self._anchored_match(b, norm, a_words, a_anchors, shortlist, ask)
-
-    def _anchored_match(self, b: Bucket, norm: Norm, a_words: set[str], a_anchors: list[str],
-                        shortlist: list[int], ask: bool) -> int | None:
-        key, threshold = norm.key, self.threshold
-        a_strict = norm.strict.split()
-        for vid in shortlist:
-            b_strict = b.strict[vid]
-            if b_strict and not a_words.issuperset(b_strict):
-                continue  # what _conflict finds first, before unpacking anchors
-            packed = b.anchors[vid]
-            b_anchors = packed.replace("!", "").split() if b_strict else packed.split()
-            b_key = b.keys[vid]
-            if (a_anchors or b_anchors) and _conflict(a_words, a_strict, a_anchors, b_key,
-                                                      b_strict, b_anchors):
-                continue
-            if _scores(key, a_anchors, b_key, b_anchors, threshold) and not (
-                    self.sure and _swapped(a_words, b_key)):
-                return b.owner[vid]
-        judge = self.judge
-        if judge is None or not judge.wanted(b.name, key, ask):
-            return None
-        pool = pool_of(b, a_words, a_anchors, norm.signature)
-        if b.source is not None:
-            b.source.fault_variants(b, pool)
-        return judge.decide(b.name, norm, [(vid, b.keys[vid], b.owner[vid]) for vid in pool],
-                            ask, b.df)
+    def assign(self, bucket: Any, norm: Norm, new_cluster: int) -> int:
+        """The cluster `norm` belongs to; `new_cluster` (now indexed) when none matches."""
+        b = self._faulted(bucket, norm.key, norm.signature)
+        hit = b.exact.get(norm.key)
+        if hit is not None:
+            return hit  # as in `find`
+        words = set(norm.key.split())
+        found = self._match(b, norm, words, ask=True)
+        cluster = new_cluster if found is None else found
+        self._add(b, norm, cluster, words)
+        return cluster
 
     def add(self, bucket: Any, norm: Norm, cluster: int) -> None:
         """Index `norm` as a phrasing of `cluster` (a small int; up to MAX_VARIANTS each)."""
-        self.add_packed(bucket, norm.key, norm.packed, cluster, norm.signature)
+        b = self._faulted(bucket, norm.key, norm.signature)
+        if norm.key not in b.exact:
+            self._add(b, norm, cluster, set(norm.key.split()))
 
-    def add_packed(self, bucket: Any, key: str, packed: str, cluster: int,
-                   signature: str = "") -> None:
-        """`add` for a phrasing as the lesson database keeps it: its key, packed anchors and
-        signature (`lessondb.load_all`)."""
-        b = self._bucket(bucket)
-        if b.source is not None:
-            b.source.fault(bucket, b, key, _filed_under(key, signature))
-        if key not in b.exact:
-            self._add(b, key, packed, signature, cluster, set(key.split()))
+    def _match(self, b: Bucket, norm: Norm, a_words: set[str], ask: bool) -> int | None:
+        a_anchors = norm.anchors.split() if self.anchored else []
+        shortlist = shortlist_of(b, a_words, a_anchors, norm.signature if self.anchored else "")
+        self._fault_variants(b, shortlist)
+        for vid in shortlist:
+            if self._joins(norm, a_words, b.variants[vid]):
+                return b.variants[vid].owner
+        judge = self.judge
+        if not self.anchored or judge is None or not judge.wanted(b.name, norm.key, ask):
+            return None
+        pool = pool_of(b, a_words, a_anchors, norm.signature)
+        self._fault_variants(b, pool)
+        return judge.decide(b.name, norm, [(vid, b.variants[vid].key, b.variants[vid].owner)
+                                           for vid in pool], ask, b.df)
 
-    def _add(self, b: Bucket, key: str, packed: str, signature: str, cluster: int,
-             words: set[str]) -> None:
-        """Index a phrasing under its `words` and its signature."""
-        b.exact[key] = cluster
+    def _joins(self, norm: Norm, a_words: set[str], v: Variant) -> bool:
+        """Whether the rule joins `norm` to the phrasing `v`, surely when `sure`."""
+        if not self.anchored:
+            return bool(fuzz.token_set_ratio(norm.key, v.key, score_cutoff=self.threshold))
+        return _accept(norm, a_words, v.key, v.packed, self.threshold) and not (
+            self.sure and _swapped(a_words, v.key))
+
+    def _add(self, b: Bucket, norm: Norm, cluster: int, words: set[str]) -> None:
+        """Index a phrasing under its `words` and its signature (added to them)."""
+        b.exact[norm.key] = cluster
         if not self._count_variant(b, cluster):
             return
-        if signature:
-            # one string per signature, in the variants and as their postings' key
-            signature = sys.intern(signature)
-        if b.source is None:
-            vid = len(b.keys)
-            b.keys.append(key)
-            b.anchors.append(packed)
-            b.strict.append(self._strict_of(packed))
-            b.signature.append(signature)
-            b.owner.append(cluster)
-        else:
-            vid = b.source.take_vid()
-            b.keys[vid], b.anchors[vid], b.owner[vid] = key, packed, cluster
-            b.strict[vid] = self._strict_of(packed)
-            b.signature[vid] = signature
-            b.dirty |= words
-            if signature:
-                b.dirty.add(signature)
-        df, postings = b.df, b.postings
+        vid = self.next_vid
+        self.next_vid += 1
+        b.variants[vid] = Variant(norm.key, norm.packed, norm.signature, cluster)
+        if norm.signature:
+            words.add(norm.signature)
         for w in words:
-            df[w] = df.get(w, 0) + 1
-            plist = postings[w]
+            b.df[w] = b.df.get(w, 0) + 1
+            plist = b.postings.setdefault(w, [])
             plist.append(vid)
             if len(plist) > 2 * POSTING_CAP:
                 del plist[:-POSTING_CAP]
-        if signature:  # see `Bucket.postings`
-            postings[signature] = (*postings.get(signature, ()), vid)[-POSTING_CAP:]
 
     def _count_variant(self, b: Bucket, cluster: int) -> bool:
         """Count one more phrasing of `cluster`: False when it has MAX_VARIANTS already."""
-        variants = self._variants
-        if cluster >= len(variants):
-            variants.extend(bytes(cluster + 1 - len(variants) + 1024))
-        if b.source is not None and cluster not in self._counted:
-            self._counted.add(cluster)  # a cluster from the source: its count is there
-            variants[cluster] = b.source.variant_count(cluster) or variants[cluster]
-        if variants[cluster] >= MAX_VARIANTS:
-            return False
-        variants[cluster] += 1
-        return True
+        count = self._variants.get(cluster)
+        if count is None:
+            count = self.store.variant_count(cluster) if b.stored else 0
+        self._variants[cluster] = min(count + 1, MAX_VARIANTS)
+        return count < MAX_VARIANTS
 
-    def _strict_of(self, packed: str) -> tuple[str, ...]:
-        """The strict words of packed anchors, as the tuple every variant with them shares."""
-        if "!" not in packed:
-            return ()
-        marked = " ".join([w for w in packed.split() if w[0] == "!"])
-        found = self._strict.get(marked)
-        if found is None:
-            found = self._strict[marked] = tuple([w[1:] for w in marked.split()])
-        return found
+    def _stored(self, bucket: Any) -> bool:
+        return self.store is not None and self.store.covers(bucket)
 
     def _bucket(self, bucket: Any) -> Bucket:
         b = self._buckets.get(bucket)
         if b is None:
-            source = self.source
-            b = self._buckets[bucket] = Bucket(
-                bucket, source if source is not None and source.covers(bucket) else None)
+            b = self._buckets[bucket] = Bucket(bucket, self._stored(bucket))
         return b
 
+    def _faulted(self, bucket: Any, key: str, signature: str) -> Bucket:
+        """The bucket, with what the store holds of a query of `key` read into it."""
+        b = self._bucket(bucket)
+        if b.stored and self.store.first_vid:
+            self.store.fault(b, key, signature)
+        return b
+
+    def _fault_variants(self, b: Bucket, vids: list[int] | None) -> None:
+        if b.stored and self.store.first_vid:
+            self.store.fault_variants(b, vids)
+
     def has(self, bucket: Any) -> bool:
-        """Whether anything is indexed in `bucket`."""
+        """Whether anything is indexed in `bucket` (in memory)."""
         return bucket in self._buckets
 
     def buckets(self) -> list[Any]:
-        """The buckets in use."""
-        return list(self._buckets)
+        """The buckets in use, here or in the store."""
+        stored = self.store.buckets() if self.store is not None else []
+        return list(dict.fromkeys([*self._buckets, *stored]))
 
     def phrasings(self, bucket: Any) -> Iterator[tuple[int, str, str]]:
-        """(cluster, key, packed anchors) of each phrasing indexed in `bucket` (in memory)."""
-        b = self._buckets[bucket]
-        if b.source is not None:
-            raise RuntimeError("the phrasings of a bucket read from a source are not all here")
-        return zip(b.owner, b.keys, b.anchors, strict=True)
-
-    def bucket_state(self, bucket: Any) -> Bucket:
-        """The bucket's containers, for the source that writes them back."""
-        return self._buckets[bucket]
-
-    def assign(self, bucket: Any, norm: Norm, new_cluster: int) -> int:
-        """The cluster `norm` belongs to; `new_cluster` (now indexed) when none matches."""
+        """(cluster, key, packed anchors) of each phrasing indexed in `bucket`, the store's
+        too (for `explain`, which lists them)."""
         b = self._bucket(bucket)
-        key, signature = norm.key, norm.signature
-        if b.source is not None:
-            b.source.fault(bucket, b, key, _filed_under(key, signature))
-        hit = b.exact.get(key)
-        if hit is not None:
-            return hit  # before splitting, as in `find`
-        words = set(key.split())
-        found = self._match(b, norm, words, ask=True)
-        cluster = new_cluster if found is None else found
-        self._add(b, key, norm.packed, signature, cluster, words)
-        return cluster
+        self._fault_variants(b, None)
+        return ((v.owner, v.key, v.packed) for _, v in sorted(b.variants.items()))
 
+    def stored_buckets(self) -> list[Bucket]:
+        """The buckets the store keeps, for writing back what a pass added."""
+        return [b for b in self._buckets.values() if b.stored]
 
-def _filed_under(key: str, signature: str) -> set[str]:
-    """What a phrasing is filed under in the index: its words, and its signature if any."""
-    filed = set(key.split())
-    if signature:
-        filed.add(signature)
-    return filed

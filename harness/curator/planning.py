@@ -2,7 +2,7 @@
 
 The plan reads the candidate record and raw.md (`scan`), clusters what they hand
 over into MEMORY.md (`book.MemoryBook`) and the promotion evidence
-(`promotion.PromotionTracker`), compacts, and stages the new candidate lines and
+(`clusters.PromotionTracker`), compacts, and stages the new candidate lines and
 the promotions under `<state>/curator/`. What it returns is the journal that
 `commit.apply_journal` carries out (its steps: `commit`'s docstring).
 """
@@ -19,6 +19,7 @@ from harness.curator import record as candidates
 from harness.curator.book import MemoryBook
 from harness.curator.candidate import LESSON_KINDS, PROMOTABLE, mission_token
 from harness.curator.check import check_model_result
+from harness.curator.clusters import PromotionTracker
 from harness.curator.commit import (
     FORMAT_VERSION,
     CuratorPaths,
@@ -31,13 +32,7 @@ from harness.curator.commit import (
 )
 from harness.curator.diffs import DIFF_PREVIEW, bulk_diff, lines_between, rewrite_diff
 from harness.curator.judge import Judgments
-from harness.curator.lessonsource import LessonDB
-from harness.curator.promotion import (
-    IdentityIndex,
-    Promotion,
-    PromotionTracker,
-    plan_promotions,
-)
+from harness.curator.promotion import IdentityIndex, Promotion, plan_promotions
 from harness.curator.scan import HEAD_BYTES, RawPass, Scan, ScanJob, checked_keys
 from harness.curator.settings import CuratorReport, CuratorSettings, Refine
 from harness.curator.text import normalize
@@ -114,8 +109,8 @@ class Planner:
 
     def close(self) -> None:
         """Let go of the lesson database and the answers the plan read from."""
-        if self.tracker is not None and self.tracker.source is not None:
-            self.tracker.source.close()
+        if self.tracker is not None:
+            self.tracker.store.close()
         if self.recorded is not None:
             self.recorded.close()
 
@@ -199,8 +194,8 @@ class Planner:
                     bucket, self.tracker.due(), self.identity_texts)
             return self._identity_texts[bucket].get(key)
         text = self.tracker.clusters.texts.get((bucket, key))
-        if text is None and isinstance(self.tracker.source, LessonDB):
-            return self.tracker.source.text_of(bucket, key)
+        if text is None:
+            return self.tracker.store.text_of(bucket, key)
         return text
 
     def _learn(self, e: memory.Entry, book: MemoryBook) -> None:

@@ -4,7 +4,7 @@ The notes of the candidate record (`record`) that say one thing (`matching`) are
 per role and kind, its `Evidence`. A lesson is promoted when its kind's rule holds (TRICK:
 two workers, FAIL: two missions, FORGOT: two occasions; see docs/curator.md) and identity
 does not hold it in any words. Only lessons noted in this pass are planned
-(`PromotionTracker.due`): a line someone deleted stays out until the lesson recurs. A
+(`clusters.PromotionTracker.due`): a line someone deleted stays out until the lesson recurs. A
 promoted line carries its provenance, lists capped at LISTED values, the count exact:
 
     - TRICK: <text> [promoted 2026-05-01; seen 3x 2026-04-12..2026-04-20;
@@ -16,11 +16,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import repeat
-from typing import Protocol
 
-from harness.curator.candidate import Candidate
-from harness.curator.clusters import BatchSource, Clusters
 from harness.curator.identity import IdentityIndex, listed_values, provenance
 
 LISTED = 3  # provenance values listed per field; the count stays exact
@@ -85,21 +81,13 @@ class Evidence:
         return values
 
     def row(self) -> list:
-        """The evidence as a JSON-ready list (see `from_row`)."""
-        return [self.role, self.kind, self.text, self.count, self.first, self.last,
-                list(self.missions), list(self.features), list(self.runs), self.more,
-                self.worker, self.two_workers, self.occasion, self.two_occasions, self.sourced,
-                self.two_missions]
+        """The evidence as a JSON-ready list, its fields in order (see `from_row`)."""
+        return [getattr(self, name) for name in self.__slots__]
 
     @classmethod
     def from_row(cls, row: list) -> Evidence:
-        """Evidence back from `row()`."""
-        role, kind, text, count, first, last, missions, features, runs, *rest = row
-        more, worker, two_workers, occasion, two_occasions, sourced, two_missions = rest
-        return cls(sys.intern(role), sys.intern(kind), text, count, sys.intern(first),
-                   sys.intern(last), tuple(sys.intern(m) for m in missions),
-                   tuple(sys.intern(f) for f in features), tuple(runs), more, worker,
-                   two_workers, occasion, two_occasions, sys.intern(sourced), two_missions)
+        """Evidence back from `row()`, its lists as tuples."""
+        return cls(*(tuple(v) if isinstance(v, list) else v for v in row))
 
     def due(self) -> bool:
         """Whether the promotion rule for this kind holds."""
@@ -119,72 +107,6 @@ class Evidence:
         if self.runs:
             parts.append(f"runs: {self.show('runs')}")
         return f"- {self.kind}: {text or self.text} [{'; '.join(parts)}]"
-
-
-class LessonSource(BatchSource, Protocol):
-    """The index's source (`clusters.BatchSource`) that holds the lessons' evidence too."""
-
-    def lesson(self, cluster: int) -> Evidence | None: ...
-    def close(self) -> None: ...
-
-
-class PromotionTracker:
-    """Candidates clustered into lessons per role and kind."""
-
-    def __init__(self, similarity: float, clusters: Clusters | None = None,
-                 source: LessonSource | None = None) -> None:
-        self.clusters = clusters or Clusters(similarity, source=source)
-        self.source = source  # where lessons of earlier passes are read as they recur
-        self.lessons: list[Evidence | None] = []  # cluster id -> evidence
-        self.noted: set[int] = set()  # clusters given a note here, not just loaded (`put`)
-
-    def add(self, c: Candidate, cluster: int | None = None) -> Evidence:
-        """File one candidate under its lesson; `cluster` if the caller already matched it."""
-        if cluster is None:
-            cluster = self.clusters.assign_text((c.role, c.kind), c.text)
-        return self.note(cluster, c.role, c.kind, c.text, sys.intern(c.ts[:10]), c.ts,
-                         c.mission, c.feature, c.run)
-
-    def note(self, cluster: int, role: str, kind: str, text: str, day: str, ts: str,
-             mission: str, feature: str, run: str | None) -> Evidence:
-        """`add` for a note matched to `cluster` already, given by its fields: what a big
-        log's loop calls, with no Candidate to build (`day` is ts[:10], interned)."""
-        lessons = self.lessons
-        ev = lessons[cluster] if cluster < len(lessons) else None
-        if ev is None:
-            known = self.source and self.source.lesson(cluster)
-            ev = self.put(cluster, known or Evidence(role, kind, text))
-        ev.note(day, ts, mission, feature, run)
-        self.noted.add(cluster)
-        return ev
-
-    def text_of(self, cluster: int) -> str | None:
-        """The text a lesson is known by (its first note's), or None when it has none."""
-        ev = self.lessons[cluster] if cluster < len(self.lessons) else None
-        if ev is None and self.source is not None:
-            ev = self.source.lesson(cluster)
-        return None if ev is None else ev.text
-
-    def put(self, cluster: int, ev: Evidence) -> Evidence:
-        """File `ev` as the evidence of `cluster`."""
-        if cluster >= len(self.lessons):
-            # no temporary list: a pass over 1M entries of history puts a lesson ~108k ids
-            # in, and a list that long cost ~1 ms to make and drop
-            self.lessons.extend(repeat(None, cluster + 1 - len(self.lessons)))
-        self.lessons[cluster] = ev
-        return ev
-
-    def due(self) -> list[Evidence]:
-        """Lessons whose rule holds, in cluster order, among those noted since loading.
-
-        A lesson only loaded (from the digest) and due was planned by the run that made it
-        due: it is in identity, or identity held it already. Not checking it again spares
-        a run over a long history seconds, and keeps a line out that someone deleted from
-        identity, until the lesson is noted again.
-        """
-        lessons = self.lessons
-        return [ev for cid in sorted(self.noted) if (ev := lessons[cid]) is not None
-                and ev.due()]
 
 
 @dataclass

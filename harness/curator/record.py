@@ -1,19 +1,13 @@
-"""The candidate record beside the identity files: an append-only log.
+"""The candidate record beside the identity files, `<identity>/.candidates.log`: an
+append-only log, the truth of every lesson note (`lessondb` caches it clustered).
 
-`<identity>/.candidates.log` is append-only: one line per TRICK, FAIL or FORGOT
-note any mission's curator has seen (`candidate.Candidate.line`), each append a
-single write under `<identity>/.candidates.lock`. Lines carry `batch:seq`; a
-batch appended twice (a crashed run redone) is counted once, because a reader
-skips every seq at or below the highest it has seen for that batch. It needs that
-only for each mission's latest batch: a mission's curator redoes its pending batch
-before it appends another, so an older one never comes again, and the reader
-forgets it (what it remembers stays one batch per mission, not one per pass). Two
-states sharing one mission name and identity folder could, after a crash, have a
-redone batch counted twice: a lesson's note count, never its missions, features or runs.
-
-What a pass has already clustered of it is cached in `<identity>/.curator.db`
-(`lessondb`), which says how far into the record it reaches; a pass reads only the
-record after that.
+One line per TRICK, FAIL or FORGOT note any mission's curator has seen
+(`candidate.Candidate.line`), each append one write under `<identity>/.candidates.lock`.
+Lines carry `batch:seq`: a reader skips every seq at or below the highest it has seen for
+that batch, so a batch appended twice (a crashed pass redone) counts once. It remembers
+only each mission's latest batch: a mission's curator redoes its pending batch before it
+appends another. (Two states sharing one mission name and identity folder could, after a
+crash, count a redone batch twice: a lesson's note count, never its missions or runs.)
 """
 
 from __future__ import annotations
@@ -36,7 +30,7 @@ CHUNK = 1 << 20
 
 @dataclass
 class RecordRead:
-    """How far a run read the record, and the batches it saw (for dedupe and the database)."""
+    """How far a pass read the record, and the batches it saw (for dedupe and `lessondb`)."""
 
     end: int = 0
     tail_sha: str = ""
@@ -88,6 +82,7 @@ def _tail_sha(f: BinaryIO, end: int) -> str:
 
 
 def covers(record: Path, end: int, tail_sha: str) -> bool:
+    """Whether the record still holds what a reader read up to `end`."""
     try:
         with open(record, "rb") as f:
             if os.fstat(f.fileno()).st_size < end:

@@ -17,7 +17,8 @@ rules-only recall of four corpora and lowered none (`bench/judge_bound.py`).
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
+
+from harness.curator.lessonstore import Bucket
 
 BLOCK_WORDS = 3  # a query looks up the variants under these many of its words only
 POSTING_CAP = 24  # per word, only the most recent variants are looked at
@@ -38,62 +39,26 @@ def block_words(df: dict[str, int], words: set[str], anchors: Collection[str] = 
     return counted
 
 
-def shortlist_of(b: Any, words: set[str], anchors: Collection[str] = (),
+def shortlist_of(b: Bucket, words: set[str], anchors: Collection[str] = (),
                  signature: str = "") -> list[int]:
     """Recent variants filed under the `signature` of a query, if any is, and under its
-    `block_words` (the first two then), best first.
-
-    A variant counts 4 for the first of those words it is filed under, 2 for
-    the next and 1 for the third, so the first shared word decides first; ties
-    keep posting order. (Every variant under the first word outranks the rest,
-    which is what lets this skip counting.)
-    """
-    counted = block_words(b.df, words, anchors)
-    postings = b.postings
-    if signature in postings:  # its postings are a tuple (`Bucket.postings`)
-        counted = [(0, signature), *counted[:BLOCK_WORDS - 1]]
-        first = list(postings[signature])
-    elif not counted:
-        return []
-    else:
-        first = postings[counted[0][1]][-POSTING_CAP:]
-    if len(counted) == 1:
-        return first[:SHORTLIST]
-    second = postings[counted[1][1]][-POSTING_CAP:]
-    third = postings[counted[2][1]][-POSTING_CAP:] if len(counted) > 2 else []
-    in_first = set(first)
-    if in_first.isdisjoint(second) and in_first.isdisjoint(third):
-        # the common case: the rarest word's variants keep their order, then come the
-        # second's under the third too, the second's, and the third's
-        if len(first) >= SHORTLIST:
-            return first[:SHORTLIST]
-        return first + _rest(second, third, SHORTLIST - len(first))
+    `block_words` (the first two then), best first: those under the first word (in posting
+    order) ranked by whether they are under the second and the third too, then those under
+    the second and the third, the second, and the third."""
+    counted = [w for _, w in block_words(b.df, words, anchors)]
+    if signature in b.postings:
+        counted = [signature, *counted[:BLOCK_WORDS - 1]]
+    first, second, third = [*(b.postings[w][-POSTING_CAP:] for w in counted), [], [], []][:3]
     in_second, in_third = set(second), set(third)
-    ranked: list[list[int]] = [[], [], [], []]  # under the second and third, second, third, none
-    for vid in first:
-        ranked[(0 if vid in in_third else 1) if vid in in_second else
-               (2 if vid in in_third else 3)].append(vid)
-    best = ranked[0] + ranked[1] + ranked[2] + ranked[3]
+    best = sorted(first, key=lambda v: (v not in in_second, v not in in_third))
     if len(best) < SHORTLIST:
-        best += _rest([v for v in second if v not in in_first],
-                      [v for v in third if v not in in_first], SHORTLIST - len(best))
+        in_first = set(first)
+        best += sorted((v for v in second if v not in in_first), key=lambda v: v not in in_third)
+        best += [v for v in third if v not in in_first and v not in in_second]
     return best[:SHORTLIST]
 
 
-def _rest(second: list[int], third: list[int], need: int) -> list[int]:
-    """The best `need` of the variants under the second and third rare words, none of them
-    under the first: under both, then under the second, then under the third."""
-    in_third = set(third)
-    rest = [v for v in second if v in in_third]
-    if len(rest) < need:
-        rest += [v for v in second if v not in in_third]
-        if len(rest) < need:
-            in_second = set(second)
-            rest += [v for v in third if v not in in_second]
-    return rest[:need]
-
-
-def pool_of(b: Any, words: set[str], anchors: Collection[str] = (),
+def pool_of(b: Bucket, words: set[str], anchors: Collection[str] = (),
             signature: str = "") -> list[int]:
     """A judge's candidates for a query (`judge.decide`): every recent variant filed
     under its signature or one of its POOL_WORDS rarest words, most recent first."""

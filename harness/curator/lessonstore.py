@@ -1,0 +1,138 @@
+"""The lessons of earlier passes as a pass reads them from the curator database
+(`lessondb` opens and writes it): each bucket's phrasings as `matching.LessonIndex` keeps
+them, and the `LessonStore` they are read from, as the pass's queries need them."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any, NamedTuple
+
+import orjson
+
+from harness.curator.candidate import PROMOTABLE
+from harness.curator.record import RecordRead
+
+
+def rule(similarity: float) -> str:
+    """The match rule the rows were clustered by."""
+    return f"s{similarity:g}"
+
+
+def _json(values: list) -> str:
+    """`values` as one statement parameter (`json_each`): no cap on how many."""
+    return orjson.dumps(values).decode()
+
+
+class Variant(NamedTuple):
+    """A phrasing indexed for a lesson: its normalised key, its anchors with the strict
+    ones marked "!" (`text.Norm.packed`), its signature ("" for none) and its cluster."""
+
+    key: str
+    packed: str
+    signature: str
+    owner: int
+
+
+class Bucket:
+    """One bucket's phrasings: what a pass added, and what it has read of the store."""
+
+    __slots__ = ("name", "stored", "exact", "variants", "postings", "df", "asked")
+
+    def __init__(self, name: Any, stored: bool) -> None:
+        self.name = name  # the bucket's key, e.g. (role, kind)
+        self.stored = stored  # whether the store holds (and keeps) this bucket's phrasings
+        self.exact: dict[str, int] = {}  # every phrasing seen -> cluster
+        self.variants: dict[int, Variant] = {}  # variant id -> the phrasing indexed
+        # word, or signature (`text.Norm`), -> the variants filed under it, most recent last
+        self.postings: dict[str, list[int]] = {}
+        self.df: dict[str, int] = {}  # word -> variants ever filed under it
+        self.asked: set[str] = set()  # words and (" " + key) phrasings read from the store
+
+
+class LessonStore:
+    """The rows of one rule in one read transaction, asked for as a pass's queries need
+    them (`matching.LessonIndex`); empty, asking nothing, when there are none usable."""
+
+    def __init__(self, rule_name: str, conn: sqlite3.Connection | None = None,
+                 meta: dict[str, Any] | None = None) -> None:
+        self.rule, self.conn, meta = rule_name, conn, meta or {}
+        self.generation: int = meta.get("generation", -1)
+        self.first_cluster: int = meta.get("next_cluster", 0)  # below: in the database
+        self.first_vid: int = meta.get("next_vid", 0)  # variants below: in the database
+        self.read = RecordRead(meta.get("end", 0), meta.get("tail_sha", ""),
+                               dict(meta.get("batches", {})), dict(meta.get("latest", {})))
+
+    def covers(self, bucket: Any) -> bool:
+        """Whether it keeps `bucket`: a role's lessons of a promotable kind."""
+        return bucket[1] in PROMOTABLE
+
+    def _rows(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        """`sql` on the rule's rows (its first parameter is the rule)."""
+        assert self.conn is not None
+        return self.conn.execute(sql, (self.rule, *args))
+
+    def fault(self, b: Bucket, key: str, signature: str) -> None:
+        """Bring into `b` what a query of `key` needs: its exact phrasing, and unless that
+        is known (a query stops at it) its words and `signature`."""
+        if not self.first_vid:
+            return
+        if " " + key not in b.asked:
+            b.asked.add(" " + key)
+            # a key held twice: its first row (no min() or ORDER BY in SQL, which would walk
+            # the rule's phrasings in vid order)
+            rows = self._rows("SELECT vid, lesson FROM variant WHERE rule=? AND role=? AND "
+                              "kind=? AND key=?", *b.name, key).fetchall()
+            if rows:
+                b.exact.setdefault(key, min(rows)[1])
+        if key in b.exact:
+            return
+        new = [w for w in {*key.split(), signature} if w and w not in b.asked]
+        if not new:
+            return
+        b.asked.update(new)
+        for word, df, postings in self._rows(
+                "SELECT word, df, postings FROM word WHERE rule=? AND role=? AND kind=? AND word "
+                "IN (SELECT value FROM json_each(?))", *b.name, _json(new)):
+            b.df[word], b.postings[word] = df, orjson.loads(postings)
+
+    def fault_variants(self, b: Bucket, vids: list[int] | None) -> None:
+        """Bring the phrasings `vids` into `b`, or all of its phrasings (None)."""
+        if vids is not None:
+            vids = [v for v in vids if v not in b.variants]
+            if not vids:
+                return
+        where, args = (("role=? AND kind=?", b.name) if vids is None else
+                       ("vid IN (SELECT value FROM json_each(?))", (_json(vids),)))
+        for vid, *variant in self._rows("SELECT vid, key, packed, signature, lesson FROM "
+                                        f"variant WHERE rule=? AND {where}", *args):
+            b.variants.setdefault(vid, Variant(*variant))
+
+    def variant_count(self, cluster: int) -> int:
+        if cluster >= self.first_cluster:
+            return 0
+        return self._rows("SELECT count(*) FROM variant WHERE rule=? AND lesson=?",
+                          cluster).fetchone()[0]
+
+    def lesson_row(self, cluster: int) -> list | None:
+        """The evidence the database holds for `cluster` (`promotion.Evidence.row`)."""
+        if cluster >= self.first_cluster:
+            return None
+        row = self._rows("SELECT row FROM lesson WHERE rule=? AND id=?", cluster).fetchone()
+        return None if row is None else orjson.loads(row[0])
+
+    def text_of(self, bucket: Any, key: str) -> str | None:
+        """The text a phrasing `key` of `bucket` was normalised from, if recorded."""
+        row = self.first_vid and self._rows(
+            "SELECT text FROM variant WHERE rule=? AND role=? AND kind=? AND key=? AND text "
+            "IS NOT NULL LIMIT 1", *bucket, key).fetchone()
+        return row[0] if row else None
+
+    def buckets(self) -> list[Any]:
+        if not self.first_vid:
+            return []
+        return [tuple(r) for r in self._rows("SELECT DISTINCT role, kind FROM variant WHERE "
+                                             "rule=?")]
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
