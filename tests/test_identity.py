@@ -117,3 +117,28 @@ def test_a_worker_prompt_shows_every_line_of_its_identity_file(tmp_path: Path, i
     identity = (isolated_env / "worker.md").read_text()
     assert len(identity) <= 4000 and (isolated_env / "archive" / "worker.md").exists()
     assert all(line in prompt for line in identity.splitlines() if line)
+
+
+def test_without_a_judge_a_lesson_identity_may_hold_in_other_words_waits(
+        tmp_path: Path) -> None:
+    """Real agents restate a note with other details; the rules keep the two apart (each
+    names a file or a symbol the other lacks), both become due, and only a judge can tell
+    whether identity holds the second already: without one it is not promoted."""
+    first = ("Pre-existing TypeScript errors (ArticleWithDuplicates types, hub:db:schema "
+             "module) continue but don't affect new code")
+    again = ("Pre-existing TypeScript and ESLint errors (ArticleWithDuplicates types, unused "
+             "getLanguageFlag) don't affect new code")
+    other = "make -n in ci/make.yml catches it early"  # shares words, names another command
+    state, identity = tmp_path / "state", tmp_path / "identity"
+    state.mkdir()
+    lines = [f"[2026-01-11T1{n}:00:00Z] worker F-00{n} TRICK: {text} (run r{n}-worker-F-00{n})"
+             for n, text in enumerate([first, first, again, again])]
+    (state / "raw.md").write_text("".join(line + "\n" for line in lines))
+    assert [p.text for p in curate(state, identity, "shop", CuratorSettings()).promoted] == [
+        first]
+    with open(state / "raw.md", "a") as f:  # and in a later pass, against identity's line
+        f.write("".join(f"[2026-01-12T1{n}:00:00Z] worker F-01{n} TRICK: {text} "
+                        f"(run r1{n}-worker-F-01{n})\n"
+                        for n, text in enumerate([again, again, other, other])))
+    assert [p.text for p in curate(state, identity, "shop", CuratorSettings()).promoted] == [
+        other]

@@ -114,7 +114,10 @@ def test_questions_about_identity_have_their_own_budget() -> None:
 
 def test_identity_knows_a_lesson_a_judge_said_it_holds() -> None:
     line = f"- TRICK: {FIRST} [promoted 2026-06-01; seen 2x 2026-06-01; missions: shop]"
-    for judge, knows in ((None, False), (Judgments({("worker", *PAIR[1:]): True}), True)):
+    # without a judge, a lesson that may be the line in other words counts as held (it
+    # waits); a judge's "new" lets it through
+    for judge, knows in ((None, True), (Judgments({("worker", *PAIR[1:]): True}), True),
+                         (Judgments({("worker", *PAIR[1:]): False}), False)):
         known = IdentityIndex(75, judge=judge)
         known.add_text("worker", line)
         assert known.knows("worker", SECOND) is knows

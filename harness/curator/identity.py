@@ -158,8 +158,9 @@ class IdentityIndex:
 
     def __init__(self, similarity: float, *, judge: Judgments | None = None,
                  folder: Path | None = None) -> None:
-        # a lesson in identity in other words is the costlier mistake: a swap is no refusal
-        self._index = LessonIndex(similarity, judge=judge, sure=False)
+        # a lesson in identity in other words is the costlier mistake: a swap is no refusal,
+        # and without a judge to tell, a lesson that may be a line in other words waits
+        self._index = LessonIndex(similarity, judge=judge, sure=False, near=judge is None)
         self.judged = judge is not None  # asks it when looking a lesson up
         self._lines: list[str] = []  # indexed lesson -> the line that says it
         self._folder = folder  # the identity folder, whose archive a judge's lookups read

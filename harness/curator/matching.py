@@ -66,6 +66,15 @@ def _swapped(a_words: set[str], b_key: str) -> bool:
     return not (a_words <= b_words or b_words <= a_words)
 
 
+def _near(a: Norm, a_words: set[str], b: Variant) -> bool:
+    """Whether `a` may say what `b` says in other words: half the words of the two are
+    common to both, and no flag, number or subcommand is on one side only."""
+    b_words = set(b.key.split())
+    b_strict = {w[1:] for w in b.packed.split() if w[0] == "!"}
+    return (a_words >= b_strict and b_words.issuperset(a.strict.split())
+            and 2 * len(a_words & b_words) >= len(a_words | b_words))
+
+
 def _capped(a: str, b: str, raw: float) -> float:
     na, nb = a.count(" ") + 1, b.count(" ") + 1
     if min(na, nb) < LENGTH_FLOOR * max(na, nb):
@@ -83,10 +92,11 @@ class LessonIndex:
     """
 
     def __init__(self, threshold: float, *, anchored: bool = True, store: LessonStore | None = None,
-                 sure: bool = True, judge: Judgments | None = None) -> None:
+                 sure: bool = True, near: bool = False, judge: Judgments | None = None) -> None:
         self.threshold = threshold
         self.anchored = anchored  # False: score alone decides (decision topics)
         self.sure = sure  # False: a swap of words is no reason to refuse (`same_lesson`)
+        self.near = near  # True: what may say the same in other words joins too (`_near`)
         self.judge = judge  # answers about the notes left unsure, and questions (`judge`)
         self.store = store
         self.next_vid = 0 if store is None else store.first_vid
@@ -141,6 +151,8 @@ class LessonIndex:
         """Whether the rule joins `norm` to the phrasing `v`, surely when `sure`."""
         if not self.anchored:
             return bool(fuzz.token_set_ratio(norm.key, v.key, score_cutoff=self.threshold))
+        if self.near and _near(norm, a_words, v):
+            return True
         return _accept(norm, a_words, v.key, v.packed, self.threshold) and not (
             self.sure and _swapped(a_words, v.key))
 

@@ -127,9 +127,10 @@ class Promotion:
 
 def plan_promotions(due: Iterable[Evidence], identity: IdentityIndex,
                     promoted_on: str) -> list[Promotion]:
-    """The due lessons that identity does not hold yet; with a judge, which may find two of
-    them one lesson, nor does a promotion before it. A lesson that an archived line says
-    comes back in that line's words (`returning`)."""
+    """The due lessons that neither identity nor a promotion before it holds yet (the rules
+    keep two restatements of one note apart when each names a detail the other lacks, and
+    both may be due). A lesson that an archived line says comes back in that line's words
+    (`returning`)."""
     out, returned = [], set()
     for ev in due:
         if not identity.knows(ev.role, ev.text):
@@ -142,8 +143,7 @@ def plan_promotions(due: Iterable[Evidence], identity: IdentityIndex,
                 promotion = returning(ev, archived, promoted_on)
                 returned.add(archived)
             out.append(promotion)
-            if identity.judged:
-                identity.add(ev.role, ev.text, promotion.line)
+            identity.add(ev.role, ev.text, promotion.line)
     return out
 
 
