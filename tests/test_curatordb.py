@@ -46,6 +46,22 @@ def test_the_migrations_run_once_in_order_and_are_recorded(tmp_path) -> None:
     assert (tmp_path / curatordb.NAME).stat().st_mtime_ns == before
 
 
+def test_a_database_of_the_version_before_loses_its_archive_index(tmp_path) -> None:
+    curatordb.connect(tmp_path).close()
+    with sqlite3.connect(tmp_path / curatordb.NAME) as conn:  # as harness 2026-11 left it
+        conn.execute("CREATE TABLE archive_words(role TEXT, word TEXT, lines INTEGER)")
+        conn.execute("CREATE TABLE archive_read(role TEXT PRIMARY KEY, bytes INTEGER)")
+        conn.execute("INSERT INTO answer VALUES ('worker', 'TRICK', 'a b', 'c d', 1, "
+                     "'2026-01-01T00:00:00Z', 'shop', NULL, NULL)")
+        conn.execute("DELETE FROM migration WHERE name = '4-drop-archive-index'")
+        conn.execute("PRAGMA user_version = 3")
+    conn.close()
+    curatordb.connect(tmp_path).close()
+    assert table(tmp_path, "SELECT name FROM sqlite_master WHERE name LIKE 'archive%'") == []
+    assert table(tmp_path, "SELECT key, other, same FROM answer") == [("a b", "c d", 1)]
+    assert table(tmp_path, "PRAGMA user_version") == [(curatordb.SCHEMA_VERSION,)]
+
+
 def test_a_dry_run_makes_no_database(tmp_path) -> None:
     assert curatordb.connect(tmp_path, write=False) is None
     assert not (tmp_path / curatordb.NAME).exists()

@@ -5,7 +5,8 @@ It holds, beside the identity files and shared by their missions:
 - `answer`: the judge's answers (`verdicts`), keyed by `text.normalize` keys, with the
   two texts each was about, so that a new normaliser re-keys them;
 - `lesson`, `variant`, `word`, `lesson_meta`: the candidate record clustered into
-  lessons (`lessondb`), one set per match rule; a cache of `.candidates.log`.
+  lessons (`lessondb`) by one similarity (another's are made anew); a cache of
+  `.candidates.log`.
 
 Its schema grows by named MIGRATIONS, applied in order, each once, in one transaction;
 `migration` records which ran, `PRAGMA user_version` how many. `setting` holds the
@@ -17,7 +18,6 @@ be read from it) and made anew, with a message.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import shutil
 import sqlite3
@@ -44,12 +44,6 @@ def _tables(conn: sqlite3.Connection, identity: Path, said: list[str] | None) ->
     conn.execute("CREATE INDEX variant_lesson ON variant(rule, lesson)")
     conn.execute("""CREATE TABLE word(rule TEXT, role TEXT, kind TEXT, word TEXT, df INTEGER,
         postings BLOB, PRIMARY KEY(rule, role, kind, word)) WITHOUT ROWID""")
-    conn.execute("""CREATE TABLE archive_words(role TEXT, word TEXT, lines INTEGER NOT NULL,
-        PRIMARY KEY(role, word)) WITHOUT ROWID""")
-    conn.execute("CREATE TABLE archive_read(role TEXT PRIMARY KEY, bytes INTEGER NOT NULL)")
-    with contextlib.suppress(sqlite3.OperationalError):  # no FTS5: no archive index
-        conn.execute("""CREATE VIRTUAL TABLE archive_lines USING fts5(role UNINDEXED,
-            line UNINDEXED, lesson, tokenize = 'unicode61')""")
     return []
 
 
@@ -87,7 +81,8 @@ def _drop_old_caches(conn: sqlite3.Connection, identity: Path,
 
 def _drop_archive_index(conn: sqlite3.Connection, identity: Path,
                         said: list[str] | None) -> list[Path]:
-    """The index of identity/archive/ (harness 2026-11): the archive is read whole now."""
+    """The index of identity/archive/ that databases made before this migration have
+    (harness 2026-11): the archive is read whole now."""
     for table in ("archive_lines", "archive_words", "archive_read"):
         conn.execute(f"DROP TABLE IF EXISTS {table}")
     return []
