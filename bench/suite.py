@@ -193,6 +193,16 @@ def curator_rows(sizes: list[int]) -> list[Row]:
     return rows
 
 
+def size_rows() -> list[Row]:
+    """The curator's share of the harness, in lines (issue 32: half the code)."""
+    def lines(folder: Path) -> int:
+        return sum(len(p.read_text().splitlines()) for p in folder.rglob("*.py"))
+
+    curator, harness = lines(ROOT / "harness" / "curator"), lines(ROOT / "harness")
+    return [Row("lines of harness/curator/ (of harness/)", f"{curator:,} ({harness:,})",
+                "≤ 2,500", curator <= 2500)]
+
+
 # ---- (3b): the cron case, through bench/cron.py ----
 
 
@@ -437,7 +447,7 @@ def main() -> None:
     sizes = [n for n in CURATOR_SIZES if not (args.quick and n >= 300_000)]
     say(f"curator at {', '.join(f'{n:,}' for n in sizes)} raw entries")
     rows.append(reference_row("before the curator runs"))
-    rows += curator_rows(sizes)
+    rows += curator_rows(sizes) + size_rows()
     histories = [n for n in CRON_HISTORIES if not (args.quick and n >= 300_000)]
     say(f"curator passes over {CRON_NEW} new entries after "
         f"{', '.join(f'{n:,}' for n in histories)} entries of history")
