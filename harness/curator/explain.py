@@ -64,10 +64,10 @@ def explain(state: Path, identity: Path, text: str, similarity: float,
         return (f"{'plain' if kind == '-' else kind} notes are never promoted to identity: "
                 "only TRICK, FAIL and FORGOT are. They stay in MEMORY.md and summary.md, "
                 "where the curator merges and bounds them.")
+    answers = verdicts.read_all(identity)
     tracker, read = load(identity, similarity, write=False)
-    recorded = verdicts.open_recorded(identity)
-    if recorded is not None:  # a note the model judged one lesson with another is in it
-        tracker.clusters.index.judge = Judgments(recorded=recorded.about)
+    if answers:  # a note the model judged one lesson with another is in it
+        tracker.clusters.index.judge = Judgments(answers)
     try:
         for candidate in read_record(identity, read):
             tracker.add(candidate)
@@ -75,19 +75,14 @@ def explain(state: Path, identity: Path, text: str, similarity: float,
                          if role in (None, b[0]) and kind in (None, b[1]))
         cids = [tracker.clusters.find(bucket, normalize(text)) for bucket in buckets]
         found = {cid: ev for cid in cids if cid is not None and (ev := tracker.lesson(cid))}
-        answers = verdicts.read_all(identity) if found else {}
-        blocks = [describe(ev, place(identity, ev, similarity), judged(tracker, cid, answers))
-                  for cid, ev in found.items()]
-        if not found:
-            blocks = [no_lesson(tracker, buckets, text)]
+        blocks = [describe(tracker, cid, answers, place(identity, ev, similarity))
+                  for cid, ev in found.items()] or [no_lesson(tracker, buckets, text)]
         lines, notes = unread(CuratorPaths(state, identity))
         said = [note for note in notes if role in (None, note.role)
                 and kind in (None, note.kind) and (
                     tracker.clusters.find((note.role, note.kind), normalize(note.text)) in found
                     or same_lesson(text, note.text, similarity))]
     finally:
-        if recorded is not None:
-            recorded.close()
         tracker.store.close()
     return "\n\n".join([*blocks, *([pending(lines, said)] if lines else [])])
 
@@ -129,30 +124,22 @@ def place(identity: Path, ev: Evidence, similarity: float) -> str:
     return f"now: not in {role_file}; the rule is not met yet."
 
 
-def describe(ev: Evidence, where: str, judge: str = "") -> str:
-    """One lesson: its first words, its evidence, the judge's answers about its notes,
-    its rule and where it is now."""
+def describe(tracker: PromotionTracker, cid: int, answers: verdicts.Answers,
+             where: str) -> str:
+    """Lesson `cid`: its first words, its evidence, what the judge's recorded `answers` say
+    about its phrasings, its rule and `where` it is now."""
+    ev = tracker.lessons[cid]
     seen = ev.first if ev.first == ev.last else f"{ev.first}..{ev.last}"
-    runs = ev.show("runs") if ev.runs else "none recorded"
+    keys = {key for c, key, _ in tracker.clusters.index.phrasings((ev.role, ev.kind)) if c == cid}
+    about = [same for (bucket, key, other), same in answers.items()
+             if bucket == (ev.role, ev.kind) and (key in keys or other in keys)]
     return "\n".join([
         f"{ev.role} {ev.kind}, first noted as: {ev.text}",
         f"  evidence: {_notes(ev.count)}, {seen}; missions: {ev.show('missions')}; "
-        f"features: {ev.show('features')}; runs: {runs}",
-        *([f"  {judge}"] if judge else []),
+        f"features: {ev.show('features')}; runs: {ev.show('runs') if ev.runs else 'none recorded'}",
+        *([f"  judge: {len(about)} answers recorded about its notes: {sum(about)} 'same' "
+           f"(joined), {len(about) - sum(about)} 'new' (kept apart)"] if about else []),
         f"  rule: {rule(ev)}", f"  {where}"])
-
-
-def judged(tracker: PromotionTracker, cid: int, answers: verdicts.Answers) -> str:
-    """What the judge's recorded answers say about the phrasings of lesson `cid`, or ""."""
-    ev = tracker.lessons[cid]
-    bucket = (ev.role, ev.kind)
-    keys = {key for c, key, _ in tracker.clusters.index.phrasings(bucket) if c == cid}
-    about = [same for (b, key, other), same in answers.items()
-             if b == bucket and (key in keys or other in keys)]
-    if not about:
-        return ""
-    return (f"judge: {len(about)} answers recorded about its notes: {sum(about)} 'same' "
-            f"(joined), {len(about) - sum(about)} 'new' (kept apart)")
 
 
 def no_lesson(tracker: PromotionTracker, buckets: list, text: str) -> str:
