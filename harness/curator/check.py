@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -10,7 +11,7 @@ from harness.curator.identity import IdentityIndex
 from harness.curator.items import TEXT_MAX, item_id, memory_ids, summary_refs
 from harness.curator.matching import same_lesson
 from harness.curator.promotion import Promotion
-from harness.state.memory import MEMORY_SECTIONS, SUMMARY_SECTIONS, estimate_tokens
+from harness.state.memory import MEMORY_SECTIONS, SUMMARY_SECTIONS, estimate_tokens, fold
 
 
 @dataclass
@@ -23,7 +24,7 @@ class ProposedPromotion:
     @property
     def words(self) -> str:
         """The text on one line, runs of whitespace folded: what identity would get."""
-        return " ".join(self.text.split())
+        return fold(self.text)
 
 
 @dataclass
@@ -83,11 +84,10 @@ def _shape(name: str, text: str, sections: tuple[str, ...], max_lines: int) -> l
 
 def _promotion_problems(proposed: list[ProposedPromotion], rules: Sequence[Promotion],
                         identity: Mapping[str, str], similarity: float) -> list[str]:
-    numbers = [p.number for p in proposed]
+    given = Counter(p.number for p in proposed)
     problems = [f"promotion {n} is missing (a lesson that met its rule is promoted)"
-                for n in range(1, len(rules) + 1) if n not in numbers]
-    problems += [f"promotion {n} is given twice" for n in sorted(set(numbers))
-                 if numbers.count(n) > 1]
+                for n in range(1, len(rules) + 1) if not given[n]]
+    problems += [f"promotion {n} is given twice" for n in sorted(given) if given[n] > 1]
     known = IdentityIndex(similarity)
     for role, text in identity.items():
         known.add_text(role, text)
