@@ -19,12 +19,7 @@ class ProposedPromotion:
     """A model's words for the rules' promotion `number` (1-based, as the prompt lists them)."""
 
     number: int
-    text: str
-
-    @property
-    def words(self) -> str:
-        """The text on one line, runs of whitespace folded: what identity would get."""
-        return fold(self.text)
+    text: str  # identity gets it on one line (`memory.fold`)
 
 
 @dataclass
@@ -95,7 +90,7 @@ def _promotion_problems(proposed: list[ProposedPromotion], rules: Sequence[Promo
         if not 1 <= p.number <= len(rules):
             problems.append(f"promotion {p.number} is not one of the rules' promotions")
             continue
-        rule, text = rules[p.number - 1], p.words
+        rule, text = rules[p.number - 1], fold(p.text)
         where = f"promotion {p.number} ({text[:40]!r})"
         if not text or len(text) > TEXT_MAX:
             problems.append(f"{where}: the text must be 1 to {TEXT_MAX} characters")
