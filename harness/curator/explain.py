@@ -1,10 +1,9 @@
 """`run.sh curator --explain TEXT`: why a lesson was promoted to identity, or why not.
 
-The lesson is found as a pass would file a note saying TEXT: in the candidate record,
-clustered per role and kind with the judge's recorded answers. Its evidence is read against
-its kind's rule, and the role's identity file and archive are searched for it in any words.
-The raw.md lines no pass has read yet are read as a pass reads them: named, not counted.
-Nothing is written.
+The lesson is the one a pass would file a note saying TEXT under (the judge's recorded
+answers included). It is told with its evidence against its kind's rule, where it is now
+(identity, archive or neither), the judge's answers about it and the raw.md lines no pass
+has read yet that say it. Nothing is written.
 """
 
 from __future__ import annotations
@@ -78,10 +77,9 @@ def explain(state: Path, identity: Path, text: str, similarity: float,
         blocks = [describe(tracker, cid, answers, place(identity, ev, similarity))
                   for cid, ev in found.items()] or [no_lesson(tracker, buckets, text)]
         lines, notes = unread(CuratorPaths(state, identity))
-        said = [note for note in notes if role in (None, note.role)
-                and kind in (None, note.kind) and (
-                    tracker.clusters.find((note.role, note.kind), normalize(note.text)) in found
-                    or same_lesson(text, note.text, similarity))]
+        notes = [n for n in notes if role in (None, n.role) and kind in (None, n.kind)]
+        said = [n for n in notes if tracker.clusters.find((n.role, n.kind), normalize(n.text))
+                in found or same_lesson(text, n.text, similarity)]
     finally:
         tracker.store.close()
     return "\n\n".join([*blocks, *([pending(lines, said)] if lines else [])])
