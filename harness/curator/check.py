@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -10,7 +11,7 @@ from harness.curator.identity import IdentityIndex
 from harness.curator.items import TEXT_MAX, item_id, memory_ids, summary_refs
 from harness.curator.matching import same_lesson
 from harness.curator.promotion import Promotion
-from harness.state.memory import MEMORY_SECTIONS, SUMMARY_SECTIONS, estimate_tokens
+from harness.state.memory import MEMORY_SECTIONS, SUMMARY_SECTIONS, estimate_tokens, fold
 
 
 @dataclass
@@ -18,12 +19,7 @@ class ProposedPromotion:
     """A model's words for the rules' promotion `number` (1-based, as the prompt lists them)."""
 
     number: int
-    text: str
-
-    @property
-    def words(self) -> str:
-        """The text on one line, runs of whitespace folded: what identity would get."""
-        return " ".join(self.text.split())
+    text: str  # identity gets it on one line (`memory.fold`)
 
 
 @dataclass
@@ -83,11 +79,10 @@ def _shape(name: str, text: str, sections: tuple[str, ...], max_lines: int) -> l
 
 def _promotion_problems(proposed: list[ProposedPromotion], rules: Sequence[Promotion],
                         identity: Mapping[str, str], similarity: float) -> list[str]:
-    numbers = [p.number for p in proposed]
+    given = Counter(p.number for p in proposed)
     problems = [f"promotion {n} is missing (a lesson that met its rule is promoted)"
-                for n in range(1, len(rules) + 1) if n not in numbers]
-    problems += [f"promotion {n} is given twice" for n in sorted(set(numbers))
-                 if numbers.count(n) > 1]
+                for n in range(1, len(rules) + 1) if not given[n]]
+    problems += [f"promotion {n} is given twice" for n in sorted(given) if given[n] > 1]
     known = IdentityIndex(similarity)
     for role, text in identity.items():
         known.add_text(role, text)
@@ -95,7 +90,7 @@ def _promotion_problems(proposed: list[ProposedPromotion], rules: Sequence[Promo
         if not 1 <= p.number <= len(rules):
             problems.append(f"promotion {p.number} is not one of the rules' promotions")
             continue
-        rule, text = rules[p.number - 1], p.words
+        rule, text = rules[p.number - 1], fold(p.text)
         where = f"promotion {p.number} ({text[:40]!r})"
         if not text or len(text) > TEXT_MAX:
             problems.append(f"{where}: the text must be 1 to {TEXT_MAX} characters")

@@ -131,7 +131,7 @@ class Planner:
             return files, promotions
         self.report.model = "accepted"
         if answer.promotions is not None:
-            words = {p.number: p.words for p in answer.promotions}
+            words = {p.number: memory.fold(p.text) for p in answer.promotions}
             promotions = [replace(p, text=words[n]) for n, p in enumerate(promotions, 1)]
         return {"summary.md": answer.summary, "MEMORY.md": answer.memory}, promotions
 
