@@ -1,11 +1,10 @@
-"""Pure compaction of L2 summary.md and L3 MEMORY.md (docs/memory.md): entries and texts
-in, bounded texts and the lines that left MEMORY.md out."""
+"""Pure compaction of L2 summary.md and L3 MEMORY.md (docs/memory.md): entries in, texts out."""
 
 from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from harness.curator.candidate import LESSON_KINDS
@@ -82,31 +81,29 @@ class MemoryBook:
         self._dropped: deque[Item] = deque(maxlen=caps["History"])  # superseded new decisions
         self._superseded_old: list[Item] = []
         self._old: list[Item] = []
-        for section, line in _memory_lines(memory_text):
-            self._load(parse_item(line.rstrip()), section)
+        sections = parse_sections(memory_text)
+        outside = [line for line in sections[""] if not line.startswith("# ")]
+        sections["History"] = sections.get("History", []) + outside  # a line outside is History's
+        for name in ("Lessons", "Decisions", "Context", "History"):
+            for line in filter(str.strip, sections.get(name, [])):
+                self._load(parse_item(line.rstrip()), name)
         given = next_ids or {}
         self.next_ids = {letter: max([1, given.get(letter, 1)]
                                      + [i.id + 1 for i in self._old if i.letter == letter])
                          for letter in "LDC"}
 
     def _load(self, item: Item, section: str) -> None:
-        # Old items are never merged with each other: loading must not change what an
-        # earlier run decided. A lesson joins its cluster in the candidate record, if any.
+        """Take an item of the old MEMORY.md; old items never merge with each other."""
         self._old.append(item)
         item.in_history = section == "History" or item.superseded or not item.letter
-        if item.letter == "L":
+        if item.letter == "L":  # its cluster in the candidate record, unless an old one has it
             bucket, norm = (item.role, item.kind), normalize(item.text)
             cid = self.clusters.find(bucket, norm)
             if cid is None or cid in self._lessons:
                 cid = self.clusters.new(bucket, norm)
             self._lessons[cid] = item
         elif item.letter == "D" and not item.in_history:
-            explicit, topic = topic_of(item.text)
-            if explicit:
-                self._explicit.setdefault(topic, len(self._current))
-            else:
-                self._topics.add("topic", normalize(topic), len(self._current))
-            self._current.append(item)
+            self._decide(item, load=True)
         elif item.letter == "C" and not item.in_history:
             self._context.append(item)
 
@@ -114,39 +111,35 @@ class MemoryBook:
         """Take one new L1 entry into memory; `cluster` if the caller already matched it."""
         self._seq += 1
         role, kind, text, day = entry.role, entry.kind, entry.text, entry.ts[:10]
-        if kind in LESSON_KINDS:
-            if cluster is None:
-                cluster = self.clusters.assign_text((role, kind), text)
-            self._add_lesson(cluster, entry)
+        if kind not in LESSON_KINDS:
+            item = Item("D" if kind == "DECISION" else "C", kind, role, clip(text, TEXT_MAX), day,
+                        self._seq, feature=entry.feature, run=entry.run)
+            if kind == "DECISION":
+                self._decide(item)
+            else:
+                self._context.append(item)
             return
-        item = Item("D" if kind == "DECISION" else "C", kind, role, clip(text, TEXT_MAX), day,
-                    self._seq, feature=entry.feature, run=entry.run)
-        if kind == "DECISION":
-            self._add_decision(item)
+        if cluster is None:
+            cluster = self.clusters.assign_text((role, kind), text)
+        ref, lesson = entry.run or entry.feature, self._lessons.get(cluster)
+        if lesson is None:
+            self._lessons[cluster] = Item("L", kind, role, clip(text, TEXT_MAX), day, self._seq,
+                                          ids=(ref,) if ref != "-" else ())
         else:
-            self._context.append(item)
+            lesson.note(ref, day, text)
 
-    def _add_lesson(self, cid: int, entry: Entry) -> None:
-        ref, day = entry.run or entry.feature, entry.ts[:10]
-        item = self._lessons.get(cid)
-        if item is None:
-            self._lessons[cid] = Item("L", entry.kind, entry.role, clip(entry.text, TEXT_MAX),
-                                      day, self._seq, ids=(ref,) if ref != "-" else ())
-            return
-        item.note(ref, day)
-        if item.in_history:  # back from History: it recurs
-            item.in_history = False
-            if item.text.endswith("…"):
-                item.text = clip(entry.text, TEXT_MAX)
-
-    def _add_decision(self, item: Item) -> None:
-        """`item` becomes its topic's current decision; the one it replaces goes to History."""
+    def _decide(self, item: Item, load: bool = False) -> None:
+        """`item` becomes its topic's current decision; the one it replaces goes to History.
+        A loaded one supersedes nothing: loading must not change what a pass decided."""
         explicit, topic = topic_of(item.text)
+        tid = len(self._current)
         if explicit:
-            tid = self._explicit.setdefault(topic, len(self._current))
+            tid = self._explicit.setdefault(topic, tid)
+        elif load:
+            self._topics.add("topic", normalize(topic), tid)
         else:
-            tid = self._topics.assign("topic", normalize(topic), len(self._current))
-        if tid == len(self._current):
+            tid = self._topics.assign("topic", normalize(topic), tid)
+        if load or tid == len(self._current):
             self._current.append(item)
             return
         old, self._current[tid] = self._current[tid], item
@@ -181,16 +174,6 @@ class MemoryBook:
 
 def _newest_first(items: Iterable[Item]) -> list[Item]:
     return sorted(items, key=lambda i: (i.day, i.seq), reverse=True)
-
-
-def _memory_lines(memory_text: str) -> Iterator[tuple[str, str]]:
-    """(section, line) of MEMORY.md's item lines in the order they load; a line outside the
-    sections is History's."""
-    sections = parse_sections(memory_text)
-    outside = [line for line in sections[""] if not line.startswith("# ")]
-    sections["History"] = sections.get("History", []) + outside
-    for name in ("Lessons", "Decisions", "Context", "History"):
-        yield from ((name, line) for line in sections.get(name, []) if line.strip())
 
 
 def build_summary(lessons: list[Item], decisions: list[Item], bounds: Bounds) -> str:

@@ -50,10 +50,14 @@ class Item:
     tail: str = ""  # the "(...)" after the text as read back, e.g. "superseded by D4"
     old_line: str | None = None  # the line it came from in the previous MEMORY.md
 
-    def note(self, ref: str, day: str) -> None:
-        """Count one more sighting from run or feature `ref` on `day`."""
+    def note(self, ref: str, day: str, text: str) -> None:
+        """Count one more sighting of `text` from run or feature `ref` on `day`."""
         self.count += 1
         self.day = max(self.day, day)
+        if self.in_history:  # back from History: it recurs, with its words whole again
+            self.in_history = False
+            if self.text.endswith("…"):
+                self.text = clip(text, TEXT_MAX)
         if ref in ("", "-"):
             return
         if ref not in self.ids and len(self.ids) >= IDS_LISTED:
@@ -61,8 +65,7 @@ class Item:
         self.ids = (ref, *(i for i in self.ids if i != ref))
 
     def rank(self) -> tuple[float, int]:
-        """Sort key, best first: the last sighting's day plus RECUR_DAYS per doubling of the
-        count (no clock: the same input ranks the same), then the newest arrival."""
+        """Sort key, best first: last day seen plus RECUR_DAYS per doubling of the count."""
         days = date.fromisoformat(self.day).toordinal()
         return (-(days + RECUR_DAYS * math.log2(self.count)), -self.seq)
 
@@ -106,19 +109,16 @@ def parse_item(line: str) -> Item:
 
 def memory_ids(text: str) -> dict[str, int]:
     """Item ids in a MEMORY.md text with their counts (1 for decisions and notes)."""
-    items = map(parse_item, text.splitlines())
-    return {item.ref(): item.count for item in items if item.letter}
+    return {i.ref(): i.count for i in map(parse_item, text.splitlines()) if i.letter}
 
 
 def summary_refs(text: str) -> Iterator[tuple[str, str | None]]:
     """Each bullet line of a summary with the MEMORY.md id it points to, or None."""
     for line in text.splitlines():
         if line.startswith("- "):
-            m = _REF.search(line)
-            yield line, m[1] if m else None
+            yield line, m[1] if (m := _REF.search(line)) else None
 
 
 def item_id(line: str) -> str | None:
     """The `L12`-style id a MEMORY.md line starts with, if any."""
-    m = _ID.match(line)
-    return m[1] if m else None
+    return m[1] if (m := _ID.match(line)) else None
