@@ -153,23 +153,23 @@ class MemoryBook:
         lessons = sorted(live, key=Item.rank)[: caps["Lessons"] + caps["History"]]
         decisions = _newest_first(self._current)[: caps["Decisions"] + caps["History"]]
         context = _newest_first(self._context)
-        demoted = [*lessons[caps["Lessons"]:], *decisions[caps["Decisions"]:],
+        history = [*lessons[caps["Lessons"]:], *decisions[caps["Decisions"]:],
                    *_newest_first([*self._superseded_old, *self._dropped]),
-                   *context[caps["Context"]:]]
-        kept = {"Lessons": lessons[: caps["Lessons"]],
-                "Decisions": decisions[: caps["Decisions"]],
-                "Context": context[: caps["Context"]],
-                "History": [*demoted, *(i for i in self._old if i.in_history)][: caps["History"]]}
-        written = {item for items in kept.values() for item in items}
-        for item in sorted((i for items in kept.values() for i in items), key=lambda i: i.seq):
-            if item.letter and not item.id:
+                   *context[caps["Context"]:], *(i for i in self._old if i.in_history)]
+        chosen = dict(Lessons=lessons, Decisions=decisions, Context=context, History=history)
+        sections = {name: items[: caps[name]] for name, items in chosen.items()}
+        written = [item for items in sections.values() for item in items]
+        for item in sorted(written, key=lambda i: i.seq):
+            if item.letter and not item.id:  # new: the next id of its letter, in arrival order
                 item.id = self.next_ids[item.letter]
                 self.next_ids[item.letter] += 1
-        memory = render_sections("Memory", {name: [i.line(name == "History") for i in items]
-                                            for name, items in kept.items()}, MEMORY_SECTIONS)
-        summary = build_summary(kept["Lessons"], kept["Decisions"], self.bounds)
-        archived = [i.old_line for i in self._old if i not in written]
-        return Compacted(memory, summary, archived, dict(self.next_ids))
+        lines = {name: [i.line(compressed=name == "History") for i in items]
+                 for name, items in sections.items()}
+        summary = build_summary(sections["Lessons"], sections["Decisions"], self.bounds)
+        kept = set(written)
+        archived = [i.old_line for i in self._old if i not in kept]
+        return Compacted(render_sections("Memory", lines, MEMORY_SECTIONS), summary, archived,
+                         dict(self.next_ids))
 
 
 def _newest_first(items: Iterable[Item]) -> list[Item]:
