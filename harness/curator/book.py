@@ -78,9 +78,9 @@ class MemoryBook:
         self._current: list[Item] = []  # the current decision of each topic
         # plain notes: only the newest can stay, in Context or at the top of History
         self._context: deque[Item] = deque(maxlen=caps["History"] + caps["Context"])
-        self._dropped: deque[Item] = deque(maxlen=caps["History"])  # superseded new decisions
+        self._superseded_new: deque[Item] = deque(maxlen=caps["History"])  # only History takes them
         self._superseded_old: list[Item] = []
-        self._old: list[Item] = []
+        self._old: list[Item] = []  # the old MEMORY.md, in load order
         sections = parse_sections(memory_text)
         outside = [line for line in sections[""] if not line.startswith("# ")]
         sections["History"] = sections.get("History", []) + outside  # a line outside is History's
@@ -144,7 +144,7 @@ class MemoryBook:
             return
         old, self._current[tid] = self._current[tid], item
         old.superseded, old.superseded_by = True, item
-        (self._superseded_old if old.old_line else self._dropped).append(old)
+        (self._superseded_old if old.old_line else self._superseded_new).append(old)
 
     def compact(self) -> Compacted:
         """The bounded MEMORY.md and summary.md, and the old lines that left MEMORY.md."""
@@ -154,7 +154,7 @@ class MemoryBook:
         decisions = _newest_first(self._current)[: caps["Decisions"] + caps["History"]]
         context = _newest_first(self._context)
         history = [*lessons[caps["Lessons"]:], *decisions[caps["Decisions"]:],
-                   *_newest_first([*self._superseded_old, *self._dropped]),
+                   *_newest_first([*self._superseded_old, *self._superseded_new]),
                    *context[caps["Context"]:], *(i for i in self._old if i.in_history)]
         chosen = dict(Lessons=lessons, Decisions=decisions, Context=context, History=history)
         sections = {name: items[: caps[name]] for name, items in chosen.items()}
