@@ -1,23 +1,10 @@
-"""MEMORY.md's lines: items with an id the summary points to, parsed and rendered.
-
-    ## Decisions   - [D4] 2026-04-24 planner -: db: move to postgres 17 (run R)
-    ## Context     - [C9] 2026-04-24 validator F-023: F-023 verified via curl (run R)
-    ## History     the same lines compressed: text cut to 100 characters, no run list,
-                   "(superseded by D4)" on decisions a later one replaced
-    ## Lessons     - [L12] TRICK x3 2026-04-24 worker: psql -f ... order (from: R3, R2, R1, ...)
-
-A lesson's count is exact; its `from:` list keeps the three most recent run ids
-(the feature when a note has no run) and ends in `...` when older ones were
-dropped. Lessons rank by recurrence and recency together: the day of the last
-sighting plus RECUR_DAYS per doubling of the count. That needs no clock, so a
-run with nothing new reproduces the same order byte for byte.
-"""
+"""MEMORY.md's lines (grammar in docs/memory.md): items with an id the summary points to."""
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
 
@@ -53,34 +40,32 @@ class Item:
     seq: int  # arrival order: old items by id, then new ones
     feature: str = "-"
     count: int = 1
-    ids: tuple[str, ...] = ()  # most recent first
-    more: bool = False
+    ids: tuple[str, ...] = ()  # the latest runs (or features) it was seen in, newest first
+    more: bool = False  # older ones were dropped from `ids`
     run: str | None = None
     id: int = 0
     in_history: bool = False
     superseded: bool = False
     superseded_by: Item | None = None
-    tail: str = ""  # a superseded decision's "(superseded by D4)" as read back
+    tail: str = ""  # the "(...)" after the text as read back, e.g. "superseded by D4"
     old_line: str | None = None  # the line it came from in the previous MEMORY.md
 
-    def note(self, ref: str, day: str) -> None:
-        """Count one more sighting from run or feature `ref` on `day`."""
+    def note(self, ref: str, day: str, text: str) -> None:
+        """Count one more sighting of `text` from run or feature `ref` on `day`."""
         self.count += 1
-        if day > self.day:
-            self.day = day
-        if ref and ref != "-":
-            ids = self.ids
-            if ids and ids[0] == ref:
-                return  # the latest sighting again: the list stays as it is
-            if ref in ids:
-                ids = tuple(i for i in ids if i != ref)
-            elif len(ids) >= IDS_LISTED:
-                ids = ids[: IDS_LISTED - 1]
-                self.more = True
-            self.ids = (ref, *ids)
+        self.day = max(self.day, day)
+        if self.in_history:  # back from History: it recurs, with its words whole again
+            self.in_history = False
+            if self.text.endswith("…"):
+                self.text = clip(text, TEXT_MAX)
+        if ref in ("", "-"):
+            return
+        if ref not in self.ids and len(self.ids) >= IDS_LISTED:
+            self.ids, self.more = self.ids[: IDS_LISTED - 1], True
+        self.ids = (ref, *(i for i in self.ids if i != ref))
 
     def rank(self) -> tuple[float, int]:
-        """Sort key, best first: recency plus recurrence, then newest arrival."""
+        """Sort key, best first: last day seen plus RECUR_DAYS per doubling of the count."""
         days = date.fromisoformat(self.day).toordinal()
         return (-(days + RECUR_DAYS * math.log2(self.count)), -self.seq)
 
@@ -107,45 +92,33 @@ class Item:
 
 def parse_item(line: str) -> Item:
     """The item on a MEMORY.md line; a foreign item when the curator did not write it."""
-    m = _LESSON.match(line)
-    if m:
-        tail = m["tail"] or ""
-        ids = tail[len("from: "):].split(", ") if tail.startswith("from: ") else []
-        more = bool(ids) and ids[-1] == "..."
-        ids = tuple(i for i in ids if i and i != "...")
-        n = int(m["id"])
+    if m := _LESSON.match(line):
+        tail, n = m["tail"] or "", int(m["id"])
+        listed = tail[len("from: "):].split(", ") if tail.startswith("from: ") else []
         return Item("L", m["kind"], m["role"], m["text"], m["date"], OLD_SEQ + n,
-                    count=int(m["count"]), ids=ids, more=more, id=n, old_line=line)
-    m = _NOTE.match(line)
-    if m:
-        tail = m["tail"] or ""
-        n = int(m["id"])
-        kind = "DECISION" if m["letter"] == "D" else "-"
-        return Item(m["letter"], kind, m["role"], m["text"], m["date"], OLD_SEQ + n,
-                    feature=m["feature"], run=tail[4:] if tail.startswith("run ") else None,
-                    id=n, superseded=tail.startswith("superseded"), tail=tail, old_line=line)
+                    count=int(m["count"]), ids=tuple(i for i in listed if i and i != "..."),
+                    more=listed[-1:] == ["..."], id=n, old_line=line)
+    if m := _NOTE.match(line):
+        tail, n = m["tail"] or "", int(m["id"])
+        return Item(m["letter"], "DECISION" if m["letter"] == "D" else "-", m["role"], m["text"],
+                    m["date"], OLD_SEQ + n, feature=m["feature"], id=n,
+                    run=tail[len("run "):] if tail.startswith("run ") else None,
+                    superseded=tail.startswith("superseded"), tail=tail, old_line=line)
     return Item("", "", "", line, "0001-01-01", OLD_SEQ, old_line=line)
 
 
 def memory_ids(text: str) -> dict[str, int]:
     """Item ids in a MEMORY.md text with their counts (1 for decisions and notes)."""
-    ids: dict[str, int] = {}
-    for line in text.splitlines():
-        item = parse_item(line)
-        if item.letter:
-            ids[item.ref()] = item.count
-    return ids
+    return {i.ref(): i.count for i in map(parse_item, text.splitlines()) if i.letter}
 
 
-def summary_refs(text: str) -> Iterable[tuple[str, str | None]]:
+def summary_refs(text: str) -> Iterator[tuple[str, str | None]]:
     """Each bullet line of a summary with the MEMORY.md id it points to, or None."""
     for line in text.splitlines():
         if line.startswith("- "):
-            m = _REF.search(line)
-            yield line, m[1] if m else None
+            yield line, m[1] if (m := _REF.search(line)) else None
 
 
 def item_id(line: str) -> str | None:
     """The `L12`-style id a MEMORY.md line starts with, if any."""
-    m = _ID.match(line)
-    return m[1] if m else None
+    return m[1] if (m := _ID.match(line)) else None
