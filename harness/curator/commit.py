@@ -157,13 +157,20 @@ def _promote(paths: CuratorPaths, sizes: dict[str, int], similarity: float) -> s
                     recheck[role] = IdentityIndex(similarity)
                     recheck[role].add_text(role, current)
                 outs[role] = files.enter_context(_durable(paths.role_file(role)))
-                if not current.endswith("\n"):
-                    outs[role].write(b"\n" if current else f"# {role}\n\n".encode())
+                outs[role].write(opening(current, role).encode())
             if role in recheck and recheck[role].knows(role, text):
                 skipped.add(n)
             else:
                 outs[role].write(line.encode() + b"\n")
     return skipped
+
+
+def opening(current: str, role: str) -> str:
+    """What goes before the first promotion appended to a role file holding `current`: a
+    newline ending its last line, or a new file's heading."""
+    if current.endswith("\n"):
+        return ""
+    return "\n" if current else f"# {role}\n\n"
 
 
 def stage_promotions(path: Path, promotions: list[Promotion]) -> None:
@@ -213,9 +220,8 @@ def _archive(paths: CuratorPaths, journal: dict) -> None:
     if journal["archive_sizes"]:
         paths.archive.mkdir(parents=True, exist_ok=True)
     for month, offset, stop in month_spans(raw["months"], raw["cut"]):
-        with open(paths.raw, "rb") as src, _durable(paths.archive / f"{month}.md") as out:
-            src.seek(offset)
-            while chunk := src.read(min(CHUNK, stop - src.tell())):
+        with _durable(paths.archive / f"{month}.md") as out:
+            for chunk in read_span(paths.raw, offset, stop):
                 out.write(chunk)
     if journal["memory_archive"]:
         with _durable(paths.archive / "memory-history.md") as out:
@@ -227,6 +233,14 @@ def month_spans(months: list, cut: int) -> list[tuple[str, int, int]]:
     stops = [offset for offset, _ in months[1:]] + [cut]
     return [(month, offset, stop)
             for (offset, month), stop in zip(months, stops, strict=False)]  # none at cut 0
+
+
+def read_span(path: Path, start: int, stop: int) -> Iterator[bytes]:
+    """`path`'s bytes from `start` to `stop`, in chunks."""
+    with open(path, "rb") as f:
+        f.seek(start)
+        while chunk := f.read(min(CHUNK, stop - f.tell())):
+            yield chunk
 
 
 @contextmanager

@@ -24,7 +24,7 @@ from harness.curator.lessondb import load
 from harness.curator.matching import same_lesson
 from harness.curator.promotion import Evidence
 from harness.curator.record import read_record
-from harness.curator.scan import RawPass, ScanJob, checked_keys
+from harness.curator.scan import RawPass, checked_keys
 from harness.curator.text import normalize
 from harness.errors import UsageError
 from harness.state import memory
@@ -218,7 +218,7 @@ def unread_notes(paths: CuratorPaths) -> tuple[int, list[tuple]]:
     cursor = read_json(paths.cursor) if paths.cursor.exists() else {}
     start = cursor_start(paths, cursor)
     counted = checked_keys(cursor.get("counted")) if start is None else []
-    raw = RawPass(ScanJob(str(paths.raw), start or 0, 0, "", None, "", "", counted=counted))
+    raw = RawPass(paths.raw, start or 0, counted=counted)
     count, notes = 0, []
     for fields in raw.entries():
         count += 1
