@@ -1,9 +1,8 @@
 """Phase two of a curator run: carry out a committed journal, every step safe to redo.
 
 The journal (`<state>/curator/journal.json`, written atomically) is the commit point:
-before it nothing visible has changed (a run that finds no journal replaces staged
-files). It is removed when all is done; a run that finds one carries it out again from
-the first step, so each step is safe to redo:
+before it nothing visible has changed. It is removed when all is done; a run that finds
+one carries it out again from the first step, so each step is safe to redo:
 
 1. summary.md and MEMORY.md: atomic writes of texts held in the journal; then the
    judge's new answers go to the curator database (an answer recorded before stands).
@@ -76,10 +75,8 @@ def cursor_start(paths: CuratorPaths, cursor: dict) -> int | None:
 def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
                   digest: dict[str, Any] | None = None) -> set[int]:
     """Carry out `journal`; the indexes of staged promotions identity turned out to hold.
-
-    `digest` is what `lessondb.append` needs to bring the lesson database up to date
-    too; a redo after a crash has no planner state and leaves the database as it is.
-    """
+    `digest` is what `lessondb.append` needs to bring the lesson database up to date too
+    (a redo has none: it leaves the database as it is)."""
     said = (digest or {}).get("said")
     for name, text in journal["files"].items():
         atomic_write(paths.state / name, text)
@@ -106,9 +103,8 @@ def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
 
 
 def missing_staged(paths: CuratorPaths, journal: dict) -> list[str]:
-    """The staged files `journal` needs that are gone. Only a person can do that (a curator
-    deletes them after the journal); a redo carries out the other steps, not to wedge every
-    later run on them, and those notes go without their candidate lines."""
+    """The staged files `journal` needs that are gone (a person's doing): a redo carries
+    out the other steps rather than wedge every later run, those notes uncounted."""
     return [path.name for path, count in ((paths.staged_candidates, journal["candidates"]),
                                           (paths.staged_promotions, journal["promotions"]))
             if count and not path.exists()]
@@ -120,14 +116,11 @@ def write_journal(paths: CuratorPaths, journal: dict) -> None:
 
 
 def read_json(path: Path) -> dict:
-    """A curator state file, checked for its format version."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise UsageError(f"cannot read {path}: {e}") from None
-    if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
+    """A curator state file, checked for its format version; {} when there is none."""
+    data = reading.read_json_object(path)
+    if data is not None and data.get("version") != FORMAT_VERSION:
         raise UsageError(f"{path}: unknown format; expected version {FORMAT_VERSION}")
-    return data
+    return data or {}
 
 
 def read_text(path: Path) -> str:
@@ -140,11 +133,9 @@ def read_text(path: Path) -> str:
 
 
 def _promote(paths: CuratorPaths, sizes: dict[str, int], similarity: float) -> set[int]:
-    """Append the staged promotions under the identity lock; skip what identity holds.
-
-    The plan checked identity already; a role file is checked again only if it
-    changed since (another mission's curator, or this step half done before).
-    """
+    """Append the staged promotions under the identity lock; skip what identity holds (a
+    role file is checked again only if it changed since the plan: another mission's
+    curator, or this step half done before)."""
     skipped: set[int] = set()
     outs: dict[str, BinaryIO] = {}
     recheck: dict[str, IdentityIndex] = {}
@@ -183,9 +174,8 @@ def stage_promotions(path: Path, promotions: list[Promotion]) -> None:
 
 
 def _staged_rows(staged: Iterable[str]) -> Iterator[list[str]]:
-    """The staged promotions, [role, kind, text, line] each: lines of many rows
-    (`stage_promotions`), or of one row each as earlier versions staged them
-    (a run that crashed before an upgrade leaves those for the next to carry out)."""
+    """The staged promotions, [role, kind, text, line] each: lines of many rows, or of one
+    row each as a run of an earlier version, crashed before an upgrade, staged them."""
     for chunk in staged:
         rows = orjson.loads(chunk)
         if rows and isinstance(rows[0], str):
@@ -204,11 +194,8 @@ def archive_sizes(archive: Path, months: list[str], memory_lines: bool) -> dict[
 
 
 def _archive(paths: CuratorPaths, journal: dict) -> None:
-    """Append the archived head of raw.md and the lines that left MEMORY.md, redo-safe.
-
-    Every attempt first cuts the files back to their sizes at planning time. Once
-    raw.md has been rewritten the archive was complete: then there is nothing to do.
-    """
+    """Append the archived head of raw.md and the lines that left MEMORY.md, after cutting
+    the files back to their sizes at planning time; nothing once raw.md was rewritten."""
     raw = journal["raw"]
     if raw["cut"] and not _raw_untouched(paths, raw):
         return
@@ -245,7 +232,7 @@ def read_span(path: Path, start: int, stop: int) -> Iterator[bytes]:
 
 @contextmanager
 def _durable(path: Path, mode: str = "ab") -> Iterator[BinaryIO]:
-    """`path` opened to write in binary `mode`, flushed to the disk before it closes."""
+    """`path` opened in binary `mode`, flushed to the disk before it closes."""
     with open(path, mode) as out:
         yield out
         out.flush()

@@ -215,7 +215,7 @@ def pending(unread: int, said: list[tuple]) -> str:
 def unread_notes(paths: CuratorPaths) -> tuple[int, list[tuple]]:
     """How many raw.md lines the next pass reads that no pass counted, and the promotable
     notes among them, read as that pass reads them (nothing staged)."""
-    cursor = read_json(paths.cursor) if paths.cursor.exists() else {}
+    cursor = read_json(paths.cursor)
     start = cursor_start(paths, cursor)
     counted = checked_keys(cursor.get("counted")) if start is None else []
     raw = RawPass(paths.raw, start or 0, counted=counted)

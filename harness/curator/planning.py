@@ -61,7 +61,7 @@ class Planner:
 
     def plan(self) -> dict | None:
         """The journal of what to change, or None when nothing would (or in a dry run)."""
-        cursor = read_json(self.paths.cursor) if self.paths.cursor.exists() else {}
+        cursor = read_json(self.paths.cursor)
         start = self._checked_start(cursor)
         # read again from the start: what the last run counted is known by its keys instead
         counted = cursor.get("counted") if start == 0 and cursor.get("processed") else None
