@@ -35,7 +35,7 @@ from harness.curator import lessondb, verdicts
 from harness.curator import record as candidates
 from harness.curator.identity import IdentityIndex
 from harness.curator.promotion import Promotion
-from harness.curator.scan import HEAD_BYTES
+from harness.curator.scan import HEAD_BYTES, checked_keys
 from harness.errors import UsageError
 from harness.state import memory, reading
 from harness.state.store import atomic_write, hold_lock, read_head, sha256, write_json
@@ -62,14 +62,17 @@ class CuratorPaths:
         return self.identity / f"{role}.md"
 
 
-def cursor_start(paths: CuratorPaths, cursor: dict) -> int | None:
+def cursor_start(paths: CuratorPaths, cursor: dict) -> tuple[int | None, list[list[str]]]:
     """Where the last run left raw.md (0 when none did), or None when raw.md no longer
-    starts with the bytes the cursor hashed: then it is read from the start."""
+    starts with the bytes the cursor hashed: then it is read from the start, and the
+    `note_keys` of the entries the last run counted say which not to count again."""
     start = int(cursor.get("processed", 0))
     if not start:
-        return 0
+        return 0, []
     head = read_head(paths.raw, start) or b""
-    return start if len(head) == start and sha256(head) == cursor.get("head_sha") else None
+    if len(head) == start and sha256(head) == cursor.get("head_sha"):
+        return start, []
+    return None, checked_keys(cursor.get("counted"))
 
 
 def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
@@ -96,9 +99,8 @@ def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
     processed = raw["end"] - raw["cut"]
     write_json(paths.cursor, {**journal["cursor"], "processed": processed,
                               "head_sha": sha256(read_head(paths.raw, processed) or b"")})
-    paths.journal.unlink()
-    paths.staged_candidates.unlink(missing_ok=True)
-    paths.staged_promotions.unlink(missing_ok=True)
+    for done in (paths.journal, paths.staged_candidates, paths.staged_promotions):
+        done.unlink(missing_ok=True)
     return skipped
 
 

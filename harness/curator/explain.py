@@ -24,7 +24,7 @@ from harness.curator.lessondb import load
 from harness.curator.matching import same_lesson
 from harness.curator.promotion import Evidence
 from harness.curator.record import read_record
-from harness.curator.scan import RawPass, checked_keys
+from harness.curator.scan import RawPass
 from harness.curator.text import normalize
 from harness.errors import UsageError
 from harness.state import memory
@@ -216,8 +216,7 @@ def unread_notes(paths: CuratorPaths) -> tuple[int, list[tuple]]:
     """How many raw.md lines the next pass reads that no pass counted, and the promotable
     notes among them, read as that pass reads them (nothing staged)."""
     cursor = read_json(paths.cursor)
-    start = cursor_start(paths, cursor)
-    counted = checked_keys(cursor.get("counted")) if start is None else []
+    start, counted = cursor_start(paths, cursor)
     raw = RawPass(paths.raw, start or 0, counted=counted)
     count, notes = 0, []
     for fields in raw.entries():

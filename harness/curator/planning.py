@@ -33,7 +33,7 @@ from harness.curator.commit import (
 )
 from harness.curator.judge import Judgments
 from harness.curator.promotion import IdentityIndex, Promotion, plan_promotions
-from harness.curator.scan import HEAD_BYTES, RawPass, Scan, checked_keys
+from harness.curator.scan import HEAD_BYTES, RawPass, Scan
 from harness.curator.settings import CuratorReport, CuratorSettings, Refine
 from harness.curator.text import normalize
 from harness.names import escape_controls
@@ -62,12 +62,14 @@ class Planner:
     def plan(self) -> dict | None:
         """The journal of what to change, or None when nothing would (or in a dry run)."""
         cursor = read_json(self.paths.cursor)
-        start = self._checked_start(cursor)
-        # read again from the start: what the last run counted is known by its keys instead
-        counted = cursor.get("counted") if start == 0 and cursor.get("processed") else None
+        start, counted = cursor_start(self.paths, cursor)
+        if start is None:
+            self.report.changes.append("raw.md does not start where the last run left it; "
+                                       "reading it from the start")
+        start = start or 0
         old = {name: read_text(self.paths.state / name) for name in ("summary.md", "MEMORY.md")}
         scan, book = self._read(start, cursor.get("last_month", "unparsed"), old["MEMORY.md"],
-                                cursor.get("next_ids"), checked_keys(counted))
+                                cursor.get("next_ids"), counted)
         compacted = book.compact()
         promotions = self.report.promoted = self._promotions()
         self.report.memory_archived = len(compacted.archived)
@@ -137,15 +139,6 @@ class Planner:
             words = {p.number: p.words for p in answer.promotions}
             promotions = [replace(p, text=words[n]) for n, p in enumerate(promotions, 1)]
         return {"summary.md": answer.summary, "MEMORY.md": answer.memory}, promotions
-
-    def _checked_start(self, cursor: dict) -> int:
-        """The cursor's offset if raw.md still starts with what it hashed, else 0."""
-        start = cursor_start(self.paths, cursor)
-        if start is not None:
-            return start
-        self.report.changes.append("raw.md does not start where the last run left it; "
-                                   "reading it from the start")
-        return 0
 
     def _read(self, start: int, month: str, old_memory: str, next_ids: dict | None,
               counted: list[list[str]]) -> tuple[Scan, MemoryBook]:
