@@ -10,7 +10,7 @@ import pytest
 
 from harness.curator.book import Bounds, MemoryBook
 from harness.curator.curate import CuratorSettings, curate
-from harness.curator.record import RecordRead
+from harness.curator.record import RecordRead, read_record
 from harness.curator.scan import RawPass
 from harness.state.memory import append_entry, make_entry
 
@@ -154,25 +154,21 @@ def test_the_curator_keeps_the_plain_notes_a_book_fed_entry_by_entry_keeps(tmp_p
 
 
 def test_the_pass_reads_the_record_on_from_where_the_database_stops(tmp_path) -> None:
-    state, identity = tmp_path / "state", tmp_path / "identity"
-    state.mkdir()
+    identity = tmp_path / "identity"
     identity.mkdir()
-    write_notes(state)
     lines = ["old:0\t2026-01-01T00:00:00Z\tblog\tworker\tTRICK\tF-1\tr1\tmake -n shows the plan\n",
              "old:1\t2026-01-02T00:00:00Z\tblog\tworker\tTRICK\tF-2\tr2\tmake -n shows the plan\n",
              "new:0\t2026-01-03T00:00:00Z\tblog\tworker\tFAIL\tF-3\tr3\tthe seed step times out\n"]
     unfinished = "new:1\t2026-01-04T00:00:00Z\tblog\tworker\tFAIL\tF-4\tr4\tan append in prog"
     (identity / ".candidates.log").write_text("".join([*lines, lines[2], unfinished]))
     # as a database covering the first line would say
-    covered = RecordRead(len(lines[0]), "", {"old": 0})
-    raw_pass = RawPass(state / "raw.md", raw_keep=2, identity=identity, record=covered)
-    texts = [c.text for c in raw_pass.candidates()]
+    read = RecordRead(len(lines[0]), "", {"old": 0})
+    texts = [c.text for c in read_record(identity, read)]
     # the line the database covers, the batch line given twice and the unfinished one are left
     assert texts == ["make -n shows the plan", "the seed step times out"]
     # blog's batch "old" came before its batch "new": it never comes again, so it is forgotten
-    assert raw_pass.record.batches == {"new": 0} and raw_pass.record.latest == {"blog": "new"}
-    assert raw_pass.record.end == len("".join([*lines, lines[2]]))
-    assert covered.end == len(lines[0])  # the one given is left as it was
+    assert read.batches == {"new": 0} and read.latest == {"blog": "new"}
+    assert read.end == len("".join([*lines, lines[2]]))
 
 
 def test_a_pass_that_cannot_write_its_staged_file_changes_nothing(tmp_path) -> None:

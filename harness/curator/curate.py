@@ -52,7 +52,7 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
             if journal is not None:
                 write_journal(paths, journal)
                 skipped = apply_journal(paths, journal, settings.similarity, {
-                    "tracker": planner.tracker, "read": planner.record,
+                    "tracker": planner.tracker, "read": planner.record_read,
                     "batch": planner.batch, "count": planner.scan.n_staged,
                     "mission": planner.mission, "text_of": planner.text_of,
                     "said": report.changes})

@@ -14,7 +14,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.curator import lessondb, verdicts
-from harness.curator import record as candidates
 from harness.curator.book import Compacted, MemoryBook
 from harness.curator.candidate import LESSON_KINDS, PROMOTABLE, mission_token
 from harness.curator.check import check_model_result
@@ -33,6 +32,7 @@ from harness.curator.commit import (
 )
 from harness.curator.judge import Judgments
 from harness.curator.promotion import IdentityIndex, Promotion, plan_promotions
+from harness.curator.record import RecordRead, read_record
 from harness.curator.scan import HEAD_BYTES, RawPass, Scan
 from harness.curator.settings import CuratorReport, CuratorSettings, Refine
 from harness.curator.text import normalize
@@ -55,9 +55,9 @@ class Planner:
         self.report = report  # filled in as the plan goes
         self.scan: Scan | None = None
         self.tracker: PromotionTracker | None = None
-        self._identity_texts: dict[str, dict[str, str]] = {}  # see `text_of`
+        self._texts_about_identity: dict[str, dict[str, str]] = {}  # see `text_of`
         self.recorded: verdicts.Recorded | None = None
-        self.record: candidates.RecordRead | None = None
+        self.record_read: RecordRead | None = None  # how far the candidate record was read
 
     def plan(self) -> dict | None:
         """The journal of what to change, or None when nothing would (or in a dry run)."""
@@ -146,21 +146,19 @@ class Planner:
         paths, settings = self.paths, self.settings
         if not self.dry_run:
             paths.own.mkdir(parents=True, exist_ok=True)
-        # the database first: the pass reads the candidate record on from where it ends
-        self.tracker, covered = lessondb.load(
+        # the database first, then the candidate record on from where the database ends
+        self.tracker, self.record_read = lessondb.load(
             paths.identity, settings.similarity, write=not self.dry_run, said=self.report.changes)
         self.recorded = verdicts.open_recorded(paths.identity, write=not self.dry_run)
         if self.recorded is not None:
             self.judge.recorded = self.recorded.about
         if self.judge.active():
             self.tracker.clusters.index.judge = self.judge
+        for c in read_record(paths.identity, self.record_read):
+            self.tracker.add(c, cluster=self._cluster_of((c.role, c.kind), c.text))
         raw_pass = RawPass(paths.raw, start, raw_keep=settings.raw_keep, month=month,
                            staged=None if self.dry_run else paths.staged_candidates,
-                           batch=self.batch, mission=self.mission, identity=paths.identity,
-                           record=covered, counted=counted)
-        for c in raw_pass.candidates():
-            self.tracker.add(c, cluster=self._cluster_of((c.role, c.kind), c.text))
-        self.record = raw_pass.record
+                           batch=self.batch, mission=self.mission, counted=counted)
         book = MemoryBook(old_memory, settings.bounds, similarity=settings.similarity,
                           topic_similarity=settings.topic_similarity,
                           next_ids=next_ids, clusters=self.tracker.clusters)
@@ -185,10 +183,10 @@ class Planner:
     def text_of(self, bucket: tuple[str, str] | str, key: str) -> str | None:
         """The text the pass normalised to `key` in `bucket`, or the lesson database's."""
         if isinstance(bucket, str):  # about identity: texts of due lessons and identity lines
-            if bucket not in self._identity_texts:
-                self._identity_texts[bucket] = verdicts.identity_texts(
+            if bucket not in self._texts_about_identity:
+                self._texts_about_identity[bucket] = verdicts.identity_texts(
                     bucket, self.tracker.due(), self.identity_texts)
-            return self._identity_texts[bucket].get(key)
+            return self._texts_about_identity[bucket].get(key)
         text = self.tracker.clusters.texts.get((bucket, key))
         if text is None:
             return self.tracker.store.text_of(bucket, key)

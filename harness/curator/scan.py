@@ -1,10 +1,7 @@
-"""The curator's one pass over raw.md (`RawPass`).
-
-It first reads the candidate record's lines after those the lesson database covers, then
-streams raw.md from its start to its last complete line: it hands over the entries from
-`start` on, stages the promotable ones as candidate record lines, and finds what the pass
-archives (the cut before the `raw_keep`-th last entry, the month changes before it) and
-raw.md's first bytes (the journal hashes them).
+"""The curator's one pass over raw.md (`RawPass`), from its start to its last complete line:
+it hands over the entries from `start` on, stages the promotable ones as candidate record
+lines, and finds what the pass archives (the cut before the `raw_keep`-th last entry, the
+month changes before it) and raw.md's first bytes (the journal hashes them).
 """
 
 from __future__ import annotations
@@ -17,7 +14,6 @@ from hashlib import blake2b
 from pathlib import Path
 
 from harness.curator.candidate import PROMOTABLE, Candidate
-from harness.curator.record import RecordRead, read_record
 from harness.state.memory import parse_fields
 
 HEAD_BYTES = 65536  # how much of raw.md's head identifies it before the rewrite
@@ -42,31 +38,21 @@ class Scan:
 
 
 class RawPass:
-    """Iterate `candidates()` then `entries()`; then `record` and `scan` say what was read.
+    """Iterate `entries()`; then `scan` says what else the pass found.
 
     Lines before `start` were learned by an earlier run; `month` is the archive month it
-    left off in. Candidate lines, tagged `batch:seq`, go to `staged` (None: nowhere). The
-    record is read on from `record` when `identity` is given. `counted` are the `note_keys`
-    of entries an earlier run counted, when raw.md is read from its start again after a
-    hand edit: those are not handed over again.
+    left off in. Candidate lines, tagged `batch:seq`, go to `staged` (None: nowhere).
+    `counted` are the `note_keys` of entries an earlier run counted, when raw.md is read
+    from its start again after a hand edit: those are not handed over again.
     """
 
-    def __init__(self, raw: Path | str, start: int = 0, *, raw_keep: int = 0,
-                 month: str = "", staged: Path | str | None = None, batch: str = "",
-                 mission: str = "", identity: Path | None = None,
-                 record: RecordRead | None = None,
+    def __init__(self, raw: Path, start: int = 0, *, raw_keep: int = 0, month: str = "",
+                 staged: Path | None = None, batch: str = "", mission: str = "",
                  counted: list[list[str]] | None = None) -> None:
         self.raw, self.start, self.raw_keep, self.month = raw, start, raw_keep, month
         self.staged, self.batch, self.mission = staged, batch, mission
-        self.identity, self.counted = identity, counted or []
-        read = record or RecordRead()
-        self.record = RecordRead(read.end, read.tail_sha, dict(read.batches), dict(read.latest))
+        self.counted = counted or []
         self.scan = Scan()
-
-    def candidates(self) -> Iterator[Candidate]:
-        """The candidate record's new lines."""
-        if self.identity is not None:
-            yield from read_record(self.identity, self.record)
 
     def entries(self) -> Iterator[tuple]:
         """raw.md's entries from `start` on, as (ts, role, feature, kind, text, run)."""
