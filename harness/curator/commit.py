@@ -93,9 +93,9 @@ def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
     skipped: set[int] = set()
     if journal["promotions"] and paths.staged_promotions.name not in gone:
         skipped = _promote(paths, journal["identity_sizes"], similarity)
-    _archive(paths, journal)
-    _rewrite_raw(paths, journal["raw"])
     raw = journal["raw"]
+    _archive(paths, journal)
+    _rewrite_raw(paths, raw)
     processed = raw["end"] - raw["cut"]
     write_json(paths.cursor, {**journal["cursor"], "processed": processed,
                               "head_sha": sha256(read_head(paths.raw, processed) or b"")})

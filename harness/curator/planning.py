@@ -68,8 +68,7 @@ class Planner:
                                        "reading it from the start")
         start = start or 0
         old = {name: read_text(self.paths.state / name) for name in ("summary.md", "MEMORY.md")}
-        scan, book = self._read(start, cursor.get("last_month", "unparsed"), old["MEMORY.md"],
-                                cursor.get("next_ids"), counted)
+        scan, book = self._read(start, counted, cursor, old["MEMORY.md"])
         compacted = book.compact()
         promotions = self.report.promoted = self._promotions()
         self.report.memory_archived = len(compacted.archived)
@@ -140,9 +139,10 @@ class Planner:
             promotions = [replace(p, text=words[n]) for n, p in enumerate(promotions, 1)]
         return {"summary.md": answer.summary, "MEMORY.md": answer.memory}, promotions
 
-    def _read(self, start: int, month: str, old_memory: str, next_ids: dict | None,
-              counted: list[list[str]]) -> tuple[Scan, MemoryBook]:
-        """Stream the record and raw.md into a MemoryBook and the promotion tracker."""
+    def _read(self, start: int, counted: list[list[str]], cursor: dict,
+              old_memory: str) -> tuple[Scan, MemoryBook]:
+        """Stream the record and raw.md from the cursor on into a MemoryBook and the
+        promotion tracker."""
         paths, settings = self.paths, self.settings
         if not self.dry_run:
             paths.own.mkdir(parents=True, exist_ok=True)
@@ -156,12 +156,13 @@ class Planner:
             self.tracker.clusters.index.judge = self.judge
         for c in read_record(paths.identity, self.record_read):
             self.tracker.add(c, cluster=self._cluster_of((c.role, c.kind), c.text))
-        raw_pass = RawPass(paths.raw, start, raw_keep=settings.raw_keep, month=month,
+        raw_pass = RawPass(paths.raw, start, raw_keep=settings.raw_keep,
+                           month=cursor.get("last_month", "unparsed"),
                            staged=None if self.dry_run else paths.staged_candidates,
                            batch=self.batch, mission=self.mission, counted=counted)
         book = MemoryBook(old_memory, settings.bounds, similarity=settings.similarity,
                           topic_similarity=settings.topic_similarity,
-                          next_ids=next_ids, clusters=self.tracker.clusters)
+                          next_ids=cursor.get("next_ids"), clusters=self.tracker.clusters)
         for entry in map(memory.Entry._make, raw_pass.entries()):
             self._learn(entry, book)
         scan = self.scan = raw_pass.scan
@@ -225,13 +226,10 @@ class Planner:
                       promotions: list[Promotion]) -> None:
         """A dry run's diffs of the identity files, and a line for each bulk change."""
         paths, said = self.paths, self.report.changes
-        added: dict[str, list[str]] = {}
-        for p in promotions:
-            added.setdefault(p.role, []).append(p.line + "\n")
-        for role, lines in added.items():
-            old = self.identity_texts[role]
-            self.report.diffs[str(paths.role_file(role))] = rewrite_diff(
-                paths.role_file(role), old, old + opening(old, role) + "".join(lines))
+        for role in dict.fromkeys(p.role for p in promotions):
+            old, path = self.identity_texts[role], paths.role_file(role)
+            added = "".join(p.line + "\n" for p in promotions if p.role == role)
+            self.report.diffs[str(path)] = rewrite_diff(path, old, old + opening(old, role) + added)
         if scan.cut_line:
             said.append(f"would drop the first {scan.cut_line:,} lines of {paths.raw}")
         appended = Counter[Path]()
