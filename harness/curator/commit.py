@@ -85,13 +85,18 @@ def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
         atomic_write(paths.state / name, text)
     if journal.get("judgments"):  # before the candidates: whatever clusters them reads these
         verdicts.append(paths.identity, journal["judgments"], said)
-    if (gone := missing_staged(paths, journal)) and said is not None:
-        said.append(f"the interrupted run's staged {' and '.join(gone)} were gone from "
-                    f"{paths.own}: carried out without them")
-    if journal["candidates"] and paths.staged_candidates.name not in gone:
+    # staged files gone are a person's doing: the other steps are carried out rather than
+    # wedge every later run, and those notes go uncounted
+    gone = [path for path, count in ((paths.staged_candidates, journal["candidates"]),
+                                     (paths.staged_promotions, journal["promotions"]))
+            if count and not path.exists()]
+    if gone and said is not None:
+        said.append(f"the interrupted run's staged {' and '.join(p.name for p in gone)} were "
+                    f"gone from {paths.own}: carried out without them")
+    if journal["candidates"] and paths.staged_candidates not in gone:
         lessondb.append(paths.identity, paths.staged_candidates, **(digest or {}))
     skipped: set[int] = set()
-    if journal["promotions"] and paths.staged_promotions.name not in gone:
+    if journal["promotions"] and paths.staged_promotions not in gone:
         skipped = _promote(paths, journal["identity_sizes"], similarity)
     raw = journal["raw"]
     _archive(paths, journal)
@@ -102,14 +107,6 @@ def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
     for done in (paths.journal, paths.staged_candidates, paths.staged_promotions):
         done.unlink(missing_ok=True)
     return skipped
-
-
-def missing_staged(paths: CuratorPaths, journal: dict) -> list[str]:
-    """The staged files `journal` needs that are gone (a person's doing): a redo carries
-    out the other steps rather than wedge every later run, those notes uncounted."""
-    return [path.name for path, count in ((paths.staged_candidates, journal["candidates"]),
-                                          (paths.staged_promotions, journal["promotions"]))
-            if count and not path.exists()]
 
 
 def write_journal(paths: CuratorPaths, journal: dict) -> None:

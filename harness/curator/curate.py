@@ -53,7 +53,7 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
                 write_journal(paths, journal)
                 skipped = apply_journal(paths, journal, settings.similarity, {
                     "tracker": planner.tracker, "read": planner.record_read,
-                    "batch": planner.batch, "count": planner.scan.n_staged,
+                    "batch": planner.batch, "count": journal["candidates"],
                     "mission": planner.mission, "text_of": planner.text_of,
                     "said": report.changes})
                 report.promoted = [p for n, p in enumerate(report.promoted)

@@ -53,7 +53,6 @@ class Planner:
         self.today, self.dry_run = today, report.dry_run
         self.batch = secrets.token_hex(6)
         self.report = report  # filled in as the plan goes
-        self.scan: Scan | None = None
         self.tracker: PromotionTracker | None = None
         self._texts_about_identity: dict[str, dict[str, str]] = {}  # see `text_of`
         self.recorded: verdicts.Recorded | None = None
@@ -165,7 +164,7 @@ class Planner:
                           next_ids=cursor.get("next_ids"), clusters=self.tracker.clusters)
         for entry in map(memory.Entry._make, raw_pass.entries()):
             self._learn(entry, book)
-        scan = self.scan = raw_pass.scan
+        scan = raw_pass.scan
         self.report.processed, self.report.unparsed = scan.processed, scan.unparsed
         if scan.recounted:
             self.report.changes.append(f"{scan.recounted} entries of raw.md were counted by an "
