@@ -87,18 +87,18 @@ class RawPass:
             if offset < HEAD_BYTES:
                 scan.head += raw_line[: HEAD_BYTES - offset]
             fields = parse_fields(raw_line.decode("utf-8", "replace"))
-            if fields is None:
-                if offset >= start:
-                    scan.unparsed += 1
-            else:
+            if fields is not None:
                 if fields[0][:7] != months[-1][1]:
                     if months[-1][0] == offset:  # an entry at 0 overrides the month carried
                         months.pop()
                     months.append((offset, fields[0][:7]))
                 keep.append((offset, lineno, fields))
-                if offset >= start and counted.take(fields):
+            if offset >= start:
+                if fields is None:
+                    scan.unparsed += 1
+                elif counted.take(fields):
                     scan.recounted += 1
-                elif offset >= start:
+                else:
                     scan.processed += 1
                     yield fields
             offset += len(raw_line)
