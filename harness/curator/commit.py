@@ -1,8 +1,9 @@
 """Phase two of a curator run: carry out a committed journal, every step safe to redo.
 
 The journal (`<state>/curator/journal.json`, written atomically) is the commit point:
-before it nothing visible has changed. It is removed when all is done; a run that finds
-one carries it out again from the first step, so each step is safe to redo:
+before it nothing visible has changed (a run that finds no journal replaces staged
+files). It is removed when all is done; a run that finds one carries it out again from
+the first step, so each step is safe to redo:
 
 1. summary.md and MEMORY.md: atomic writes of texts held in the journal; then the
    judge's new answers go to the curator database (an answer recorded before stands).
