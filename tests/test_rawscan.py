@@ -10,8 +10,8 @@ import pytest
 
 from harness.curator.book import Bounds, MemoryBook
 from harness.curator.curate import CuratorSettings, curate
-from harness.curator.record import RecordRead
-from harness.curator.scan import RawPass, ScanJob
+from harness.curator.record import RecordRead, read_record
+from harness.curator.scan import RawPass
 from harness.state.memory import append_entry, make_entry
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,8 +74,8 @@ def test_the_pass_finds_the_cut_the_months_and_the_new_entries(tmp_path) -> None
         f.write("stray output\n")
     first = len(lines[0]) + 1
     staged = tmp_path / "staged"
-    job = ScanJob(str(raw), first, 2, "unparsed", str(staged), "b1", "shop")
-    raw_pass = RawPass(job)
+    raw_pass = RawPass(raw, first, raw_keep=2, month="unparsed", staged=staged, batch="b1",
+                       mission="shop")
     records = list(raw_pass.entries())
     scan = raw_pass.scan
     assert records == [
@@ -119,8 +119,7 @@ def test_plain_notes_are_handed_over_in_order_with_the_rest(tmp_path) -> None:
     for n, kind in enumerate(kinds):
         append_entry(state, make_entry("worker", f"F-00{n}", kind, f"note {n}", f"r{n}",
                                        f"2026-04-0{n + 1}T10:00:00Z"))
-    job = ScanJob(str(state / "raw.md"), 0, 2, "unparsed", None, "b1", "shop")
-    raw_pass = RawPass(job)
+    raw_pass = RawPass(state / "raw.md", raw_keep=2, month="unparsed")
     assert [(r[3], r[4]) for r in raw_pass.entries()] == [
         (kind, f"note {n}") for n, kind in enumerate(kinds)]
     assert raw_pass.scan.processed == 8 and raw_pass.scan.months == [(0, "2026-04")]
@@ -155,26 +154,21 @@ def test_the_curator_keeps_the_plain_notes_a_book_fed_entry_by_entry_keeps(tmp_p
 
 
 def test_the_pass_reads_the_record_on_from_where_the_database_stops(tmp_path) -> None:
-    state, identity = tmp_path / "state", tmp_path / "identity"
-    state.mkdir()
+    identity = tmp_path / "identity"
     identity.mkdir()
-    write_notes(state)
     lines = ["old:0\t2026-01-01T00:00:00Z\tblog\tworker\tTRICK\tF-1\tr1\tmake -n shows the plan\n",
              "old:1\t2026-01-02T00:00:00Z\tblog\tworker\tTRICK\tF-2\tr2\tmake -n shows the plan\n",
              "new:0\t2026-01-03T00:00:00Z\tblog\tworker\tFAIL\tF-3\tr3\tthe seed step times out\n"]
     unfinished = "new:1\t2026-01-04T00:00:00Z\tblog\tworker\tFAIL\tF-4\tr4\tan append in prog"
     (identity / ".candidates.log").write_text("".join([*lines, lines[2], unfinished]))
     # as a database covering the first line would say
-    job = ScanJob(str(state / "raw.md"), 0, 2, "unparsed", None, "b1", "shop", str(identity),
-                  RecordRead(len(lines[0]), "", {"old": 0}))
-    raw_pass = RawPass(job)
-    texts = [c.text for c in raw_pass.candidates()]
+    read = RecordRead(len(lines[0]), "", {"old": 0})
+    texts = [c.text for c in read_record(identity, read)]
     # the line the database covers, the batch line given twice and the unfinished one are left
     assert texts == ["make -n shows the plan", "the seed step times out"]
     # blog's batch "old" came before its batch "new": it never comes again, so it is forgotten
-    assert raw_pass.record.batches == {"new": 0} and raw_pass.record.latest == {"blog": "new"}
-    assert raw_pass.record.end == len("".join([*lines, lines[2]]))
-    assert job.record.end == len(lines[0])  # the job's own is left as it was
+    assert read.batches == {"new": 0} and read.latest == {"blog": "new"}
+    assert read.end == len("".join([*lines, lines[2]]))
 
 
 def test_a_pass_that_cannot_write_its_staged_file_changes_nothing(tmp_path) -> None:
@@ -201,6 +195,6 @@ def test_a_dry_run_over_a_big_log_writes_nothing(tmp_path) -> None:
 
 
 def test_a_pass_over_a_missing_raw_md_finds_nothing(tmp_path) -> None:
-    raw_pass = RawPass(ScanJob(str(tmp_path / "raw.md"), 0, 10, "2026-04", None, "b1", "shop"))
+    raw_pass = RawPass(tmp_path / "raw.md", raw_keep=10, month="2026-04")
     assert list(raw_pass.entries()) == []
     assert raw_pass.scan.end == 0 and raw_pass.scan.months == []

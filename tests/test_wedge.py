@@ -271,8 +271,7 @@ def test_control_bytes_written_into_raw_md_by_hand_never_reach_a_terminal_or_sum
     raw.write_text("\n".join(lines) + "\n")
     dry = run_sh("curator", "--dry-run", cwd=project)
     assert dry.returncode == 0, dry.stderr
-    assert "\\x1b[2J" in dry.stdout and not any(c in dry.stdout + dry.stderr
-                                               for c in "\x1b\x07\x00")
+    assert not any(c in dry.stdout + dry.stderr for c in "\x1b\x07\x00")
     assert run_sh("curator", cwd=project).returncode == 0
     for name in ("summary.md", "MEMORY.md"):
         assert "\x1b" not in (state / name).read_text()

@@ -127,7 +127,9 @@ def note(ctx: click.Context) -> None:
 
 
 @cli.command()
-@click.option("--dry-run", is_flag=True, help="Print, as unified diffs, what would change.")
+@click.option("--dry-run", is_flag=True,
+              help="Print what would change: diffs of summary.md, MEMORY.md and identity, "
+                   "line counts of the archive's and the candidate record's appends.")
 @click.option("--explain", "text", metavar="TEXT",
               help="Say why the lesson TEXT was promoted to identity, or why not; change nothing.")
 @click.option("--role", metavar="ROLE", help="With --explain: only this role's lessons.")

@@ -36,7 +36,7 @@ from harness.curator import lessondb, verdicts
 from harness.curator import record as candidates
 from harness.curator.identity import IdentityIndex
 from harness.curator.promotion import Promotion
-from harness.curator.scan import HEAD_BYTES
+from harness.curator.scan import HEAD_BYTES, checked_keys
 from harness.errors import UsageError
 from harness.state import memory, reading
 from harness.state.store import atomic_write, hold_lock, read_head, sha256, write_json
@@ -63,55 +63,51 @@ class CuratorPaths:
         return self.identity / f"{role}.md"
 
 
-def cursor_start(paths: CuratorPaths, cursor: dict) -> int | None:
+def cursor_start(paths: CuratorPaths, cursor: dict) -> tuple[int | None, list[list[str]]]:
     """Where the last run left raw.md (0 when none did), or None when raw.md no longer
-    starts with the bytes the cursor hashed: then it is read from the start."""
+    starts with the bytes the cursor hashed: then it is read from the start, and the
+    `note_keys` of the entries the last run counted say which not to count again."""
     start = int(cursor.get("processed", 0))
     if not start:
-        return 0
+        return 0, []
     head = read_head(paths.raw, start) or b""
-    return start if len(head) == start and sha256(head) == cursor.get("head_sha") else None
+    if len(head) == start and sha256(head) == cursor.get("head_sha"):
+        return start, []
+    return None, checked_keys(cursor.get("counted"))
 
 
 def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
                   digest: dict[str, Any] | None = None) -> set[int]:
     """Carry out `journal`; the indexes of staged promotions identity turned out to hold.
-
-    `digest` is what `lessondb.append` needs to bring the lesson database up to date
-    too; a redo after a crash has no planner state and leaves the database as it is.
-    """
+    `digest` is what `lessondb.append` needs to bring the lesson database up to date too
+    (a redo has none: it leaves the database as it is)."""
     said = (digest or {}).get("said")
     for name, text in journal["files"].items():
         atomic_write(paths.state / name, text)
     if journal.get("judgments"):  # before the candidates: whatever clusters them reads these
         verdicts.append(paths.identity, journal["judgments"], said)
-    if (gone := missing_staged(paths, journal)) and said is not None:
-        said.append(f"the interrupted run's staged {' and '.join(gone)} were gone from "
-                    f"{paths.own}: carried out without them")
-    if journal["candidates"] and paths.staged_candidates.name not in gone:
+    # staged files gone are a person's doing: the other steps are carried out rather than
+    # wedge every later run, and those notes go uncounted
+    gone = [path for path, count in ((paths.staged_candidates, journal["candidates"]),
+                                     (paths.staged_promotions, journal["promotions"]))
+            if count and not path.exists()]
+    if gone and said is not None:
+        said.append(f"the interrupted run's staged {' and '.join(p.name for p in gone)} were "
+                    f"gone from {paths.own}: carried out without them")
+    if journal["candidates"] and paths.staged_candidates not in gone:
         lessondb.append(paths.identity, paths.staged_candidates, **(digest or {}))
     skipped: set[int] = set()
-    if journal["promotions"] and paths.staged_promotions.name not in gone:
+    if journal["promotions"] and paths.staged_promotions not in gone:
         skipped = _promote(paths, journal["identity_sizes"], similarity)
-    _archive(paths, journal)
-    _rewrite_raw(paths, journal["raw"])
     raw = journal["raw"]
+    _archive(paths, journal)
+    _rewrite_raw(paths, raw)
     processed = raw["end"] - raw["cut"]
     write_json(paths.cursor, {**journal["cursor"], "processed": processed,
                               "head_sha": sha256(read_head(paths.raw, processed) or b"")})
-    paths.journal.unlink()
-    paths.staged_candidates.unlink(missing_ok=True)
-    paths.staged_promotions.unlink(missing_ok=True)
+    for done in (paths.journal, paths.staged_candidates, paths.staged_promotions):
+        done.unlink(missing_ok=True)
     return skipped
-
-
-def missing_staged(paths: CuratorPaths, journal: dict) -> list[str]:
-    """The staged files `journal` needs that are gone. Only a person can do that (a curator
-    deletes them after the journal); a redo carries out the other steps, not to wedge every
-    later run on them, and those notes go without their candidate lines."""
-    return [path.name for path, count in ((paths.staged_candidates, journal["candidates"]),
-                                          (paths.staged_promotions, journal["promotions"]))
-            if count and not path.exists()]
 
 
 def write_journal(paths: CuratorPaths, journal: dict) -> None:
@@ -120,14 +116,11 @@ def write_journal(paths: CuratorPaths, journal: dict) -> None:
 
 
 def read_json(path: Path) -> dict:
-    """A curator state file, checked for its format version."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise UsageError(f"cannot read {path}: {e}") from None
-    if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
+    """A curator state file, checked for its format version; {} when there is none."""
+    data = reading.read_json_object(path)
+    if data is not None and data.get("version") != FORMAT_VERSION:
         raise UsageError(f"{path}: unknown format; expected version {FORMAT_VERSION}")
-    return data
+    return data or {}
 
 
 def read_text(path: Path) -> str:
@@ -140,11 +133,9 @@ def read_text(path: Path) -> str:
 
 
 def _promote(paths: CuratorPaths, sizes: dict[str, int], similarity: float) -> set[int]:
-    """Append the staged promotions under the identity lock; skip what identity holds.
-
-    The plan checked identity already; a role file is checked again only if it
-    changed since (another mission's curator, or this step half done before).
-    """
+    """Append the staged promotions under the identity lock; skip what identity holds (a
+    role file is checked again only if it changed since the plan: another mission's
+    curator, or this step half done before)."""
     skipped: set[int] = set()
     outs: dict[str, BinaryIO] = {}
     recheck: dict[str, IdentityIndex] = {}
@@ -157,13 +148,20 @@ def _promote(paths: CuratorPaths, sizes: dict[str, int], similarity: float) -> s
                     recheck[role] = IdentityIndex(similarity)
                     recheck[role].add_text(role, current)
                 outs[role] = files.enter_context(_durable(paths.role_file(role)))
-                if not current.endswith("\n"):
-                    outs[role].write(b"\n" if current else f"# {role}\n\n".encode())
+                outs[role].write(opening(current, role).encode())
             if role in recheck and recheck[role].knows(role, text):
                 skipped.add(n)
             else:
                 outs[role].write(line.encode() + b"\n")
     return skipped
+
+
+def opening(current: str, role: str) -> str:
+    """What goes before the first promotion appended to a role file holding `current`: a
+    newline ending its last line, or a new file's heading."""
+    if current.endswith("\n"):
+        return ""
+    return "\n" if current else f"# {role}\n\n"
 
 
 def stage_promotions(path: Path, promotions: list[Promotion]) -> None:
@@ -176,9 +174,8 @@ def stage_promotions(path: Path, promotions: list[Promotion]) -> None:
 
 
 def _staged_rows(staged: Iterable[str]) -> Iterator[list[str]]:
-    """The staged promotions, [role, kind, text, line] each: lines of many rows
-    (`stage_promotions`), or of one row each as earlier versions staged them
-    (a run that crashed before an upgrade leaves those for the next to carry out)."""
+    """The staged promotions, [role, kind, text, line] each: lines of many rows, or of one
+    row each as a run of an earlier version, crashed before an upgrade, staged them."""
     for chunk in staged:
         rows = orjson.loads(chunk)
         if rows and isinstance(rows[0], str):
@@ -197,11 +194,8 @@ def archive_sizes(archive: Path, months: list[str], memory_lines: bool) -> dict[
 
 
 def _archive(paths: CuratorPaths, journal: dict) -> None:
-    """Append the archived head of raw.md and the lines that left MEMORY.md, redo-safe.
-
-    Every attempt first cuts the files back to their sizes at planning time. Once
-    raw.md has been rewritten the archive was complete: then there is nothing to do.
-    """
+    """Append the archived head of raw.md and the lines that left MEMORY.md, after cutting
+    the files back to their sizes at planning time; nothing once raw.md was rewritten."""
     raw = journal["raw"]
     if raw["cut"] and not _raw_untouched(paths, raw):
         return
@@ -213,9 +207,8 @@ def _archive(paths: CuratorPaths, journal: dict) -> None:
     if journal["archive_sizes"]:
         paths.archive.mkdir(parents=True, exist_ok=True)
     for month, offset, stop in month_spans(raw["months"], raw["cut"]):
-        with open(paths.raw, "rb") as src, _durable(paths.archive / f"{month}.md") as out:
-            src.seek(offset)
-            while chunk := src.read(min(CHUNK, stop - src.tell())):
+        with _durable(paths.archive / f"{month}.md") as out:
+            for chunk in read_span(paths.raw, offset, stop):
                 out.write(chunk)
     if journal["memory_archive"]:
         with _durable(paths.archive / "memory-history.md") as out:
@@ -229,9 +222,17 @@ def month_spans(months: list, cut: int) -> list[tuple[str, int, int]]:
             for (offset, month), stop in zip(months, stops, strict=False)]  # none at cut 0
 
 
+def read_span(path: Path, start: int, stop: int) -> Iterator[bytes]:
+    """`path`'s bytes from `start` to `stop`, in chunks."""
+    with open(path, "rb") as f:
+        f.seek(start)
+        while chunk := f.read(min(CHUNK, stop - f.tell())):
+            yield chunk
+
+
 @contextmanager
 def _durable(path: Path, mode: str = "ab") -> Iterator[BinaryIO]:
-    """`path` opened to write in binary `mode`, flushed to the disk before it closes."""
+    """`path` opened in binary `mode`, flushed to the disk before it closes."""
     with open(path, mode) as out:
         yield out
         out.flush()

@@ -1,18 +1,6 @@
-"""The curator run: the I/O edge around the pure rules in `curator` and `promotion`.
-
-A run takes `<state>/locks/curator.lock` without waiting (a second curator gets
-BusyError, exit 3), and an flock on the state directory itself, which a deleted `locks/`
-does not release, and works in two phases. The plan (`planning`) reads the candidate
-record and streams raw.md once up to its last complete line, while workers keep
-appending after it; it decides everything and stages the new candidate lines and the
-promotions, changing nothing visible. The commit (`commit`) writes the plan as a
-journal, then carries out its steps, each safe to redo; a run that finds a journal
-finishes it first. Last, every identity file is brought within its bound (`identity`),
-which is safe to redo and needs no journal.
-
-So after any run, or any crash followed by a run, archive plus raw.md hold every line
-ever appended exactly once, and no note is counted twice. A dry run plans, fills the
-diffs and writes nothing.
+"""The curator pass: under its locks, finish an interrupted pass, plan (`planning`), commit
+the plan's journal (`commit`), then bring every identity file within its bound (`identity`,
+safe to redo without a journal). A dry run plans and writes nothing.
 """
 
 from __future__ import annotations
@@ -38,17 +26,12 @@ from harness.state.locks import hold_dir_lock, hold_lock, lock_path
 def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSettings, *,
            dry_run: bool = False, now: str | None = None,
            refine: Refine | None = None, judge: Judgments | None = None) -> CuratorReport:
-    """Run the curator over one state directory (see the module docstring).
+    """Run the curator over one state directory.
 
-    `refine`, when given, is shown the rules' summary.md, MEMORY.md and promotions and may
-    answer with a rewritten summary.md and MEMORY.md and new words for the promotions; the
-    answer stands only if it passes `check.check_model_result`, else the rules' texts are
-    written (report.model says why). It may answer with a string instead: the reason it
-    has no rewrite.
-
-    `judge` holds new answers to "same lesson?" (recorded with the pass) and the pass's
-    question budgets; its questions are in the report (see `judge`). Answers recorded by
-    earlier passes are read in any case.
+    `refine` (`settings.Refine`) may rewrite summary.md, MEMORY.md and the promotions' words;
+    its answer stands only if it passes `check.check_model_result` (report.model says).
+    `judge` holds new answers to "same lesson?" and the question budgets; its questions
+    go in the report. Answers earlier passes recorded are read in any case.
     """
     paths = CuratorPaths(Path(state), check_identity(Path(identity_dir)))
     check_role_files(paths.identity)
@@ -69,8 +52,8 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
             if journal is not None:
                 write_journal(paths, journal)
                 skipped = apply_journal(paths, journal, settings.similarity, {
-                    "tracker": planner.tracker, "read": planner.record,
-                    "batch": planner.batch, "count": planner.scan.n_staged,
+                    "tracker": planner.tracker, "read": planner.record_read,
+                    "batch": planner.batch, "count": journal["candidates"],
                     "mission": planner.mission, "text_of": planner.text_of,
                     "said": report.changes})
                 report.promoted = [p for n, p in enumerate(report.promoted)
@@ -87,9 +70,8 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
 
 
 def _plan(planner: Planner, paths: CuratorPaths) -> dict | None:
-    """The planner's journal. A curator database found damaged on the way is set aside (not
-    by a dry run) and the run stops with a message: nothing has changed yet, and the next
-    run makes it anew from the files it caches. Locked past its timeout: BusyError."""
+    """The planner's journal. A damaged curator database is set aside (not by a dry run)
+    and the run stops, nothing changed yet; the next run makes it anew. Locked: BusyError."""
     db = paths.identity / curatordb.NAME
     try:
         return planner.plan()
@@ -126,10 +108,8 @@ def preview_for_model(state: Path, identity_dir: Path, mission: str,
     """The dry run a model-mode pass shows its model (`harness.run.curation`): the rules'
     result, and up to `budget` pairs of each kind (see `judge`) they are unsure of.
 
-    The real pass clusters with the model's answers, and a "same lesson" there changes what
-    later notes meet: pairs nobody was asked about, left to the rules (a family split in
-    two and both halves promoted). So a second dry run takes every pair of the first as one
-    lesson, and the pairs it raises are asked too, within the budget.
+    A "same lesson" answer changes what later notes meet, so a second dry run takes every
+    pair of the first as one lesson, and the pairs it raises are asked too, within the budget.
     """
     first = curate(state, identity_dir, mission, settings, dry_run=True, now=now,
                    judge=Judgments(budget=budget))

@@ -22,7 +22,7 @@ from harness.curator.lessondb import load
 from harness.curator.matching import same_lesson
 from harness.curator.promotion import Evidence
 from harness.curator.record import read_record
-from harness.curator.scan import RawPass, ScanJob, checked_keys
+from harness.curator.scan import RawPass
 from harness.curator.text import normalize
 from harness.errors import UsageError
 from harness.state import memory
@@ -172,10 +172,8 @@ def pending(lines: int, said: list[memory.Entry]) -> str:
 def unread(paths: CuratorPaths) -> tuple[int, list[memory.Entry]]:
     """How many raw.md lines the next pass reads that no pass counted, and the promotable
     notes among them, read as that pass reads them (nothing staged)."""
-    cursor = read_json(paths.cursor) if paths.cursor.exists() else {}
-    start = cursor_start(paths, cursor)
-    counted = checked_keys(cursor.get("counted")) if start is None else []
-    raw = RawPass(ScanJob(str(paths.raw), start or 0, 0, "", None, "", "", counted=counted))
+    start, counted = cursor_start(paths, read_json(paths.cursor))
+    raw = RawPass(paths.raw, start or 0, counted=counted)
     notes = [memory.Entry._make(fields) for fields in raw.entries() if fields[3] in PROMOTABLE]
     # raw.md read again from its start (a hand edit): a line that does not parse is no note
     return raw.scan.processed - (raw.scan.unparsed if start is None else 0), notes

@@ -1,22 +1,20 @@
 """Phase one of a curator run: read everything and decide everything, changing nothing.
 
-The plan reads the candidate record and raw.md (`scan`), clusters what they hand
-over into MEMORY.md (`book.MemoryBook`) and the promotion evidence
-(`clusters.PromotionTracker`), compacts, and stages the new candidate lines and
-the promotions under `<state>/curator/`. What it returns is the journal that
-`commit.apply_journal` carries out (its steps: `commit`'s docstring).
+The plan streams the candidate record and raw.md (`scan`) into MEMORY.md (`book`) and the
+promotion evidence (`clusters`), compacts, and stages the new candidate lines and the
+promotions under `<state>/curator/`. It returns the journal `commit` carries out.
 """
 
 from __future__ import annotations
 
+import difflib
 import secrets
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
 from harness.curator import lessondb, verdicts
-from harness.curator import record as candidates
-from harness.curator.book import MemoryBook
+from harness.curator.book import Compacted, MemoryBook
 from harness.curator.candidate import LESSON_KINDS, PROMOTABLE, mission_token
 from harness.curator.check import check_model_result
 from harness.curator.clusters import PromotionTracker
@@ -26,16 +24,19 @@ from harness.curator.commit import (
     archive_sizes,
     cursor_start,
     month_spans,
+    opening,
     read_json,
+    read_span,
     read_text,
     stage_promotions,
 )
-from harness.curator.diffs import DIFF_PREVIEW, bulk_diff, lines_between, rewrite_diff
 from harness.curator.judge import Judgments
 from harness.curator.promotion import IdentityIndex, Promotion, plan_promotions
-from harness.curator.scan import HEAD_BYTES, RawPass, Scan, ScanJob, checked_keys
+from harness.curator.record import RecordRead, read_record
+from harness.curator.scan import HEAD_BYTES, RawPass, Scan
 from harness.curator.settings import CuratorReport, CuratorSettings, Refine
 from harness.curator.text import normalize
+from harness.names import escape_controls
 from harness.state import memory
 from harness.state.store import sha256
 
@@ -52,59 +53,61 @@ class Planner:
         self.today, self.dry_run = today, report.dry_run
         self.batch = secrets.token_hex(6)
         self.report = report  # filled in as the plan goes
-        self.scan: Scan | None = None
         self.tracker: PromotionTracker | None = None
-        self._identity_texts: dict[str, dict[str, str]] = {}  # see `text_of`
+        self._texts_about_identity: dict[str, dict[str, str]] = {}  # see `text_of`
         self.recorded: verdicts.Recorded | None = None
-        self.record: candidates.RecordRead | None = None
+        self.record_read: RecordRead | None = None  # how far the candidate record was read
 
     def plan(self) -> dict | None:
         """The journal of what to change, or None when nothing would (or in a dry run)."""
-        paths = self.paths
-        cursor = read_json(paths.cursor) if paths.cursor.exists() else {}
-        start = self._checked_start(cursor)
-        # read again from the start: what the last run counted is known by its keys instead
-        counted = cursor.get("counted") if start == 0 and cursor.get("processed") else None
-        old = {name: read_text(paths.state / name) for name in ("summary.md", "MEMORY.md")}
-        scan, book = self._read(start, cursor.get("last_month", "unparsed"), old["MEMORY.md"],
-                                cursor.get("next_ids"), checked_keys(counted))
+        cursor = read_json(self.paths.cursor)
+        start, counted = cursor_start(self.paths, cursor)
+        if start is None:
+            self.report.changes.append("raw.md does not start where the last run left it; "
+                                       "reading it from the start")
+        start = start or 0
+        old = {name: read_text(self.paths.state / name) for name in ("summary.md", "MEMORY.md")}
+        scan, book = self._read(start, counted, cursor, old["MEMORY.md"])
         compacted = book.compact()
-        promotions = self._promotions()
-        self.report.promoted = promotions
+        promotions = self.report.promoted = self._promotions()
         self.report.memory_archived = len(compacted.archived)
-        files = {"summary.md": compacted.summary, "MEMORY.md": compacted.memory}
-        self.report.planned = dict(files)
+        files = self.report.planned = {"summary.md": compacted.summary,
+                                       "MEMORY.md": compacted.memory}
         if self.refine is not None and not self.dry_run:
             files, promotions = self._refined(files, promotions)
             self.report.promoted = promotions
         changed = {name: text for name, text in files.items() if text != old[name]}
         for name, text in changed.items():
-            path = paths.state / name
+            path = self.paths.state / name
             self.report.diffs[str(path)] = rewrite_diff(path, old[name], text)
             self.report.changes.append(f"{'would rewrite' if self.dry_run else 'rewrote'} {path}")
-        if self.dry_run:  # only a dry run shows the rest: their line counts read whole files
-            self._bulk_diffs(scan, compacted.archived, promotions)
-        if self.dry_run or not (changed or scan.n_staged or promotions or compacted.archived
-                                or self.judge.fresh or scan.cut or scan.end != start
-                                or cursor.get("next_ids") != compacted.next_ids):
-            if not self.dry_run:
-                self.paths.staged_candidates.unlink(missing_ok=True)
+        if self.dry_run:  # only a dry run tells the appends: their line counts read raw.md
+            self._tell_appends(scan, compacted.archived, promotions)
+            return None
+        if not (changed or scan.n_staged or promotions or compacted.archived or self.judge.fresh
+                or scan.cut or scan.end != start or cursor.get("next_ids") != compacted.next_ids):
+            self.paths.staged_candidates.unlink(missing_ok=True)
             return None
         stage_promotions(self.paths.staged_promotions, promotions)
+        return self._journal(scan, compacted, changed, len(promotions), cursor)
+
+    def _journal(self, scan: Scan, compacted: Compacted, changed: dict[str, str],
+                 promotions: int, cursor: dict) -> dict:
+        """The journal `commit.apply_journal` carries out."""
+        last_month = scan.months[-1][1] if scan.months else cursor.get("last_month", "unparsed")
         return {
             "version": FORMAT_VERSION, "batch": self.batch,
-            "files": changed, "candidates": scan.n_staged, "promotions": len(promotions),
+            "files": changed, "candidates": scan.n_staged, "promotions": promotions,
             "judgments": verdicts.rows(self.judge.fresh, memory.utc_now(), self.mission,
                                        self.text_of),
             "identity_sizes": self.identity_sizes, "memory_archive": compacted.archived,
-            "archive_sizes": archive_sizes(paths.archive, [m for _, m in scan.months],
+            "archive_sizes": archive_sizes(self.paths.archive, [m for _, m in scan.months],
                                            bool(compacted.archived)),
             "raw": {"end": scan.end, "cut": scan.cut, "inode": scan.inode,
                     "head_sha": sha256(scan.head[: min(scan.cut, HEAD_BYTES)]),
                     "months": scan.months},
             "cursor": {"version": FORMAT_VERSION, "next_ids": compacted.next_ids,
-                       "last_month": scan.months[-1][1] if scan.months
-                       else cursor.get("last_month", "unparsed"), "counted": scan.counted},
+                       "last_month": last_month, "counted": scan.counted},
         }
 
     def close(self) -> None:
@@ -135,42 +138,33 @@ class Planner:
             promotions = [replace(p, text=words[n]) for n, p in enumerate(promotions, 1)]
         return {"summary.md": answer.summary, "MEMORY.md": answer.memory}, promotions
 
-    def _checked_start(self, cursor: dict) -> int:
-        """The cursor's offset if raw.md still starts with what it hashed, else 0."""
-        start = cursor_start(self.paths, cursor)
-        if start is not None:
-            return start
-        self.report.changes.append("raw.md does not start where the last run left it; "
-                                   "reading it from the start")
-        return 0
-
-    def _read(self, start: int, month: str, old_memory: str, next_ids: dict | None,
-              counted: list[list[str]]) -> tuple[Scan, MemoryBook]:
-        """Stream raw.md (see `scan`) into a MemoryBook and the promotion tracker."""
+    def _read(self, start: int, counted: list[list[str]], cursor: dict,
+              old_memory: str) -> tuple[Scan, MemoryBook]:
+        """Stream the record and raw.md from the cursor on into a MemoryBook and the
+        promotion tracker."""
         paths, settings = self.paths, self.settings
         if not self.dry_run:
             paths.own.mkdir(parents=True, exist_ok=True)
-        # the database first: the pass reads the candidate record on from where it ends
-        self.tracker, digest_read = lessondb.load(
+        # the database first, then the candidate record on from where the database ends
+        self.tracker, self.record_read = lessondb.load(
             paths.identity, settings.similarity, write=not self.dry_run, said=self.report.changes)
         self.recorded = verdicts.open_recorded(paths.identity, write=not self.dry_run)
         if self.recorded is not None:
             self.judge.recorded = self.recorded.about
         if self.judge.active():
             self.tracker.clusters.index.judge = self.judge
-        job = ScanJob(str(paths.raw), start, settings.raw_keep, month,
-                      None if self.dry_run else str(paths.staged_candidates), self.batch,
-                      self.mission, str(paths.identity), digest_read, counted=counted)
-        raw_pass = RawPass(job)
-        for c in raw_pass.candidates():
+        for c in read_record(paths.identity, self.record_read):
             self.tracker.add(c, cluster=self._cluster_of((c.role, c.kind), c.text))
-        self.record = raw_pass.record
+        raw_pass = RawPass(paths.raw, start, raw_keep=settings.raw_keep,
+                           month=cursor.get("last_month", "unparsed"),
+                           staged=None if self.dry_run else paths.staged_candidates,
+                           batch=self.batch, mission=self.mission, counted=counted)
         book = MemoryBook(old_memory, settings.bounds, similarity=settings.similarity,
                           topic_similarity=settings.topic_similarity,
-                          next_ids=next_ids, clusters=self.tracker.clusters)
+                          next_ids=cursor.get("next_ids"), clusters=self.tracker.clusters)
         for entry in map(memory.Entry._make, raw_pass.entries()):
             self._learn(entry, book)
-        scan = self.scan = raw_pass.scan
+        scan = raw_pass.scan
         self.report.processed, self.report.unparsed = scan.processed, scan.unparsed
         if scan.recounted:
             self.report.changes.append(f"{scan.recounted} entries of raw.md were counted by an "
@@ -189,10 +183,10 @@ class Planner:
     def text_of(self, bucket: tuple[str, str] | str, key: str) -> str | None:
         """The text the pass normalised to `key` in `bucket`, or the lesson database's."""
         if isinstance(bucket, str):  # about identity: texts of due lessons and identity lines
-            if bucket not in self._identity_texts:
-                self._identity_texts[bucket] = verdicts.identity_texts(
+            if bucket not in self._texts_about_identity:
+                self._texts_about_identity[bucket] = verdicts.identity_texts(
                     bucket, self.tracker.due(), self.identity_texts)
-            return self._identity_texts[bucket].get(key)
+            return self._texts_about_identity[bucket].get(key)
         text = self.tracker.clusters.texts.get((bucket, key))
         if text is None:
             return self.tracker.store.text_of(bucket, key)
@@ -227,26 +221,28 @@ class Planner:
                 identity.line)
         return promotions
 
-    def _bulk_diffs(self, scan: Scan, memory_archived: list[str],
-                    promotions: list[Promotion]) -> None:
-        """A dry run's diffs of raw.md's head and of every file the pass appends to."""
-        paths, shown, totals = self.paths, {}, Counter[Path]()
-
-        def append(path: Path, lines: list[str], n: int) -> None:
-            first = shown.setdefault(path, [])
-            first += lines[: DIFF_PREVIEW - len(first)]
-            totals[path] += n
-
-        if scan.cut:
-            self.report.diffs[str(paths.raw)] = bulk_diff(
-                paths.raw, *lines_between(paths.raw, 0, scan.cut), drop=True)
+    def _tell_appends(self, scan: Scan, memory_archived: list[str],
+                      promotions: list[Promotion]) -> None:
+        """A dry run's diffs of the identity files, and a line for each bulk change."""
+        paths, said = self.paths, self.report.changes
+        for role in dict.fromkeys(p.role for p in promotions):
+            old, path = self.identity_texts[role], paths.role_file(role)
+            added = "".join(p.line + "\n" for p in promotions if p.role == role)
+            self.report.diffs[str(path)] = rewrite_diff(path, old, old + opening(old, role) + added)
+        if scan.cut_line:
+            said.append(f"would drop the first {scan.cut_line:,} lines of {paths.raw}")
+        appended = Counter[Path]()
         for month, offset, stop in month_spans(scan.months, scan.cut):
-            append(paths.archive / f"{month}.md", *lines_between(paths.raw, offset, stop))
-        append(paths.archive / "memory-history.md", [line + "\n" for line in memory_archived],
-               len(memory_archived))
-        append(paths.record, scan.staged, scan.n_staged)
-        for p in promotions:
-            append(paths.role_file(p.role), [p.line + "\n"], 1)
-        for path, total in totals.items():
-            if total:
-                self.report.diffs[str(path)] = bulk_diff(path, shown[path], total)
+            appended[paths.archive / f"{month}.md"] += sum(
+                chunk.count(b"\n") for chunk in read_span(paths.raw, offset, stop))
+        appended[paths.archive / "memory-history.md"] = len(memory_archived)
+        appended[paths.record] = scan.n_staged
+        said += [f"would append {n:,} line{'s' * (n != 1)} to {path}"
+                 for path, n in appended.items() if n]
+
+
+def rewrite_diff(path: Path, old: str, new: str) -> str:
+    """A unified diff of `path` rewritten, control characters escaped: a hand-written ESC
+    in a note must not drive the terminal of `curator --dry-run`."""
+    lines = difflib.unified_diff(old.splitlines(True), new.splitlines(True), str(path), str(path))
+    return "".join(escape_controls(line.removesuffix("\n")) + "\n" for line in lines)

@@ -1,11 +1,7 @@
-"""The curator's one pass over raw.md (`RawPass`).
-
-The pass first reads the candidate record's new lines (those after what the lesson
-database covers, `record.read_record`), then streams raw.md from its start to its last
-complete line: it hands over the entries from the cursor's `start` on, in order; writes
-the promotable ones, as candidate record lines, to the staged file; and finds what the
-curator archives: the cut (the offset of the `raw_keep`-th last entry), where the month
-of the entries changes, and raw.md's first bytes (the journal hashes them).
+"""The curator's one pass over raw.md (`RawPass`), from its start to its last complete line:
+it hands over the entries from `start` on, stages the promotable ones as candidate record
+lines, and finds what the pass archives (the cut before the `raw_keep`-th last entry, the
+month changes before it) and raw.md's first bytes (the journal hashes them).
 """
 
 from __future__ import annotations
@@ -18,30 +14,9 @@ from hashlib import blake2b
 from pathlib import Path
 
 from harness.curator.candidate import PROMOTABLE, Candidate
-from harness.curator.diffs import DIFF_PREVIEW
-from harness.curator.record import RecordRead, read_record
 from harness.state.memory import parse_fields
 
 HEAD_BYTES = 65536  # how much of raw.md's head identifies it before the rewrite
-
-
-@dataclass
-class ScanJob:
-    """What the pass needs."""
-
-    raw: str
-    start: int  # lines before this offset were learned by an earlier run
-    raw_keep: int
-    month: str  # the archive month carried over from the last run
-    staged: str | None  # where to write candidate lines; None in a dry run
-    batch: str  # candidate lines are tagged batch:seq
-    mission: str
-    identity: str | None = None  # where the candidate record is, to read it first
-    # how far the lesson database covers the record already; read on from there
-    record: RecordRead = field(default_factory=RecordRead)
-    # raw.md read from its start again (a hand edit before the cursor): the keys of the
-    # entries the last run counted and kept (`note_keys`); those are not handed over again
-    counted: list[list[str]] = field(default_factory=list)
 
 
 @dataclass
@@ -58,56 +33,53 @@ class Scan:
     processed: int = 0  # lines from `start` on
     unparsed: int = 0  # of those, lines that did not parse
     n_staged: int = 0  # candidate lines written
-    staged: list[str] = field(default_factory=list)  # the first of them, for a dry run's diff
     counted: list[list[str]] = field(default_factory=list)  # `note_keys` of the cut on
     recounted: int = 0  # entries not handed over again: counted by an earlier run
 
 
 class RawPass:
-    """The pass itself: iterate `candidates()` then `entries()`, then read `record` and
-    `scan`."""
+    """Iterate `entries()`; then `scan` says what else the pass found.
 
-    def __init__(self, job: ScanJob) -> None:
-        self.job = job
+    Lines before `start` were learned by an earlier run; `month` is the archive month it
+    left off in. Candidate lines, tagged `batch:seq`, go to `staged` (None: nowhere).
+    `counted` are the `note_keys` of entries an earlier run counted, when raw.md is read
+    from its start again after a hand edit: those are not handed over again.
+    """
+
+    def __init__(self, raw: Path, start: int = 0, *, raw_keep: int = 0, month: str = "",
+                 staged: Path | None = None, batch: str = "", mission: str = "",
+                 counted: list[list[str]] | None = None) -> None:
+        self.raw, self.start, self.raw_keep, self.month = raw, start, raw_keep, month
+        self.staged, self.batch, self.mission = staged, batch, mission
+        self.counted = counted or []
         self.scan = Scan()
-        read = job.record
-        self.record = RecordRead(read.end, read.tail_sha, dict(read.batches), dict(read.latest))
-
-    def candidates(self) -> Iterator[Candidate]:
-        """The candidate record's new lines; then `record` says how far they go."""
-        if self.job.identity is not None:
-            yield from read_record(Path(self.job.identity), self.record)
 
     def entries(self) -> Iterator[tuple]:
-        """raw.md's entries from the cursor's `start` on, as (ts, role, feature, kind, text,
-        run); then `scan` holds what else the pass found."""
+        """raw.md's entries from `start` on, as (ts, role, feature, kind, text, run)."""
         try:
-            f = open(self.job.raw, "rb")
+            f = open(self.raw, "rb")
         except FileNotFoundError:
             return
-        job, scan = self.job, self.scan
-        with f, open(job.staged or os.devnull, "w", encoding="utf-8") as staged:
+        scan = self.scan
+        with f, open(self.staged or os.devnull, "w", encoding="utf-8") as staged:
             scan.inode = os.fstat(f.fileno()).st_ino
             for fields in self._entries(f):
                 ts, role, feature, kind, text, run = fields
                 if kind in PROMOTABLE:
-                    line = Candidate(ts, job.mission, role, kind, feature, run, text).line(
-                        f"{job.batch}:{scan.n_staged}") + "\n"
-                    staged.write(line)
-                    if scan.n_staged < DIFF_PREVIEW:
-                        scan.staged.append(line)
+                    staged.write(Candidate(ts, self.mission, role, kind, feature, run, text)
+                                 .line(f"{self.batch}:{scan.n_staged}") + "\n")
                     scan.n_staged += 1
                 yield fields
-            if job.staged:
+            if self.staged:
                 staged.flush()
                 os.fsync(staged.fileno())
 
     def _entries(self, f: Iterator[bytes]) -> Iterator[tuple]:
         """The fields of each entry from `start` on (`memory.parse_fields`); on the way, the
         head, the month changes, the lines that do not parse, and the cut."""
-        scan, start, months = self.scan, self.job.start, [(0, self.job.month)]
-        keep: deque[tuple[int, int, tuple]] = deque(maxlen=max(self.job.raw_keep, 0))
-        counted = Counted(self.job.counted)
+        scan, start, months = self.scan, self.start, [(0, self.month)]
+        keep: deque[tuple[int, int, tuple]] = deque(maxlen=max(self.raw_keep, 0))
+        counted = Counted(self.counted)
         offset = lineno = 0
         for raw_line in f:
             if not raw_line.endswith(b"\n"):
@@ -115,18 +87,18 @@ class RawPass:
             if offset < HEAD_BYTES:
                 scan.head += raw_line[: HEAD_BYTES - offset]
             fields = parse_fields(raw_line.decode("utf-8", "replace"))
-            if fields is None:
-                if offset >= start:
-                    scan.unparsed += 1
-            else:
+            if fields is not None:
                 if fields[0][:7] != months[-1][1]:
                     if months[-1][0] == offset:  # an entry at 0 overrides the month carried
                         months.pop()
                     months.append((offset, fields[0][:7]))
                 keep.append((offset, lineno, fields))
-                if offset >= start and counted.take(fields):
+            if offset >= start:
+                if fields is None:
+                    scan.unparsed += 1
+                elif counted.take(fields):
                     scan.recounted += 1
-                elif offset >= start:
+                else:
                     scan.processed += 1
                     yield fields
             offset += len(raw_line)

@@ -36,7 +36,7 @@ class CuratorReport:
     promoted: list[Promotion] = field(default_factory=list)
     memory_archived: int = 0  # MEMORY.md lines moved to the archive
     identity_archived: int = 0  # identity lines moved to identity/archive/ for room
-    diffs: dict[str, str] = field(default_factory=dict)  # path -> unified diff
+    diffs: dict[str, str] = field(default_factory=dict)  # path -> diff (summary, memory, identity)
     changes: list[str] = field(default_factory=list)
     dry_run: bool = False
     resumed: bool = False  # an interrupted run was finished first
