@@ -28,6 +28,15 @@ def table(identity: Path, query: str) -> list[tuple]:
         return conn.execute(query).fetchall()
 
 
+def after_one_pass(tmp_path: Path) -> tuple[Path, Path]:
+    """A state and an identity folder after one curator pass over one lesson note."""
+    state, identity = tmp_path / "shop", tmp_path / "identity"
+    state.mkdir()
+    note(state, FIRST, "TRICK", feature="F-001", run="r1")
+    curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    return state, identity
+
+
 def test_the_migrations_run_once_in_order_and_are_recorded(tmp_path) -> None:
     conn = curatordb.connect(tmp_path)
     assert conn is not None
@@ -146,10 +155,7 @@ def test_a_folder_in_place_of_the_database_is_set_aside_with_a_message(tmp_path)
 
 
 def test_forgetting_the_lessons_makes_the_next_pass_read_the_whole_record(tmp_path) -> None:
-    state, identity = tmp_path / "shop", tmp_path / "identity"
-    state.mkdir()
-    note(state, FIRST, "TRICK", feature="F-001", run="r1")
-    curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    state, identity = after_one_pass(tmp_path)
     lessondb.forget(identity)
     assert table(identity, "SELECT count(*) FROM lesson") == [(0,)]
     note(state, FIRST, "TRICK", feature="F-002", run="r2")
@@ -182,10 +188,7 @@ def test_an_old_answers_file_that_cannot_be_read_is_left_and_said(tmp_path) -> N
 
 def test_a_lesson_database_locked_past_its_timeout_is_left_for_the_next_pass(
         tmp_path, monkeypatch) -> None:
-    state, identity = tmp_path / "shop", tmp_path / "identity"
-    state.mkdir()
-    note(state, FIRST, "TRICK", feature="F-001", run="r1")
-    curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    state, identity = after_one_pass(tmp_path)
 
     def locked(*args: object) -> None:
         raise sqlite3.OperationalError("database is locked")
@@ -233,10 +236,7 @@ def test_a_pass_with_recorded_answers_leaves_no_wal_file_behind(tmp_path) -> Non
 
 def test_a_database_found_damaged_while_planning_stops_the_run_with_a_message(
         tmp_path, monkeypatch) -> None:
-    state, identity = tmp_path / "shop", tmp_path / "identity"
-    state.mkdir()
-    note(state, FIRST, "TRICK", feature="F-001", run="r1")
-    curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    state, identity = after_one_pass(tmp_path)
 
     def damaged(*args: object) -> None:
         raise sqlite3.DatabaseError("database disk image is malformed")
