@@ -42,7 +42,7 @@ from corpus_quality import (  # noqa: E402
 )
 
 from harness.config import CuratorConfig  # noqa: E402
-from harness.curator.candidate import LESSON_KINDS  # noqa: E402
+from harness.curator.record import LESSON_KINDS  # noqa: E402
 from harness.state.memory import parse_entry  # noqa: E402
 
 QUESTIONS = CuratorConfig().questions  # notes asked about per pass, by default

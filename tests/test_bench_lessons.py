@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.curator.candidate import parse_candidate
+from harness.curator.record import parse_candidate
 from harness.curator.text import normalize
 from harness.state.memory import parse_entry
 

@@ -28,6 +28,12 @@ def table(identity: Path, query: str) -> list[tuple]:
         return conn.execute(query).fetchall()
 
 
+def forget(identity: Path) -> None:
+    """Drop every lesson row: the next pass clusters the whole record again."""
+    for name in curatordb.CACHES:
+        table(identity, f"DELETE FROM {name}")
+
+
 def after_one_pass(tmp_path: Path) -> tuple[Path, Path]:
     """A state and an identity folder after one curator pass over one lesson note."""
     state, identity = tmp_path / "shop", tmp_path / "identity"
@@ -156,7 +162,7 @@ def test_a_folder_in_place_of_the_database_is_set_aside_with_a_message(tmp_path)
 
 def test_forgetting_the_lessons_makes_the_next_pass_read_the_whole_record(tmp_path) -> None:
     state, identity = after_one_pass(tmp_path)
-    lessondb.forget(identity)
+    forget(identity)
     assert table(identity, "SELECT count(*) FROM lesson") == [(0,)]
     note(state, FIRST, "TRICK", feature="F-002", run="r2")
     report = curate(state, identity, "shop", CuratorSettings(), now=NOW)

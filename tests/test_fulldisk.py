@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLE, run_sh, unwritable
 
-from harness.curator.candidate import parse_candidate
+from harness.curator.record import parse_candidate
 from harness.state.memory import parse_entry
 
 

@@ -10,6 +10,7 @@ from harness.curator.identity import IdentityIndex
 from harness.curator.judge import Judgments, Question
 from harness.curator.matching import LessonIndex, same_lesson
 from harness.curator.text import normalize
+from tests.test_curatordb import forget
 
 # one lesson in other words: the rule refuses it, and it is among the lessons most like
 # each other (conftest)
@@ -171,7 +172,7 @@ def test_a_pass_asks_then_one_with_the_answer_promotes_records_it_and_a_rebuild_
     assert verdicts.read_all(identity) == {PAIR: True}
     assert not (state / "curator" / "journal.json").exists()
     # the lesson database rebuilt from the record clusters the two notes as one again
-    lessondb.forget(identity)
+    forget(identity)
     with open(state / "raw.md", "a") as raw:
         raw.write(raw_line("F-003", SECOND, 3))
     again = curate(state, identity, "shop", CuratorSettings())
@@ -187,7 +188,7 @@ def test_explain_finds_a_note_in_the_lesson_a_judge_joined_it_to(tmp_path: Path)
     identity.mkdir()
     (state / "raw.md").write_text(raw_line("F-001", FIRST, 1) + raw_line("F-002", SECOND, 2))
     curate(state, identity, "shop", CuratorSettings(), judge=Judgments({PAIR: True}))
-    lessondb.forget(identity)  # explain clusters the record itself
+    forget(identity)  # explain clusters the record itself
     said = explain(state, identity, SECOND, 75.0)
     assert "evidence: 2 notes" in said
     assert "judge: 1 answers recorded about its notes: 1 'same' (joined), 0 'new'" in said

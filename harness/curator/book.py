@@ -7,10 +7,10 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from harness.curator.candidate import LESSON_KINDS
 from harness.curator.clusters import Clusters
 from harness.curator.items import TEXT_MAX, Item, clip, parse_item
 from harness.curator.matching import LessonIndex
+from harness.curator.record import LESSON_KINDS
 from harness.curator.text import normalize
 from harness.state.memory import (
     MEMORY_SECTIONS,

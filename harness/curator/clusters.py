@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.curator.candidate import Candidate
 from harness.curator.lessonstore import LessonStore, rule
 from harness.curator.matching import LessonIndex
 from harness.curator.promotion import Evidence
+from harness.curator.record import Candidate
 from harness.curator.text import Norm, normalize
 
 

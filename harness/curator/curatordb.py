@@ -1,23 +1,16 @@
-"""The curator's one database: `<identity>/.curator.db` (SQLite, WAL).
+"""The curator's one database: `<identity>/.curator.db` (SQLite, WAL), shared by the missions
+of one identity folder: the judge's answers (`verdicts`), keyed by `text.normalize` keys and
+kept with their two texts, and the candidate record clustered into lessons (`lessondb`).
 
-It holds, beside the identity files and shared by their missions:
-
-- `answer`: the judge's answers (`verdicts`), keyed by `text.normalize` keys, with the
-  two texts each was about, so that a new normaliser re-keys them;
-- `lesson`, `variant`, `word`, `lesson_meta`: the candidate record clustered into
-  lessons (`lessondb`) by one similarity (another's are made anew); a cache of
-  `.candidates.log`.
-
-Its schema grows by named MIGRATIONS, applied in order, each once, in one transaction;
-`migration` records which ran, `PRAGMA user_version` how many. `setting` holds the
-normaliser's version (`text.NORMALISER_VERSION`): when it changes, the answers are keyed
-again from their texts and the caches emptied, to be made again from the files they
-cache. A damaged database is set aside as `.curator.db.damaged` (its answers may still
-be read from it) and made anew, with a message.
+Its schema grows by named MIGRATIONS, each run once, in order, in one transaction; `migration`
+records which ran. When `text.NORMALISER_VERSION` changes, the answers are keyed again from
+their texts and the caches emptied. A damaged database is set aside as `.curator.db.damaged`
+and made anew, with a message.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import shutil
 import sqlite3
@@ -29,6 +22,7 @@ from harness.curator.text import NORMALISER_VERSION, normalize
 NAME = ".curator.db"
 DAMAGED = ".curator.db.damaged"
 OLD_CACHES = (".candidates.v*.db", ".archive.db", ".candidates.digest")
+CACHES = ("lesson", "variant", "word", "lesson_meta")  # made again from the record
 
 
 def _tables(conn: sqlite3.Connection, identity: Path, said: list[str] | None) -> list[Path]:
@@ -49,18 +43,16 @@ def _tables(conn: sqlite3.Connection, identity: Path, said: list[str] | None) ->
 
 def _import_answers(conn: sqlite3.Connection, identity: Path,
                     said: list[str] | None) -> list[Path]:
-    """The answers of `.judgments.db` (harness 2026-11), without their texts: they keep
-    their keys until the normaliser changes. A file that cannot be read stays, said so."""
+    """The answers of `.judgments.db` (harness 2026-11), without texts: they keep their keys
+    until the normaliser changes. A file that cannot be read stays, said so."""
     old = identity / ".judgments.db"
     if not old.is_file():
         return []
     try:
-        source = sqlite3.connect(f"{old.resolve().as_uri()}?mode=ro", uri=True)
-        try:
+        with contextlib.closing(sqlite3.connect(f"{old.resolve().as_uri()}?mode=ro",
+                                                uri=True)) as source:
             rows = source.execute("SELECT role, kind, key, other, same, ts, mission FROM "
                                   "answer").fetchall()
-        finally:
-            source.close()
     except sqlite3.Error as e:
         if said is not None:
             said.append(f"{old} could not be read ({e}): its answers were not imported; "
@@ -68,28 +60,25 @@ def _import_answers(conn: sqlite3.Connection, identity: Path,
         return []
     conn.executemany("INSERT OR IGNORE INTO answer VALUES (?, ?, ?, ?, ?, ?, ?, NULL, NULL)",
                      rows)
-    return [old, Path(f"{old}-wal"), Path(f"{old}-shm")]
+    return _with_wal(old)
 
 
 def _drop_old_caches(conn: sqlite3.Connection, identity: Path,
                      said: list[str] | None) -> list[Path]:
-    """The lesson database and archive index of earlier versions: caches of files that
-    stay, made again in this database by the passes to come."""
+    """Earlier versions' lesson database and archive index: caches of files that stay."""
     return [path for pattern in OLD_CACHES for found in identity.glob(pattern)
-            for path in (found, Path(f"{found}-wal"), Path(f"{found}-shm"))]
+            for path in _with_wal(found)]
 
 
 def _drop_archive_index(conn: sqlite3.Connection, identity: Path,
                         said: list[str] | None) -> list[Path]:
-    """The index of identity/archive/ that databases made before this migration have
-    (harness 2026-11): the archive is read whole now."""
+    """The index of identity/archive/ (harness 2026-11): the archive is read whole now."""
     for table in ("archive_lines", "archive_words", "archive_read"):
         conn.execute(f"DROP TABLE IF EXISTS {table}")
     return []
 
 
-# (name, migration): each returns the files to delete once it is committed, and may say
-# what it could not do
+# each returns the files to delete once it is committed, and may say what it could not do
 Migration = Callable[[sqlite3.Connection, Path, list[str] | None], list[Path]]
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("1-tables", _tables),
@@ -100,15 +89,19 @@ MIGRATIONS: list[tuple[str, Migration]] = [
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+def _with_wal(path: Path) -> list[Path]:
+    return [path, Path(f"{path}-wal"), Path(f"{path}-shm")]
+
+
 def connect(identity: Path, *, write: bool = True,
             said: list[str] | None = None) -> sqlite3.Connection | None:
-    """The database, migrated and keyed by this normaliser (autocommit; the caller begins
-    its transactions). Without `write` (a dry run), None unless it is already so: nothing
-    is made or changed. What a migration or a repair did is added to `said`. Locked past
-    its timeout: sqlite3.OperationalError; not writable (a full disk): OSError."""
+    """The database, migrated and keyed by this normaliser (autocommit: the caller begins its
+    transactions). Without `write` (a dry run), None unless it is already so: nothing is made
+    or changed. What a migration or a repair did is added to `said`. Locked past the timeout:
+    sqlite3.OperationalError; not writable (a full disk): OSError."""
     path = identity / NAME
     if not write:
-        return _read_only(path)
+        return _read_only(path) if path.is_file() else None
     identity.mkdir(parents=True, exist_ok=True)
     try:
         return _migrated(path, identity, said)
@@ -134,22 +127,18 @@ def _migrated(path: Path, identity: Path, said: list[str] | None) -> sqlite3.Con
     try:
         if not _current(conn):
             _migrate(conn, identity, said)
+        return conn
     except BaseException:
         conn.close()
         raise
-    return conn
 
 
 def _read_only(path: Path) -> sqlite3.Connection | None:
-    if not path.is_file():
-        return None
     conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
                            isolation_level=None, timeout=30)
-    try:
+    with contextlib.suppress(sqlite3.DatabaseError):
         if _current(conn):
             return conn
-    except sqlite3.DatabaseError:
-        pass
     conn.close()
     return None
 
@@ -157,75 +146,68 @@ def _read_only(path: Path) -> sqlite3.Connection | None:
 def _current(conn: sqlite3.Connection) -> bool:
     """Whether every migration ran and the answers are keyed by this normaliser."""
     (version,), = conn.execute("PRAGMA user_version")
-    if version != SCHEMA_VERSION:
-        return False
+    return version == SCHEMA_VERSION and _normaliser(conn) == str(NORMALISER_VERSION)
+
+
+def _normaliser(conn: sqlite3.Connection) -> str | None:
     row = conn.execute("SELECT v FROM setting WHERE k='normaliser'").fetchone()
-    return row is not None and row[0] == str(NORMALISER_VERSION)
+    return None if row is None else row[0]
 
 
 def _migrate(conn: sqlite3.Connection, identity: Path, said: list[str] | None) -> None:
-    """Apply the migrations not recorded yet, and re-key for a new normaliser; one
-    transaction, so two curators starting at once migrate once."""
+    """Run the migrations not recorded yet, and re-key for a new normaliser: one transaction,
+    so that two curators starting at once migrate once."""
     conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("BEGIN IMMEDIATE")  # outside the try: no ROLLBACK without a transaction
-    try:
+    gone: list[Path] = []
+    with conn:  # commits, or rolls back what raised
+        conn.execute("BEGIN IMMEDIATE")
         conn.execute("CREATE TABLE IF NOT EXISTS migration(name TEXT PRIMARY KEY)")
         conn.execute("CREATE TABLE IF NOT EXISTS setting(k TEXT PRIMARY KEY, v TEXT)")
         done = {name for (name,) in conn.execute("SELECT name FROM migration")}
-        gone: list[Path] = []
         for name, migration in MIGRATIONS:
             if name not in done:
                 gone += migration(conn, identity, said)
                 conn.execute("INSERT INTO migration VALUES (?)", (name,))
-        row = conn.execute("SELECT v FROM setting WHERE k='normaliser'").fetchone()
-        if row is not None and row[0] != str(NORMALISER_VERSION):
-            kept = rekey(conn)
+        old = _normaliser(conn)
+        if old is not None and old != str(NORMALISER_VERSION):
+            kept = _rekey(conn)
             conn.execute("INSERT OR IGNORE INTO migration VALUES (?)",
-                         (f"rekey-normaliser-{row[0]}-to-{NORMALISER_VERSION}",))
+                         (f"rekey-normaliser-{old}-to-{NORMALISER_VERSION}",))
             if said is not None and kept:
                 said.append(f"{kept} recorded answers have no texts to key again by the new "
                             "normaliser: kept under their old keys")
         conn.execute("INSERT OR REPLACE INTO setting VALUES ('normaliser', ?)",
                      (str(NORMALISER_VERSION),))
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     for path in gone:
         path.unlink(missing_ok=True)
 
 
-def rekey(conn: sqlite3.Connection) -> int:
-    """Key every answer with both its texts by this normaliser, and empty the caches (the
-    passes to come make them again); the number of answers left under their old keys."""
-    rows = conn.execute("SELECT role, kind, key, other, same, ts, mission, text, other_text "
-                        "FROM answer").fetchall()
-    kept = 0
+def _rekey(conn: sqlite3.Connection) -> int:
+    """Key every answer with both its texts by this normaliser and empty the caches; the
+    number of answers left under their old keys."""
+    rows = conn.execute("SELECT * FROM answer").fetchall()
     conn.execute("DELETE FROM answer")
     for role, kind, key, other, same, ts, mission, text, other_text in rows:
-        if text is None or other_text is None:
-            kept += 1
-        else:
+        if text is not None and other_text is not None:
             key, other = normalize(text).key, normalize(other_text).key
         conn.execute("INSERT OR IGNORE INTO answer VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                      (role, kind, key, other, same, ts, mission, text, other_text))
-    for table in ("lesson_meta", "lesson", "variant", "word"):
+    for table in CACHES:
         conn.execute(f"DELETE FROM {table}")
-    return kept
+    return sum(text is None or other_text is None for *_, text, other_text in rows)
 
 
 def set_aside(identity: Path, said: list[str] | None) -> None:
-    """Move a damaged database out of the way, in place of the one set aside before: the
-    next connect makes a new one, and the caches are made again from their files."""
+    """Move a damaged database out of the way, in place of the one set aside before."""
     path, damaged = identity / NAME, identity / DAMAGED
     if damaged.is_dir() and not damaged.is_symlink():
         shutil.rmtree(damaged)
     else:
         damaged.unlink(missing_ok=True)
     path.replace(damaged)
-    for suffix in ("-wal", "-shm"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    for extra in _with_wal(path)[1:]:
+        extra.unlink(missing_ok=True)
     if said is not None:
         said.append(f"{path} could not be read: set aside as {damaged.name} and made anew "
                     "from the candidate record and the identity archive; the judge's "

@@ -13,7 +13,6 @@ from pathlib import Path
 from rapidfuzz import fuzz, process
 
 from harness.curator import verdicts
-from harness.curator.candidate import PROMOTABLE
 from harness.curator.clusters import PromotionTracker
 from harness.curator.commit import CuratorPaths, cursor_start, read_json, read_text
 from harness.curator.identity import IdentityIndex, archive_path, provenance
@@ -21,7 +20,7 @@ from harness.curator.judge import Judgments
 from harness.curator.lessondb import load
 from harness.curator.matching import same_lesson
 from harness.curator.promotion import Evidence
-from harness.curator.record import read_record
+from harness.curator.record import PROMOTABLE, read_record
 from harness.curator.scan import RawPass
 from harness.curator.text import normalize
 from harness.errors import UsageError

@@ -1,18 +1,17 @@
-"""The candidate record clustered into lessons (`PromotionTracker`), over the lessons of
-earlier passes in the curator database (`curatordb`): a cache of `record`'s log.
-
-Its tables hold, for one match rule (`rule`), each lesson's evidence, the phrasings indexed
-for it (with their texts), each word's count and recent postings (`matching`), and how far
-into the log they reach. A pass reads them in one snapshot (WAL: no other curator waits),
-only the rows its notes touch (`lessonstore`), and at its commit writes what it added in one
-transaction, unless another curator wrote since (the generation tells; the next pass reads
-the log on from the older offset). With no usable rows (none yet, a log that changed, a new
-normaliser or rule) a pass reads the whole log and writes every row again, in place of all.
+"""The candidate record clustered into lessons (`PromotionTracker`) in the curator database
+(`curatordb`): a cache of `record`'s log. For each match rule its tables hold every lesson's
+evidence, the phrasings indexed for it (with their texts), each word's count and recent
+postings (`matching`), and how far into the log they reach. A pass reads them in one snapshot
+(WAL: no other curator waits), only the rows its notes touch (`lessonstore`), and at its commit
+writes what it added in one transaction, unless another curator wrote since (the generation
+tells; the next pass reads the log on from the older offset). With no usable rows (a log that
+changed, a new normaliser or rule) a pass reads the whole log and writes every row again.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +19,10 @@ import orjson
 
 from harness.curator import curatordb
 from harness.curator import record as log
-from harness.curator.candidate import PROMOTABLE
 from harness.curator.clusters import PromotionTracker
 from harness.curator.lessonstore import LessonStore, rule
 from harness.curator.promotion import Evidence
-from harness.curator.record import RecordRead
+from harness.curator.record import PROMOTABLE, RecordRead
 from harness.curator.shortlist import POSTING_CAP
 from harness.state.store import hold_lock
 
@@ -32,8 +30,7 @@ from harness.state.store import hold_lock
 # (`promotion.Evidence`); 6: the rule joins only what it is sure of, and the pair model is
 # gone (`matching`). Rows of another version are made again from the log.
 VERSION = 6
-TABLES = ("lesson", "variant", "word", "lesson_meta")
-TextOf = Any  # (bucket, key) -> the text a pass normalised to `key`, for the rows it adds
+TextOf = Callable[[Any, str], str | None]  # (bucket, key) -> the text normalised to `key`
 
 
 def load(identity: Path, similarity: float, *, write: bool = True,
@@ -76,37 +73,23 @@ def stored(identity: Path, similarity: float) -> list[Evidence]:
         store.close()
 
 
-def forget(identity: Path) -> None:
-    """Drop every lesson row: the next pass clusters the whole record again."""
-    conn = curatordb.connect(identity)
-    assert conn is not None
-    try:
-        for table in TABLES:
-            conn.execute(f"DELETE FROM {table}")
-    finally:
-        conn.close()
-
-
 def append(identity: Path, staged: Path, *, tracker: PromotionTracker | None = None,
            read: RecordRead | None = None, batch: str = "", count: int = 0,
-           mission: str = "", text_of: TextOf = None, said: list[str] | None = None) -> None:
-    """Append the staged candidate lines to the log, as one locked write.
-
-    Given the `tracker` that planned this `batch` of `count` lines and how far it had
-    `read` the log, the database is brought up to date under the same lock, covering
-    this batch by offset too when nobody appended in between; `text_of` gives the texts
-    of the phrasings it adds.
-    """
+           mission: str = "", text_of: TextOf | None = None,
+           said: list[str] | None = None) -> None:
+    """Append the staged candidate lines to the log, as one locked write. Given the `tracker`
+    that planned this `batch` of `count` lines and how far it had `read` the log, bring the
+    database up to date under the same lock, covering this batch by offset too when nobody
+    appended in between; `text_of` gives the texts of the phrasings it adds."""
     with hold_lock(identity / log.LOCK):
         before, end, tail_sha = log.append_locked(identity, staged)
         if tracker is None or read is None:
             return
-        covered = RecordRead(read.end, read.tail_sha, dict(read.batches), dict(read.latest))
-        covered.saw(batch, count - 1, mission)
+        read.saw(batch, count - 1, mission)
         if before == read.end:  # only this batch since: the database covers it by offset
-            covered.end, covered.tail_sha = end, tail_sha
+            read.end, read.tail_sha = end, tail_sha
         try:
-            _write(identity, tracker, covered, text_of or (lambda bucket, key: None))
+            _write(identity, tracker, read, text_of or (lambda bucket, key: None))
         except (sqlite3.OperationalError, OSError):
             pass  # locked past the timeout, a full disk: a cache; the next pass reads the log
         except sqlite3.DatabaseError:  # damaged: the next pass makes it again from the log
@@ -119,27 +102,23 @@ def _write(identity: Path, tracker: PromotionTracker, read: RecordRead,
     curator wrote since (then nothing); every row of the rule when the store had none
     usable, in place of all there were."""
     store = tracker.store
+    rebuild = store.conn is None
     if store.conn is not None:
         store.conn.execute("COMMIT")  # the snapshot ends
     conn = store.conn or curatordb.connect(identity)
     assert conn is not None
     try:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with conn:  # commits, or rolls back what raised
+            conn.execute("BEGIN IMMEDIATE")
             # a rebuild counts on from every rule's: a pass that read rows before it never
             # finds its generation again
-            generation = _generation(conn, None if store.conn is None else store.rule)
-            if store.conn is None:
-                for table in TABLES:
-                    conn.execute(f"DELETE FROM {table}")
-            if store.conn is None or generation == store.generation:
+            generation = _generation(conn, None if rebuild else store.rule)
+            for table in curatordb.CACHES if rebuild else ():
+                conn.execute(f"DELETE FROM {table}")
+            if rebuild or generation == store.generation:
                 _write_rows(conn, tracker, read, generation + 1, text_of)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
     finally:
-        if conn is not store.conn:
+        if rebuild:
             conn.close()
 
 

@@ -1,6 +1,6 @@
-"""The lessons of earlier passes as a pass reads them from the curator database
-(`lessondb` opens and writes it): each bucket's phrasings as `matching.LessonIndex` keeps
-them, and the `LessonStore` they are read from, as the pass's queries need them."""
+"""The lessons of earlier passes as a pass reads them from the curator database (`lessondb`
+opens and writes it): each bucket's phrasings as `matching.LessonIndex` keeps them, and the
+`LessonStore` they are read from as the pass's queries need them."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from harness.curator.candidate import PROMOTABLE
-from harness.curator.record import RecordRead
+from harness.curator.record import PROMOTABLE, RecordRead
 
 
 def rule(similarity: float) -> str:
@@ -50,8 +49,8 @@ class Bucket:
 
 
 class LessonStore:
-    """The rows of one rule in one read transaction, asked for as a pass's queries need
-    them (`matching.LessonIndex`); empty, asking nothing, when there are none usable."""
+    """The rows of one rule in one read transaction, read as a pass's queries need them;
+    empty, asking nothing, when there are none usable."""
 
     def __init__(self, rule_name: str, conn: sqlite3.Connection | None = None,
                  meta: dict[str, Any] | None = None) -> None:
@@ -108,17 +107,14 @@ class LessonStore:
             b.variants.setdefault(vid, Variant(*variant))
 
     def variant_count(self, cluster: int) -> int:
-        if cluster >= self.first_cluster:
-            return 0
-        return self._rows("SELECT count(*) FROM variant WHERE rule=? AND lesson=?",
-                          cluster).fetchone()[0]
+        return 0 if cluster >= self.first_cluster else self._rows(
+            "SELECT count(*) FROM variant WHERE rule=? AND lesson=?", cluster).fetchone()[0]
 
     def lesson_row(self, cluster: int) -> list | None:
         """The evidence the database holds for `cluster` (`promotion.Evidence.row`)."""
-        if cluster >= self.first_cluster:
-            return None
-        row = self._rows("SELECT row FROM lesson WHERE rule=? AND id=?", cluster).fetchone()
-        return None if row is None else orjson.loads(row[0])
+        row = cluster < self.first_cluster and self._rows(
+            "SELECT row FROM lesson WHERE rule=? AND id=?", cluster).fetchone()
+        return orjson.loads(row[0]) if row else None
 
     def text_of(self, bucket: Any, key: str) -> str | None:
         """The text a phrasing `key` of `bucket` was normalised from, if recorded."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from hashlib import blake2b
 from pathlib import Path
 
-from harness.curator.candidate import PROMOTABLE, Candidate
+from harness.curator.record import PROMOTABLE, Candidate
 from harness.state.memory import parse_fields
 
 HEAD_BYTES = 65536  # how much of raw.md's head identifies it before the rewrite
