@@ -101,7 +101,15 @@ def connect(identity: Path, *, write: bool = True,
     sqlite3.OperationalError; not writable (a full disk): OSError."""
     path = identity / NAME
     if not write:
-        return _read_only(path) if path.is_file() else None
+        if not path.is_file():
+            return None
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
+                               isolation_level=None, timeout=30)
+        with contextlib.suppress(sqlite3.DatabaseError):
+            if _current(conn):
+                return conn
+        conn.close()
+        return None
     identity.mkdir(parents=True, exist_ok=True)
     try:
         return _migrated(path, identity, said)
@@ -131,16 +139,6 @@ def _migrated(path: Path, identity: Path, said: list[str] | None) -> sqlite3.Con
     except BaseException:
         conn.close()
         raise
-
-
-def _read_only(path: Path) -> sqlite3.Connection | None:
-    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
-                           isolation_level=None, timeout=30)
-    with contextlib.suppress(sqlite3.DatabaseError):
-        if _current(conn):
-            return conn
-    conn.close()
-    return None
 
 
 def _current(conn: sqlite3.Connection) -> bool:

@@ -1,11 +1,10 @@
-"""The candidate record clustered into lessons (`PromotionTracker`) in the curator database
-(`curatordb`): a cache of `record`'s log. For each match rule its tables hold every lesson's
-evidence, the phrasings indexed for it (with their texts), each word's count and recent
-postings (`matching`), and how far into the log they reach. A pass reads them in one snapshot
-(WAL: no other curator waits), only the rows its notes touch (`lessonstore`), and at its commit
-writes what it added in one transaction, unless another curator wrote since (the generation
-tells; the next pass reads the log on from the older offset). With no usable rows (a log that
-changed, a new normaliser or rule) a pass reads the whole log and writes every row again.
+"""The candidate record clustered into lessons (`PromotionTracker`), cached per match rule in
+the curator database (`curatordb`): each lesson's evidence, its phrasings (with their texts),
+each word's count and recent postings (`matching`), and how far into the log they reach. A pass
+reads them in one snapshot (WAL: no other curator waits), only the rows its notes touch
+(`lessonstore`), and at its commit writes what it added in one transaction, unless another
+curator wrote since (the generation tells; the next pass reads on from the older offset). With
+no usable rows (a changed log, a new normaliser or rule) it reads the whole log, writes all.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
-"""The candidate record beside the identity files, `<identity>/.candidates.log`: an append-only
-log of every TRICK, FAIL or FORGOT note any mission's curator has seen, the truth of every
-lesson (`lessondb` caches it clustered). Each append is one write under `.candidates.lock`.
-
-Lines carry `batch:seq`: a reader skips every seq at or below the highest it has seen for that
-batch, so a batch appended twice (a crashed pass redone) counts once. It remembers only each
-mission's latest batch: a mission's curator redoes its pending batch before it appends another.
-(Two states sharing one mission name and identity folder could, after a crash, count a redone
-batch twice: a lesson's note count, never its missions or runs.)
+"""The candidate record `<identity>/.candidates.log`: the append-only truth of every TRICK,
+FAIL or FORGOT note any mission's curator has seen (`lessondb` caches it clustered); each
+append is one write under `.candidates.lock`. Lines carry `batch:seq`: a reader skips every seq
+at or below the highest it has seen for that batch, so a batch appended twice (a crashed pass
+redone) counts once. It remembers only each mission's latest batch: a mission's curator redoes
+its pending batch before it appends another. (Two states sharing one mission name and identity
+folder could, after a crash, count a redone batch twice: a note count, never missions or runs.)
 """
 
 from __future__ import annotations
