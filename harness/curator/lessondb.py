@@ -112,8 +112,9 @@ def _write(identity: Path, tracker: PromotionTracker, read: RecordRead,
             # a rebuild counts on from every rule's: a pass that read rows before it never
             # finds its generation again
             generation = _generation(conn, None if rebuild else store.rule)
-            for table in curatordb.CACHES if rebuild else ():
-                conn.execute(f"DELETE FROM {table}")
+            if rebuild:
+                for table in curatordb.CACHES:
+                    conn.execute(f"DELETE FROM {table}")
             if rebuild or generation == store.generation:
                 _write_rows(conn, tracker, read, generation + 1, text_of)
     finally:
