@@ -107,12 +107,11 @@ class Judgments:
         (IDENTITY_ASKED about identity) without an answer are asked when `ask`."""
         identity = about_identity(bucket)
         may_ask, floor = (IDENTITY_ASKED, IDENTITY_MIN_SCORE) if identity else (K, MIN_SCORE)
-        scored = [(similarity(norm.key, other, df), cluster, other)
-                  for _, other, cluster in candidates]
+        scored = [(score, cluster, other) for _, other, cluster in candidates
+                  if (score := similarity(norm.key, other, df)) >= floor]
         best: dict[int, str] = {}  # cluster -> its best phrasing, best first
-        for score, cluster, other in sorted(scored, key=lambda s: -s[0]):  # stable: ties
-            if score >= floor:
-                best.setdefault(cluster, other)
+        for _, cluster, other in sorted(scored, key=lambda s: -s[0]):  # stable: ties
+            best.setdefault(cluster, other)
         for cluster, other in best.items():
             same = self.verdict(bucket, norm.key, other)
             if same is None and ask and may_ask > 0:
