@@ -1,13 +1,14 @@
 """`run.sh curator --explain TEXT`: why a lesson was promoted to identity, or why not.
 
-The lesson is the one a pass would file a note saying TEXT under (the judge's recorded
-answers included). It is told with its evidence against its kind's rule, where it is now
-(identity, archive or neither), the judge's answers about it and the raw.md lines no pass
-has read yet that say it. Nothing is written.
+The lesson a pass would file a note saying TEXT under (the judge's recorded answers
+included), told with its evidence against its kind's rule, where it is now (identity,
+archive or neither), the judge's answers about it, and the raw.md lines no pass has read yet
+that say it. Nothing is written.
 """
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 
 from rapidfuzz import fuzz, process
@@ -29,8 +30,8 @@ from harness.state import memory
 CLOSEST = 3  # lessons named when nothing matches
 CLOSEST_SCORE = 60.0  # WRatio below this is not "close"
 SHOWN = 3  # unread notes of the lesson quoted
-# kind -> its rule; why it is met, in two missions or more and in one (TRICK: by features,
-# FORGOT: by runs); why it is missed, with one note and with more (fields: `rule`'s)
+# kind -> its rule; why it is met, in two missions or more and in one; why it is missed, with
+# one note and with more (fields: `rule`'s)
 RULES = {
     "TRICK": ("A TRICK is promoted once two distinct workers report it: notes from different "
               "features, or from different missions.",
@@ -66,7 +67,7 @@ def explain(state: Path, identity: Path, text: str, similarity: float,
     tracker, read = load(identity, similarity, write=False)
     if answers:  # a note the model judged one lesson with another is in it
         tracker.clusters.index.judge = Judgments(answers)
-    try:
+    with closing(tracker.store):
         for candidate in read_record(identity, read):
             tracker.add(candidate)
         buckets = sorted(b for b in tracker.clusters.index.buckets()
@@ -79,8 +80,6 @@ def explain(state: Path, identity: Path, text: str, similarity: float,
         notes = [n for n in notes if role in (None, n.role) and kind in (None, n.kind)]
         said = [n for n in notes if tracker.clusters.find((n.role, n.kind), normalize(n.text))
                 in found or same_lesson(text, n.text, similarity)]
-    finally:
-        tracker.store.close()
     return "\n\n".join([*blocks, *([pending(lines, said)] if lines else [])])
 
 

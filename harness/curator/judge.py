@@ -1,29 +1,11 @@
-"""A judge's answers to "same lesson?", for the notes the rules will not join on their own.
+"""A judge's answers to "same lesson?", for the notes the match rule (`matching`) leaves alone.
 
-The match rule (`matching`) joins a note to a lesson only when it is sure: the words agree
-and neither side swaps one of its words for another ("npm cache ..." and "uv cache ..."
-are two tricks). Everything else is a semantic judgement, so a judge decides it: for each
-new lesson note the rules leave alone, the K lessons of its role and kind most like it
-(`shortlist.pool_of`, ranked by `similarity`: the words they share, weighted by rarity)
-are its candidates, and the judge answers "same as #i" or "new". No candidate, no question.
-
-K and MIN_SCORE were chosen on the development corpora (`bench/judge_bound.py`, the
-hand-written corpora the match rule was tuned on) for a judge that errs once in ten
-answers: each candidate shown is a chance for a wrong "same", each left out a chance to
-miss a lesson. There, K=2 and MIN_SCORE=8 gave a perfect judge precision 0.993 and recall
-0.986, a noisy one 0.939 and 0.889 (rapidfuzz's token_set_ratio as the ranking, at its
-best floor: 0.904 and 0.865 noisy), for about one candidate per lesson note.
-
-The judge is the curator role's model (`harness.run.judging`, or model mode): a dry run
-collects the questions (`Question`, one per candidate, grouped by note), the model answers
-them in one small call, and the real pass and every later one read the answers
-(`Judgments.verdict`) from the curator's database (`verdicts`), so a pass run again, or a
-lesson database rebuilt from the candidate record, clusters the same way. Without answers
-the rules stand: unsure notes stay apart (precision first).
-
-Whether identity already holds a due lesson is asked too, about the one line ranked first
-(IDENTITY_ASKED): every line asked about is a chance for a wrong "same" to keep a due
-lesson out, and a lesson promoted twice in other words is the costlier mistake.
+The rule joins only when sure ("npm cache ..." and "uv cache ..." are two tricks); the rest
+is a semantic judgement. A note's candidates are the K lessons of its role and kind most like
+it (`shortlist.pool_of`, ranked by `similarity`); the judge, the curator role's model
+(`harness.run.judging`), answers "same as #i" or "new". A dry run collects the questions, and
+the answers are recorded (`verdicts`), so a pass run again, or a lesson database rebuilt from
+the record, clusters the same way. Without answers, unsure notes stay apart (precision first).
 """
 
 from __future__ import annotations
@@ -35,10 +17,15 @@ from typing import Any
 
 from harness.curator.text import Norm
 
+# Chosen on the development corpora (`bench/judge_bound.py`) for a judge that errs once in ten
+# answers (each candidate shown risks a wrong "same", each left out a missed lesson), for about
+# one question a note; rapidfuzz's token_set_ratio ranked worse at its best floor.
 K = 2  # candidate lessons shown per note
 MIN_SCORE = 8.0  # a candidate sharing less (`similarity`, 0-100) is not worth a question
-IDENTITY_ASKED = 1  # identity lines asked about per due lesson (see the module docstring)
-IDENTITY_MIN_SCORE = 0.0  # ... however little they share: a lesson twice is the worse error
+# Identity is asked about its one closest line: each line asked risks a wrong "same" keeping a
+# due lesson out, but a lesson promoted twice in other words is the costlier mistake.
+IDENTITY_ASKED = 1
+IDENTITY_MIN_SCORE = 0.0
 
 
 @dataclass(frozen=True)
@@ -66,30 +53,11 @@ def similarity(a: str, b: str, df: dict[str, int]) -> float:
     return 100.0 * sum(weight[w] for w in wa & wb) / union if union else 0.0
 
 
-def ranked(key: str, candidates: list[tuple[int, str, int]], floor: float,
-           df: dict[str, int]) -> list[tuple[int, str]]:
-    """(cluster, phrasing key) of `candidates` (vid, key, cluster), the best phrasing of
-    each cluster, best first, none under `floor`. Ties keep the candidates'
-    order, which is the index's (most recent first within a word)."""
-    scored = sorted(((-similarity(key, other, df), n, cluster, other)
-                     for n, (_, other, cluster) in enumerate(candidates)))
-    out: list[tuple[int, str]] = []
-    for score, _, cluster, other in scored:
-        if -score < floor:
-            break
-        if all(cluster != seen for seen, _ in out):
-            out.append((cluster, other))
-    return out
-
-
 class Judgments:
-    """Answers, and the questions a pass asks: about at most `budget` notes it clusters,
-    and as many due lessons beside identity (`about_identity`), so a pass whose notes use
-    up the budget still asks before promoting a lesson twice.
-
-    `fresh` holds this pass's new answers, (bucket, key, other) -> True (same lesson) or
-    False; `recorded` looks up those of earlier passes by note (`verdicts.Recorded.about`).
-    """
+    """Answers, and the questions a pass asks: about `budget` notes it clusters at most, and
+    as many due lessons beside identity (notes using up the budget cannot get one promoted
+    twice unasked). `fresh`: this pass's answers, (bucket, key, other) -> same lesson;
+    `recorded`: those of earlier passes, by note (`verdicts.Recorded.about`)."""
 
     def __init__(self, answers: dict[tuple[Any, str, str], bool] | None = None, *,
                  budget: int = 0,
@@ -109,19 +77,22 @@ class Judgments:
         return bool(self._answers) or self.budget > 0 or self.recorded is not None
 
     def wanted(self, bucket: Any, key: str, may_ask: bool) -> bool:
-        """Whether an answer is known about the note `key`, or (`may_ask`) this pass
-        still asks questions: whether its candidates need ranking at all."""
+        """Whether the note `key` has answers or (`may_ask`) is still asked about: whether
+        its candidates need ranking at all."""
         return bool(self._about(bucket, key)) or (may_ask and self.asking(bucket, key))
 
     def _about(self, bucket: Any, key: str) -> dict[str, bool]:
-        """The answers about the note `key`: this pass's, over those recorded before (read
-        once per note)."""
+        """This pass's answers about the note `key`, over those recorded (read once a note)."""
         note = (bucket, key)
         if self.recorded is not None and note not in self._looked:
             self._looked.add(note)
             if found := self.recorded(bucket, key):
                 self._answers[note] = {**found, **self._answers.get(note, {})}
         return self._answers.get(note, {})
+
+    def verdict(self, bucket: Any, key: str, other: str) -> bool | None:
+        """The answer about the pair, or None."""
+        return self._about(bucket, key).get(other)
 
     def asking(self, bucket: Any = None, key: str | None = None) -> bool:
         """Whether this pass still asks about the note `key` in `bucket` (see the class)."""
@@ -130,12 +101,18 @@ class Judgments:
 
     def decide(self, bucket: Any, norm: Norm, candidates: list[tuple[int, str, int]],
                ask: bool, df: dict[str, int]) -> int | None:
-        """The cluster the judge says `norm` belongs to, of `candidates` (vid, phrasing key,
-        cluster), or None: the first, best first, with a "same" answer. The best K
-        (IDENTITY_ASKED about identity) of those without an answer are asked when `ask`."""
+        """The cluster of `candidates` (vid, phrasing key, cluster) the judge says `norm`
+        belongs to, or None: the first, best first, answered "same". Each cluster is ranked
+        by its best phrasing, ties in the index's order (recent first); the best K
+        (IDENTITY_ASKED about identity) without an answer are asked when `ask`."""
         identity = about_identity(bucket)
         may_ask, floor = (IDENTITY_ASKED, IDENTITY_MIN_SCORE) if identity else (K, MIN_SCORE)
-        for cluster, other in ranked(norm.key, candidates, floor, df):
+        scored = [(score, cluster, other) for _, other, cluster in candidates
+                  if (score := similarity(norm.key, other, df)) >= floor]
+        best: dict[int, str] = {}  # cluster -> its best phrasing, best first
+        for _, cluster, other in sorted(scored, key=lambda s: -s[0]):  # stable: ties
+            best.setdefault(cluster, other)
+        for cluster, other in best.items():
             same = self.verdict(bucket, norm.key, other)
             if same is None and ask and may_ask > 0:
                 may_ask -= 1
@@ -144,26 +121,6 @@ class Judgments:
                 return cluster
         return None
 
-    def shown(self, lesson_text: Callable[[int], str | None], due_text: dict[str, str],
-              identity_line: Callable[[int], str]) -> list[tuple[tuple, str, str]]:
-        """The questions as a model is shown them: ((bucket, key, other), text, other
-        text): a note by its words (`texts`), the phrasing it was compared with by its
-        lesson's text, an identity line (a role's bucket) as it stands, a due lesson by its
-        text."""
-        out = []
-        for q in self.questions:
-            if about_identity(q.bucket):
-                texts = due_text.get(q.key), identity_line(q.other_cluster)
-            else:
-                texts = self.texts.get(q.key), lesson_text(q.other_cluster)
-            if texts[0] is not None and texts[1] is not None:
-                out.append(((q.bucket, q.key, q.other), texts[0], texts[1]))
-        return out
-
-    def verdict(self, bucket: Any, key: str, other: str) -> bool | None:
-        """The answer about the pair, or None."""
-        return self._about(bucket, key).get(other)
-
     def ask(self, question: Question) -> bool | None:
         """Note `question` for the judge (within the budget). A judge that answers at once
         (a benchmark's) returns its answer; the model answers after the pass: None."""
@@ -171,3 +128,18 @@ class Judgments:
             self.questions.append(question)
             self._asked[about_identity(question.bucket)].add(question.key)
         return None
+
+    def shown(self, lesson_text: Callable[[int], str | None], due_text: dict[str, str],
+              identity_line: Callable[[int], str]) -> list[tuple[tuple, str, str]]:
+        """The questions as a model is shown them, ((bucket, key, other), text, other text):
+        a note by its words (`texts`) or a due lesson by its text, with the lesson it was
+        compared with by its text, or the identity line as it stands."""
+        out = []
+        for q in self.questions:
+            if about_identity(q.bucket):
+                text, other = due_text.get(q.key), identity_line(q.other_cluster)
+            else:
+                text, other = self.texts.get(q.key), lesson_text(q.other_cluster)
+            if text is not None and other is not None:
+                out.append(((q.bucket, q.key, q.other), text, other))
+        return out

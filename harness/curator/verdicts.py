@@ -1,17 +1,17 @@
 """The judge's answers on disk: the `answer` table of the curator database (`curatordb`).
 
-One row per answer: the bucket (role and kind; kind `-` when the question was about a
-role's identity file), the two `text.normalize` keys, whether they say one lesson, when and
-in which mission, and the two texts when known (a new normaliser keys the answer again from
-them). The pass that got the answers writes them as a journal step (INSERT OR IGNORE: a
-redone step adds nothing twice); nothing changes them after. A pass looks answers up by
-note, so its cost does not grow with all the answers ever recorded.
+One row per answer: the bucket (kind `-` for a role's identity file), the two
+`text.normalize` keys, whether they say one lesson, when, in which mission, and the two texts
+when known (a new normaliser keys the answer again from them). The pass that got them writes
+them as a journal step (INSERT OR IGNORE: a redone step adds nothing twice), and nothing
+changes them after. Passes look answers up by note: the cost does not grow with their number.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +22,7 @@ from harness.curator.text import normalize
 
 DB = curatordb.NAME  # the file the answers are in
 Answers = dict[tuple[Any, str, str], bool]
-# (bucket, key) -> the text normalised to `key`, when the pass knows it
-TextOf = Callable[[Any, str], str | None]
+TextOf = Callable[[Any, str], str | None]  # (bucket, key) -> the text normalised to `key`
 
 
 class Recorded:
@@ -34,36 +33,29 @@ class Recorded:
 
     def about(self, bucket: Any, key: str) -> dict[str, bool]:
         """The answers about the note `key` in `bucket`: other key -> same lesson."""
-        role, kind = _columns(bucket)
         return {other: bool(same) for other, same in self.conn.execute(
             "SELECT other, same FROM answer WHERE role=? AND kind=? AND key=?",
-            (role, kind, key))}
+            (*_columns(bucket), key))}
 
     def close(self) -> None:
         self.conn.close()
 
 
 def open_recorded(identity: Path, *, write: bool = False) -> Recorded | None:
-    """The recorded answers, or None when none were ever recorded (or, read only before a
-    pass has migrated the database, none can be read yet). A pass that writes opens them
-    read-write: a read-only connection closing last leaves SQLite's WAL file behind, and
-    every later open reads it through."""
+    """The recorded answers, or None when there are none (or, read only, before a pass has
+    migrated the database). A pass that writes opens them read-write: a read-only
+    connection closing last leaves SQLite's WAL file behind for every later open to read."""
     conn = curatordb.connect(identity, write=write)
-    if conn is None:
-        return None
-    if conn.execute("SELECT 1 FROM answer LIMIT 1").fetchone() is None:
+    if conn is not None and conn.execute("SELECT 1 FROM answer LIMIT 1").fetchone() is None:
         conn.close()
-        return None
-    return Recorded(conn)
+        conn = None
+    return None if conn is None else Recorded(conn)
 
 
 def rows(answers: Answers, ts: str, mission: str,
          text_of: TextOf | None = None) -> list[list]:
-    """`answers` as the journal holds them, one row each (see `append`), with the texts
-    `text_of` knows."""
-    def text(bucket: Any, key: str) -> str | None:
-        return None if text_of is None else text_of(bucket, key)
-
+    """`answers` as the journal holds them (see `append`), with the texts `text_of` knows."""
+    text = text_of or (lambda bucket, key: None)
     return [[*_columns(bucket), key, other, int(same), ts, mission, text(bucket, key),
              text(bucket, other)] for (bucket, key, other), same in answers.items()]
 
@@ -77,16 +69,16 @@ def identity_texts(bucket: str, due: list[Any], identity: dict[str, str]) -> dic
 
 
 def append(identity: Path, new_rows: list[list], said: list[str] | None = None) -> None:
-    """Record `rows`' answers, in one transaction; an answer recorded before stands. A
-    database found damaged here is set aside (`curatordb`) and the answers go to a new one."""
+    """Record the `rows` in one transaction; an answer recorded before stands. A database
+    found damaged here is set aside (`curatordb`) and the answers go to a new one."""
+    new_rows = [[*row, None, None][:9] for row in new_rows]  # an older journal's: no texts
     for attempt in range(2):
         conn = curatordb.connect(identity, said=said)
         assert conn is not None
         try:
             conn.execute("BEGIN IMMEDIATE")
-            # a journal of an earlier version holds rows without the texts
             conn.executemany("INSERT OR IGNORE INTO answer VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                             [[*row, None, None][:9] for row in new_rows])
+                             new_rows)
             conn.execute("COMMIT")
             return
         except sqlite3.OperationalError as e:  # the journal step is redone by the next run
@@ -104,12 +96,10 @@ def read_all(identity: Path) -> Answers:
     recorded = open_recorded(identity)
     if recorded is None:
         return {}
-    try:
+    with closing(recorded):
         return {(role if kind == "-" else (role, kind), key, other): bool(same)
                 for role, kind, key, other, same in recorded.conn.execute(
                     "SELECT role, kind, key, other, same FROM answer")}
-    finally:
-        recorded.close()
 
 
 def _columns(bucket: Any) -> tuple[str, str]:
