@@ -531,7 +531,7 @@ def test_what_identity_gained_since_the_plan_is_not_promoted_again(state, identi
         with open(identity / "worker.md", "a") as f:
             f.write("- running `pnpm lint` in ci/pnpm.yml catches it early [promoted]\n")
 
-    monkeypatch.setattr(planning, "stage_promotions", stage_then_another_curator_appends)
+    monkeypatch.setattr(curate_commit, "stage_promotions", stage_then_another_curator_appends)
     report = run(state, identity)
     assert [p.text.split(" in ")[0] for p in report.promoted] == ["make -n", "cargo check",
                                                                  "go vet"]

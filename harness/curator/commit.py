@@ -1,29 +1,17 @@
-"""Phase two of a curator run: carry out a committed journal, every step safe to redo.
+"""Phase two of a curator run: carry out the journal, every step safe to redo.
 
-The journal (`<state>/curator/journal.json`, written atomically) is the commit point:
-before it nothing visible has changed (a run that finds no journal replaces staged
-files). It is removed when all is done; a run that finds one carries it out again from
-the first step, so each step is safe to redo:
-
-1. summary.md and MEMORY.md: atomic writes of texts held in the journal; then the
-   judge's new answers go to the curator database (an answer recorded before stands).
-2. candidates: the staged lines are appended to `<identity>/.candidates.log` under its
-   lock. Lines carry `batch:seq` and a reader skips a seq it has seen.
-3. identity: under `<identity>/.identity.lock`, the staged promotions are appended; a
-   role file that changed since the plan is checked again, so no lesson goes in twice.
-4. archive: a redo first truncates the archive files back to the sizes the journal
-   recorded, then appends raw.md's bytes before the cut to `archive/YYYY-MM.md` (by
-   entry time; a line that does not parse goes with the entry before it, or to
-   `archive/unparsed.md`) and the lines that left MEMORY.md to `memory-history.md`.
-5. raw.md: under the raw lock, held only for this short copy, raw.md is replaced by its
-   bytes from the cut on. A redo sees a new inode or head and skips steps 4 and 5.
-6. cursor: `curator/cursor.json` gets the new offset and a hash of the bytes before it;
-   then the journal goes.
+The journal (`<state>/curator/journal.json`, written atomically) is the commit point: nothing
+visible changes before it, and a run that finds one carries it out again from the first step.
+summary.md and MEMORY.md are atomic writes; the judge's answers and the staged candidate lines
+(`batch:seq`) go where a reader skips what it holds; a role file that changed since the plan
+is checked again, so no lesson is promoted twice; the archive files are cut back to their
+planned sizes before the appends; raw.md loses its archived head under the raw lock, held only
+for that copy, and a redo that finds it rewritten (new inode or head) skips both; the cursor
+comes last, then the journal goes.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -79,8 +67,8 @@ def cursor_start(paths: CuratorPaths, cursor: dict) -> tuple[int | None, list[li
 def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
                   digest: dict[str, Any] | None = None) -> set[int]:
     """Carry out `journal`; the indexes of staged promotions identity turned out to hold.
-    `digest` is what `lessondb.append` needs to bring the lesson database up to date too
-    (a redo has none: it leaves the database as it is)."""
+    `digest` holds `lessondb.append`'s arguments to update the lesson database (a redo has
+    none: it leaves the database as it is)."""
     said = (digest or {}).get("said")
     for name, text in journal["files"].items():
         atomic_write(paths.state / name, text)
@@ -111,8 +99,7 @@ def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
 
 
 def write_journal(paths: CuratorPaths, journal: dict) -> None:
-    """Atomically write the journal (compact: the C encoder is much faster than indented)."""
-    atomic_write(paths.journal, json.dumps(journal, ensure_ascii=False, separators=(",", ":")))
+    atomic_write(paths.journal, orjson.dumps(journal))
 
 
 def read_json(path: Path) -> dict:
@@ -133,8 +120,8 @@ def read_text(path: Path) -> str:
 
 
 def _promote(paths: CuratorPaths, sizes: dict[str, int], similarity: float) -> set[int]:
-    """Append the staged promotions under the identity lock; skip what identity holds (a
-    role file is checked again only if it changed since the plan: another mission's
+    """Append the staged promotions under the identity lock, skipping what identity holds:
+    a role file is checked again only if it changed since the plan (another mission's
     curator, or this step half done before)."""
     skipped: set[int] = set()
     outs: dict[str, BinaryIO] = {}
@@ -174,28 +161,23 @@ def stage_promotions(path: Path, promotions: list[Promotion]) -> None:
 
 
 def _staged_rows(staged: Iterable[str]) -> Iterator[list[str]]:
-    """The staged promotions, [role, kind, text, line] each: lines of many rows, or of one
-    row each as a run of an earlier version, crashed before an upgrade, staged them."""
+    """The staged rows, [role, kind, text, line] each; a line of one row is how an earlier
+    version staged them (a run crashed before an upgrade)."""
     for chunk in staged:
         rows = orjson.loads(chunk)
-        if rows and isinstance(rows[0], str):
-            yield rows
-        else:
-            yield from rows
+        yield from [rows] if rows and isinstance(rows[0], str) else rows
 
 
 def archive_sizes(archive: Path, months: list[str], memory_lines: bool) -> dict[str, int | None]:
     """The sizes of the archive files a run will append to (None: not there yet)."""
-    names = sorted({f"{month}.md" for month in months})
-    if memory_lines:
-        names.append("memory-history.md")
+    names = {f"{month}.md" for month in months} | ({"memory-history.md"} if memory_lines else set())
     return {name: (archive / name).stat().st_size if (archive / name).exists() else None
-            for name in names}
+            for name in sorted(names)}
 
 
 def _archive(paths: CuratorPaths, journal: dict) -> None:
-    """Append the archived head of raw.md and the lines that left MEMORY.md, after cutting
-    the files back to their sizes at planning time; nothing once raw.md was rewritten."""
+    """Append raw.md's archived head and the lines that left MEMORY.md, after cutting the
+    files back to their planned sizes; nothing once raw.md was rewritten."""
     raw = journal["raw"]
     if raw["cut"] and not _raw_untouched(paths, raw):
         return
@@ -223,7 +205,6 @@ def month_spans(months: list, cut: int) -> list[tuple[str, int, int]]:
 
 
 def read_span(path: Path, start: int, stop: int) -> Iterator[bytes]:
-    """`path`'s bytes from `start` to `stop`, in chunks."""
     with open(path, "rb") as f:
         f.seek(start)
         while chunk := f.read(min(CHUNK, stop - f.tell())):
@@ -251,7 +232,7 @@ def _raw_untouched(paths: CuratorPaths, raw: dict) -> bool:
 
 
 def _rewrite_raw(paths: CuratorPaths, raw: dict) -> None:
-    """Drop raw.md's archived head under the raw lock, held only for this short copy."""
+    """Drop raw.md's archived head, under the raw lock."""
     if not raw["cut"]:
         return
     with hold_lock(memory.raw_lock(paths.state)):

@@ -26,17 +26,14 @@ from harness.state.locks import hold_dir_lock, hold_lock, lock_path
 def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSettings, *,
            dry_run: bool = False, now: str | None = None,
            refine: Refine | None = None, judge: Judgments | None = None) -> CuratorReport:
-    """Run the curator over one state directory.
-
-    `refine` (`settings.Refine`) may rewrite summary.md, MEMORY.md and the promotions' words;
-    its answer stands only if it passes `check.check_model_result` (report.model says).
-    `judge` holds new answers to "same lesson?" and the question budgets; its questions
-    go in the report. Answers earlier passes recorded are read in any case.
+    """Run the curator over one state directory. `refine` may rewrite summary.md, MEMORY.md
+    and the promotions' words if its answer passes `check.check_model_result`; `judge` holds
+    new answers to "same lesson?" and the question budgets (recorded answers are read anyway).
     """
     paths = CuratorPaths(Path(state), check_identity(Path(identity_dir)))
     check_role_files(paths.identity)
-    # and what the pass streams later, after it has opened (made, migrated) the curator
-    # database: a damaged one stops the pass here, with nothing changed
+    # what the pass streams after it has opened (made, migrated) the curator database: a
+    # damaged one stops the pass here, with nothing changed
     for path in (paths.raw, paths.record, *sorted((paths.identity / "archive").glob("*.md"))):
         reading.check_opens(path)
     today = (now or memory.utc_now())[:10]
@@ -92,7 +89,7 @@ def _plan(planner: Planner, paths: CuratorPaths) -> dict | None:
 
 def _finish_interrupted(paths: CuratorPaths, settings: CuratorSettings,
                         report: CuratorReport) -> None:
-    """Carry out the journal an interrupted run left, if any (a dry run refuses to start)."""
+    """Carry out the journal an interrupted run left, if any (a dry run refuses)."""
     report.resumed = paths.journal.exists()
     if report.resumed and report.dry_run:
         raise UsageError("an interrupted curator run is pending; run the curator "
@@ -105,11 +102,10 @@ def _finish_interrupted(paths: CuratorPaths, settings: CuratorSettings,
 def preview_for_model(state: Path, identity_dir: Path, mission: str,
                       settings: CuratorSettings, budget: int, *,
                       now: str | None = None) -> CuratorReport:
-    """The dry run a model-mode pass shows its model (`harness.run.curation`): the rules'
-    result, and up to `budget` pairs of each kind (see `judge`) they are unsure of.
-
-    A "same lesson" answer changes what later notes meet, so a second dry run takes every
-    pair of the first as one lesson, and the pairs it raises are asked too, within the budget.
+    """The dry run a model-mode pass shows its model: the rules' result and up to `budget`
+    pairs of each kind (`judge`) they are unsure of. A "same lesson" answer changes what later
+    notes meet, so a second dry run takes every pair of the first as one lesson, and the pairs
+    it raises are asked too, within the budget.
     """
     first = curate(state, identity_dir, mission, settings, dry_run=True, now=now,
                    judge=Judgments(budget=budget))
@@ -130,9 +126,8 @@ def preview_for_model(state: Path, identity_dir: Path, mission: str,
 
 @contextmanager
 def _no_cyclic_gc() -> Iterator[None]:
-    # A big run builds millions of small objects and no cycles; the cycle collector would
-    # walk them all again and again for nothing (0.8 s of 8 s CPU at 300k entries).
-    # Reference counting still frees memory.
+    # a big run builds millions of small objects and no cycles: the cycle collector would
+    # walk them again and again for nothing (0.8 s of 8 s CPU at 300k entries)
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -1,8 +1,8 @@
 """Phase one of a curator run: read everything and decide everything, changing nothing.
 
 The plan streams the candidate record and raw.md (`scan`) into MEMORY.md (`book`) and the
-promotion evidence (`clusters`), compacts, and stages the new candidate lines and the
-promotions under `<state>/curator/`. It returns the journal `commit` carries out.
+promotion evidence (`clusters`), compacts, stages the new candidate lines and promotions
+under `<state>/curator/` and returns the journal `commit` carries out.
 """
 
 from __future__ import annotations
@@ -13,22 +13,11 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from harness.curator import lessondb, verdicts
+from harness.curator import commit, lessondb, verdicts
 from harness.curator.book import Compacted, MemoryBook
 from harness.curator.check import check_model_result
 from harness.curator.clusters import PromotionTracker
-from harness.curator.commit import (
-    FORMAT_VERSION,
-    CuratorPaths,
-    archive_sizes,
-    cursor_start,
-    month_spans,
-    opening,
-    read_json,
-    read_span,
-    read_text,
-    stage_promotions,
-)
+from harness.curator.commit import CuratorPaths, read_text
 from harness.curator.judge import Judgments
 from harness.curator.promotion import IdentityIndex, Promotion, plan_promotions
 from harness.curator.record import LESSON_KINDS, PROMOTABLE, RecordRead, mission_token, read_record
@@ -41,17 +30,13 @@ from harness.state.store import sha256
 
 
 class Planner:
-    """Phase one: read everything and decide everything; stage, but change nothing."""
-
     def __init__(self, paths: CuratorPaths, mission: str, settings: CuratorSettings,
                  today: str, report: CuratorReport, refine: Refine | None = None, *,
                  judge: Judgments | None = None) -> None:
-        self.paths, self.settings, self.refine = paths, settings, refine
-        self.judge = judge or Judgments()
-        self.mission = mission_token(mission)
-        self.today, self.dry_run = today, report.dry_run
+        self.paths, self.settings, self.refine, self.today = paths, settings, refine, today
+        self.judge, self.mission = judge or Judgments(), mission_token(mission)
+        self.report, self.dry_run = report, report.dry_run  # the report fills in as it goes
         self.batch = secrets.token_hex(6)
-        self.report = report  # filled in as the plan goes
         self.tracker: PromotionTracker | None = None
         self._texts_about_identity: dict[str, dict[str, str]] = {}  # see `text_of`
         self.recorded: verdicts.Recorded | None = None
@@ -59,8 +44,8 @@ class Planner:
 
     def plan(self) -> dict | None:
         """The journal of what to change, or None when nothing would (or in a dry run)."""
-        cursor = read_json(self.paths.cursor)
-        start, counted = cursor_start(self.paths, cursor)
+        cursor = commit.read_json(self.paths.cursor)
+        start, counted = commit.cursor_start(self.paths, cursor)
         if start is None:
             self.report.changes.append("raw.md does not start where the last run left it; "
                                        "reading it from the start")
@@ -87,30 +72,28 @@ class Planner:
                 or scan.cut or scan.end != start or cursor.get("next_ids") != compacted.next_ids):
             self.paths.staged_candidates.unlink(missing_ok=True)
             return None
-        stage_promotions(self.paths.staged_promotions, promotions)
+        commit.stage_promotions(self.paths.staged_promotions, promotions)
         return self._journal(scan, compacted, changed, len(promotions), cursor)
 
     def _journal(self, scan: Scan, compacted: Compacted, changed: dict[str, str],
                  promotions: int, cursor: dict) -> dict:
-        """The journal `commit.apply_journal` carries out."""
         last_month = scan.months[-1][1] if scan.months else cursor.get("last_month", "unparsed")
         return {
-            "version": FORMAT_VERSION, "batch": self.batch,
+            "version": commit.FORMAT_VERSION, "batch": self.batch,
             "files": changed, "candidates": scan.n_staged, "promotions": promotions,
             "judgments": verdicts.rows(self.judge.fresh, memory.utc_now(), self.mission,
                                        self.text_of),
             "identity_sizes": self.identity_sizes, "memory_archive": compacted.archived,
-            "archive_sizes": archive_sizes(self.paths.archive, [m for _, m in scan.months],
-                                           bool(compacted.archived)),
+            "archive_sizes": commit.archive_sizes(
+                self.paths.archive, [m for _, m in scan.months], bool(compacted.archived)),
             "raw": {"end": scan.end, "cut": scan.cut, "inode": scan.inode,
                     "head_sha": sha256(scan.head[: min(scan.cut, HEAD_BYTES)]),
                     "months": scan.months},
-            "cursor": {"version": FORMAT_VERSION, "next_ids": compacted.next_ids,
+            "cursor": {"version": commit.FORMAT_VERSION, "next_ids": compacted.next_ids,
                        "last_month": last_month, "counted": scan.counted},
         }
 
     def close(self) -> None:
-        """Let go of the lesson database and the answers the plan read from."""
         if self.tracker is not None:
             self.tracker.store.close()
         if self.recorded is not None:
@@ -139,12 +122,10 @@ class Planner:
 
     def _read(self, start: int, counted: list[list[str]], cursor: dict,
               old_memory: str) -> tuple[Scan, MemoryBook]:
-        """Stream the record and raw.md from the cursor on into a MemoryBook and the
-        promotion tracker."""
+        """Stream the record, then raw.md from `start`, into a MemoryBook and the tracker."""
         paths, settings = self.paths, self.settings
         if not self.dry_run:
             paths.own.mkdir(parents=True, exist_ok=True)
-        # the database first, then the candidate record on from where the database ends
         self.tracker, self.record_read = lessondb.load(
             paths.identity, settings.similarity, write=not self.dry_run, said=self.report.changes)
         self.recorded = verdicts.open_recorded(paths.identity, write=not self.dry_run)
@@ -222,18 +203,19 @@ class Planner:
 
     def _tell_appends(self, scan: Scan, memory_archived: list[str],
                       promotions: list[Promotion]) -> None:
-        """A dry run's diffs of the identity files, and a line for each bulk change."""
+        """A dry run's diffs of the identity files, and a line for each append and the cut."""
         paths, said = self.paths, self.report.changes
         for role in dict.fromkeys(p.role for p in promotions):
             old, path = self.identity_texts[role], paths.role_file(role)
             added = "".join(p.line + "\n" for p in promotions if p.role == role)
-            self.report.diffs[str(path)] = rewrite_diff(path, old, old + opening(old, role) + added)
+            new = old + commit.opening(old, role) + added
+            self.report.diffs[str(path)] = rewrite_diff(path, old, new)
         if scan.cut_line:
             said.append(f"would drop the first {scan.cut_line:,} lines of {paths.raw}")
         appended = Counter[Path]()
-        for month, offset, stop in month_spans(scan.months, scan.cut):
+        for month, offset, stop in commit.month_spans(scan.months, scan.cut):
             appended[paths.archive / f"{month}.md"] += sum(
-                chunk.count(b"\n") for chunk in read_span(paths.raw, offset, stop))
+                chunk.count(b"\n") for chunk in commit.read_span(paths.raw, offset, stop))
         appended[paths.archive / "memory-history.md"] = len(memory_archived)
         appended[paths.record] = scan.n_staged
         said += [f"would append {n:,} line{'s' * (n != 1)} to {path}"

@@ -1,7 +1,7 @@
-"""The curator's one pass over raw.md (`RawPass`), from its start to its last complete line:
-it hands over the entries from `start` on, stages the promotable ones as candidate record
-lines, and finds what the pass archives (the cut before the `raw_keep`-th last entry, the
-month changes before it) and raw.md's first bytes (the journal hashes them).
+"""The curator's one pass over raw.md (`RawPass`), up to its last complete line: it hands over
+the entries from `start` on, stages the promotable ones as candidate record lines, and finds
+what the pass archives (the bytes before the `raw_keep`-th last entry, their month changes)
+and raw.md's first bytes (the journal hashes them).
 """
 
 from __future__ import annotations
@@ -28,8 +28,7 @@ class Scan:
     cut_line: int = 0
     inode: int = 0
     head: bytearray = field(default_factory=bytearray)  # raw.md's first HEAD_BYTES
-    # where the archive month changes before the cut: (offset, month)
-    months: list[tuple[int, str]] = field(default_factory=list)
+    months: list[tuple[int, str]] = field(default_factory=list)  # (offset, month) before cut
     processed: int = 0  # lines from `start` on
     unparsed: int = 0  # of those, lines that did not parse
     n_staged: int = 0  # candidate lines written
@@ -38,11 +37,9 @@ class Scan:
 
 
 class RawPass:
-    """Iterate `entries()`; then `scan` says what else the pass found.
-
-    Lines before `start` were learned by an earlier run; `month` is the archive month it
-    left off in. Candidate lines, tagged `batch:seq`, go to `staged` (None: nowhere).
-    `counted` are the `note_keys` of entries an earlier run counted, when raw.md is read
+    """Iterate `entries()`; then `scan` says what else the pass found. `month` is the archive
+    month the last run left off in; candidate lines, tagged `batch:seq`, go to `staged` (None:
+    nowhere). `counted` (`note_keys`) are entries an earlier run counted, when raw.md is read
     from its start again after a hand edit: those are not handed over again.
     """
 
@@ -96,7 +93,7 @@ class RawPass:
             if offset >= start:
                 if fields is None:
                     scan.unparsed += 1
-                elif counted.take(fields):
+                elif counted.by_key and counted.take(fields):
                     scan.recounted += 1
                 else:
                     scan.processed += 1
@@ -111,10 +108,9 @@ class RawPass:
 
 
 def note_keys(fields: tuple) -> list[str]:
-    """Two keys of a raw.md entry (`memory.parse_fields`) that a run counted: its time with
-    its role, feature, kind and run, and its time with its text. A person's edit of raw.md
-    changes one at most, so a run reading raw.md from its start after an edit tells the
-    entries counted before from new ones (each note counts once)."""
+    """Two keys of a raw.md entry a run counted: its time with its role, feature, kind and
+    run, and its time with its text. A person's edit of raw.md changes one at most, so a run
+    reading raw.md again from its start tells the entries counted before from new ones."""
     ts, role, feature, kind, text, run = fields
     return [blake2b(f"{ts} {role} {feature} {kind} {run}".encode(), digest_size=8).hexdigest(),
             blake2b(f"{ts} {text}".encode(), digest_size=8).hexdigest()]
@@ -132,13 +128,10 @@ class Counted:
 
     def take(self, fields: tuple) -> bool:
         """Whether the entry was counted before (and, if so, it is taken)."""
-        if not self.by_key:
-            return False
-        for key in note_keys(fields):
-            for n in self.by_key.get(key, ()):
-                if n not in self.taken:
-                    self.taken.add(n)
-                    return True
+        for n in (n for key in note_keys(fields) for n in self.by_key.get(key, ())):
+            if n not in self.taken:
+                self.taken.add(n)
+                return True
         return False
 
 
