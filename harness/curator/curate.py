@@ -29,7 +29,7 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
     """Run the curator over one state directory.
 
     `refine` (`settings.Refine`) may rewrite summary.md, MEMORY.md and the promotions' words;
-    its answer stands only if it passes `check.check_model_result` (report.model says).
+    its answer stands only if it passes `settings.check_model_result` (report.model says).
     `judge` holds new answers to "same lesson?" and the question budgets; its questions
     go in the report. Answers earlier passes recorded are read in any case.
     """
