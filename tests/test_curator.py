@@ -25,7 +25,6 @@ from harness.curator.settings import (
     ProposedPromotion,
     check_model_result,
     memory_ids,
-    summary_refs,
 )
 from harness.curator.text import normalize, stem
 from harness.state.memory import Entry, estimate_tokens, parse_sections
@@ -456,8 +455,9 @@ def test_summary_bounds_sections_and_pointers() -> None:
     assert [name for name in sections if name] == ["Lessons", "Decisions (current)", "Avoid"]
     assert all(sections[name] != [""] for name in ("Lessons", "Decisions (current)", "Avoid"))
     ids = memory_ids(out.memory)
-    refs = list(summary_refs(out.summary))
-    assert refs and all(ref in ids for _, ref in refs)
+    refs = [line.rsplit(" ", 1)[1].rstrip(")") for line in out.summary.splitlines()
+            if line.startswith("- ")]
+    assert refs and all(ref in ids for ref in refs)
     assert all(line.startswith("- FAIL: ") or line.startswith("- GOTCHA: ")
                for line in sections["Avoid"] if line)
 

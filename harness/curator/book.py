@@ -19,7 +19,6 @@ from harness.curator.clusters import Clusters
 from harness.curator.matching import LessonIndex
 from harness.curator.text import normalize
 from harness.state import memory
-from harness.state.memory import Entry
 
 RECUR_DAYS = 14  # each doubling of a lesson's count weighs as much as 14 days of recency
 IDS_LISTED = 3
@@ -139,7 +138,6 @@ class Bounds:
     memory_max_lines: int = 200
 
     def shares(self) -> dict[str, int]:
-        """Lines per MEMORY.md section: Decisions 20%, Context 10%, History 20%, Lessons rest."""
         content = max(self.memory_max_lines - MEMORY_OVERHEAD, 0)
         caps = {"Decisions": content // 5, "Context": content // 10, "History": content // 5}
         caps["Lessons"] = content - sum(caps.values())
@@ -196,22 +194,16 @@ class MemoryBook:
             if cid is None or cid in self._lessons:
                 cid = self.clusters.new(bucket, norm)
             self._lessons[cid] = item
-        elif item.letter == "D" and not item.in_history:
-            self._decide(item, load=True)
-        elif item.letter == "C" and not item.in_history:
-            self._context.append(item)
+        elif not item.in_history:
+            self._place(item, load=True)
 
-    def add(self, entry: Entry, cluster: int | None = None) -> None:
+    def add(self, entry: memory.Entry, cluster: int | None = None) -> None:
         """Take one new L1 entry into memory; `cluster` if the caller already matched it."""
         self._seq += 1
         role, kind, text, day = entry.role, entry.kind, entry.text, entry.ts[:10]
         if kind not in LESSON_KINDS:
-            item = Item("D" if kind == "DECISION" else "C", kind, role, clip(text, TEXT_MAX), day,
-                        self._seq, feature=entry.feature, run=entry.run)
-            if kind == "DECISION":
-                self._decide(item)
-            else:
-                self._context.append(item)
+            self._place(Item("D" if kind == "DECISION" else "C", kind, role, clip(text, TEXT_MAX),
+                             day, self._seq, feature=entry.feature, run=entry.run))
             return
         if cluster is None:
             cluster = self.clusters.assign_text((role, kind), text)
@@ -222,9 +214,13 @@ class MemoryBook:
         else:
             lesson.note(ref, day, text)
 
-    def _decide(self, item: Item, load: bool = False) -> None:
-        """`item` becomes its topic's current decision; the one it replaces goes to History.
-        A loaded one supersedes nothing: loading must not change what a pass decided."""
+    def _place(self, item: Item, load: bool = False) -> None:
+        """A note joins Context; a decision becomes its topic's current one, and the one it
+        replaces goes to History. A loaded one supersedes nothing: loading must not change what
+        a pass decided."""
+        if item.letter == "C":
+            self._context.append(item)
+            return
         explicit, topic = topic_of(item.text)
         tid = len(self._current)
         if explicit:

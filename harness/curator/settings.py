@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from harness.config import IDENTITY_CHARS
@@ -102,13 +102,6 @@ def memory_ids(text: str) -> dict[str, int]:
     return {i.ref(): i.count for i in map(parse_item, text.splitlines()) if i.letter}
 
 
-def summary_refs(text: str) -> Iterator[tuple[str, str | None]]:
-    """Each bullet line of a summary with the MEMORY.md id it points to, or None."""
-    for line in text.splitlines():
-        if line.startswith("- "):
-            yield line, m[1] if (m := _REF.search(line)) else None
-
-
 def check_model_result(result: ModelResult, *, rules_memory: str,
                        rules_promotions: Sequence[Promotion], identity: Mapping[str, str],
                        bounds: Bounds, similarity: float) -> list[str]:
@@ -137,9 +130,11 @@ def check_model_result(result: ModelResult, *, rules_memory: str,
     problems += [f"MEMORY.md lost the line {line!r}" for line in rules_memory.splitlines()
                  if line.strip() and not line.startswith("#") and not _ID.match(line)
                  and line not in kept]
+    refs = [(line, m[1] if (m := _REF.search(line)) else None)
+            for line in result.summary.splitlines() if line.startswith("- ")]
     problems += [f"summary line does not point into MEMORY.md: {line!r}" if ref is None else
                  f"summary line points to {ref}, which MEMORY.md lacks"
-                 for line, ref in summary_refs(result.summary) if ref not in proposed]
+                 for line, ref in refs if ref not in proposed]
     if result.promotions is not None:
         problems += _promotion_problems(result.promotions, rules_promotions, identity,
                                         similarity)
