@@ -14,18 +14,13 @@ import pytest
 
 from harness.curator import matching, shortlist
 from harness.curator import text as norm_text
-from harness.curator.book import Bounds, MemoryBook, clip, parse_item, topic_of
+from harness.curator.book import Bounds, MemoryBook, clip, memory_ids, parse_item, topic_of
 from harness.curator.candidate import Candidate, parse_candidate
 from harness.curator.clusters import PromotionTracker
 from harness.curator.identity import IdentityIndex, identity_lessons
 from harness.curator.matching import LessonIndex, same_lesson
 from harness.curator.promotion import Evidence, Promotion, plan_promotions
-from harness.curator.settings import (
-    ModelResult,
-    ProposedPromotion,
-    check_model_result,
-    memory_ids,
-)
+from harness.curator.settings import ModelResult, ProposedPromotion, check_model_result
 from harness.curator.text import normalize, stem
 from harness.state.memory import Entry, estimate_tokens, parse_sections
 

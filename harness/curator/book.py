@@ -129,6 +129,11 @@ def parse_item(line: str) -> Item:
     return Item("", "", "", line, "0001-01-01", OLD_SEQ, old_line=line)
 
 
+def memory_ids(text: str) -> dict[str, int]:
+    """Item ids in a MEMORY.md text with their counts (1 for decisions and notes)."""
+    return {i.ref(): i.count for i in map(parse_item, text.splitlines()) if i.letter}
+
+
 @dataclass
 class Bounds:
     """The line and token budgets of L2 and L3."""
@@ -215,9 +220,8 @@ class MemoryBook:
             lesson.note(ref, day, text)
 
     def _place(self, item: Item, load: bool = False) -> None:
-        """A note joins Context; a decision becomes its topic's current one, and the one it
-        replaces goes to History. A loaded one supersedes nothing: loading must not change what
-        a pass decided."""
+        """A note joins Context; a decision replaces its topic's current one, which goes to
+        History. A loaded one supersedes nothing: loading must not change what a pass decided."""
         if item.letter == "C":
             self._context.append(item)
             return

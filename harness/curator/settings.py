@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from harness.config import IDENTITY_CHARS
-from harness.curator.book import TEXT_MAX, Bounds, parse_item
+from harness.curator.book import TEXT_MAX, Bounds, memory_ids
 from harness.curator.identity import IdentityIndex
 from harness.curator.matching import same_lesson
 from harness.curator.promotion import Promotion
@@ -95,11 +95,6 @@ class ModelResult:
 
 # shown the rules' summary.md, MEMORY.md and promotions: a rewrite, or why there is none
 Refine = Callable[[str, str, list[Promotion]], ModelResult | str | None]
-
-
-def memory_ids(text: str) -> dict[str, int]:
-    """Item ids in a MEMORY.md text with their counts (1 for decisions and notes)."""
-    return {i.ref(): i.count for i in map(parse_item, text.splitlines()) if i.letter}
 
 
 def check_model_result(result: ModelResult, *, rules_memory: str,
