@@ -19,10 +19,10 @@ from harness.curator import commit as curate_commit
 from harness.curator import curatordb, planning
 from harness.curator import record as candidates
 from harness.curator.book import Bounds
-from harness.curator.check import ModelResult
 from harness.curator.curate import CuratorSettings, curate
 from harness.curator.identity import IdentityIndex
 from harness.curator.record import Candidate, parse_candidate
+from harness.curator.settings import ModelResult
 from harness.errors import BusyError, UsageError
 from harness.state import memory
 from harness.state.memory import (

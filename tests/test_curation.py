@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.curator.check import ModelResult, ProposedPromotion
+from harness.curator.settings import ModelResult, ProposedPromotion
 from harness.state.memory import parse_entry
 from harness.state.store import hold_lock, lock_path
 

@@ -14,14 +14,13 @@ import pytest
 
 from harness.curator import matching, shortlist
 from harness.curator import text as norm_text
-from harness.curator.book import Bounds, MemoryBook, topic_of
-from harness.curator.check import ModelResult, ProposedPromotion, check_model_result
+from harness.curator.book import Bounds, MemoryBook, clip, memory_ids, parse_item, topic_of
 from harness.curator.clusters import PromotionTracker
 from harness.curator.identity import IdentityIndex, identity_lessons
-from harness.curator.items import clip, memory_ids, parse_item, summary_refs
 from harness.curator.matching import LessonIndex, same_lesson
 from harness.curator.promotion import Evidence, Promotion, plan_promotions
 from harness.curator.record import Candidate, parse_candidate
+from harness.curator.settings import ModelResult, ProposedPromotion, check_model_result
 from harness.curator.text import normalize, stem
 from harness.state.memory import Entry, estimate_tokens, parse_sections
 
@@ -451,8 +450,9 @@ def test_summary_bounds_sections_and_pointers() -> None:
     assert [name for name in sections if name] == ["Lessons", "Decisions (current)", "Avoid"]
     assert all(sections[name] != [""] for name in ("Lessons", "Decisions (current)", "Avoid"))
     ids = memory_ids(out.memory)
-    refs = list(summary_refs(out.summary))
-    assert refs and all(ref in ids for _, ref in refs)
+    refs = [line.rsplit(" ", 1)[1].rstrip(")") for line in out.summary.splitlines()
+            if line.startswith("- ")]
+    assert refs and all(ref in ids for ref in refs)
     assert all(line.startswith("- FAIL: ") or line.startswith("- GOTCHA: ")
                for line in sections["Avoid"] if line)
 

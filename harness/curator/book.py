@@ -1,31 +1,45 @@
-"""Pure compaction of L2 summary.md and L3 MEMORY.md (docs/memory.md): entries in, texts out."""
+"""L3 MEMORY.md and L2 summary.md: their lines as items, and their pure compaction.
+
+Entries go in, bounded texts come out (the line grammar: docs/memory.md). An item keeps an id
+that summary.md points to; a decision replaces its topic's last one, which goes to History;
+old lines that leave MEMORY.md come back as `archived`, verbatim, so nothing is lost.
+"""
 
 from __future__ import annotations
 
+import math
 import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import date
 
 from harness.curator.clusters import Clusters
-from harness.curator.items import TEXT_MAX, Item, clip, parse_item
 from harness.curator.matching import LessonIndex
 from harness.curator.record import LESSON_KINDS
 from harness.curator.text import normalize
-from harness.state.memory import (
-    MEMORY_SECTIONS,
-    SUMMARY_SECTIONS,
-    Entry,
-    estimate_tokens,
-    parse_sections,
-    render_sections,
-)
+from harness.state import memory
 
-AVOID_KINDS = ("FAIL", "GOTCHA")
+RECUR_DAYS = 14  # each doubling of a lesson's count weighs as much as 14 days of recency
+IDS_LISTED = 3
+TEXT_MAX = 300  # MEMORY.md lines; the archive keeps every note verbatim
+HISTORY_TEXT_MAX = 100
 SUMMARY_TEXT_MAX = 110
+OLD_SEQ = -(10**9)  # an old item's arrival order: before every new one, then by its id
+AVOID_KINDS = ("FAIL", "GOTCHA")
 MEMORY_OVERHEAD = 9  # title, blank, and a heading plus blank per section, minus the last blank
 
+_TAIL = r"(?: \((?P<tail>(?:from: |run |superseded)[^()]*)\))?$"
+_LESSON = re.compile(r"^- \[L(?P<id>\d+)\] (?P<kind>TRICK|GOTCHA|FAIL|FORGOT) x(?P<count>\d+) "
+                     r"(?P<date>\d{4}-\d\d-\d\d) (?P<role>\S+): (?P<text>.*?)" + _TAIL)
+_NOTE = re.compile(r"^- \[(?P<letter>[DC])(?P<id>\d+)\] (?P<date>\d{4}-\d\d-\d\d) (?P<role>\S+) "
+                   r"(?P<feature>\S+): (?P<text>.*?)" + _TAIL)
 _TOPIC = re.compile(r"^([A-Za-z][\w./ -]{0,39}?):\s")
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters with an ellipsis; clipping twice changes nothing."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def topic_of(text: str) -> tuple[bool, str]:
@@ -34,6 +48,90 @@ def topic_of(text: str) -> tuple[bool, str]:
     if m and len(m[1].split()) <= 3:
         return True, " ".join(m[1].lower().split())
     return False, text
+
+
+@dataclass(eq=False, slots=True)
+class Item:
+    """One MEMORY.md line: a lesson (L), a decision (D), a plain note (C) or a foreign line."""
+
+    letter: str  # L, D, C, or "" for a line the curator did not write
+    kind: str
+    role: str
+    text: str
+    day: str
+    seq: int  # arrival order: old items by id, then new ones
+    feature: str = "-"
+    count: int = 1
+    ids: tuple[str, ...] = ()  # the latest runs (or features) it was seen in, newest first
+    more: bool = False  # older ones were dropped from `ids`
+    run: str | None = None
+    id: int = 0
+    in_history: bool = False
+    superseded: bool = False
+    superseded_by: Item | None = None
+    tail: str = ""  # the "(...)" after the text as read back, e.g. "superseded by D4"
+    old_line: str | None = None  # the line it came from in the previous MEMORY.md
+
+    def note(self, ref: str, day: str, text: str) -> None:
+        """Count one more sighting of `text` from run or feature `ref` on `day`."""
+        self.count += 1
+        self.day = max(self.day, day)
+        if self.in_history:  # back from History: it recurs, with its words whole again
+            self.in_history = False
+            if self.text.endswith("…"):
+                self.text = clip(text, TEXT_MAX)
+        if ref in ("", "-"):
+            return
+        if ref not in self.ids and len(self.ids) >= IDS_LISTED:
+            self.ids, self.more = self.ids[: IDS_LISTED - 1], True
+        self.ids = (ref, *(i for i in self.ids if i != ref))
+
+    def rank(self) -> tuple[float, int]:
+        """Sort key, best first: last day seen plus RECUR_DAYS per doubling of the count."""
+        days = date.fromisoformat(self.day).toordinal()
+        return (-(days + RECUR_DAYS * math.log2(self.count)), -self.seq)
+
+    def ref(self) -> str:
+        return f"{self.letter}{self.id}"
+
+    def line(self, compressed: bool = False) -> str:
+        """The item as its MEMORY.md line; compressed is the History form."""
+        if not self.letter:
+            return self.text
+        text = clip(self.text, HISTORY_TEXT_MAX if compressed else TEXT_MAX)
+        if self.letter == "L":
+            head = f"- [L{self.id}] {self.kind} x{self.count} {self.day} {self.role}: {text}"
+            if compressed or not self.ids:
+                return head
+            return f"{head} (from: {', '.join(self.ids)}{', ...' if self.more else ''})"
+        head = f"- [{self.ref()}] {self.day} {self.role} {self.feature}: {text}"
+        if self.superseded:
+            by = self.superseded_by
+            tail = f"superseded by {by.ref()}" if by and by.id else self.tail or "superseded"
+            return f"{head} ({tail})"
+        return head if compressed or not self.run else f"{head} (run {self.run})"
+
+
+def parse_item(line: str) -> Item:
+    """The item on a MEMORY.md line; a foreign item when the curator did not write it."""
+    if m := _LESSON.match(line):
+        tail, n = m["tail"] or "", int(m["id"])
+        listed = tail[len("from: "):].split(", ") if tail.startswith("from: ") else []
+        return Item("L", m["kind"], m["role"], m["text"], m["date"], OLD_SEQ + n,
+                    count=int(m["count"]), ids=tuple(i for i in listed if i and i != "..."),
+                    more=listed[-1:] == ["..."], id=n, old_line=line)
+    if m := _NOTE.match(line):
+        tail, n = m["tail"] or "", int(m["id"])
+        return Item(m["letter"], "DECISION" if m["letter"] == "D" else "-", m["role"], m["text"],
+                    m["date"], OLD_SEQ + n, feature=m["feature"], id=n,
+                    run=tail[len("run "):] if tail.startswith("run ") else None,
+                    superseded=tail.startswith("superseded"), tail=tail, old_line=line)
+    return Item("", "", "", line, "0001-01-01", OLD_SEQ, old_line=line)
+
+
+def memory_ids(text: str) -> dict[str, int]:
+    """Item ids in a MEMORY.md text with their counts (1 for decisions and notes)."""
+    return {i.ref(): i.count for i in map(parse_item, text.splitlines()) if i.letter}
 
 
 @dataclass
@@ -45,7 +143,6 @@ class Bounds:
     memory_max_lines: int = 200
 
     def shares(self) -> dict[str, int]:
-        """Lines per MEMORY.md section: Decisions 20%, Context 10%, History 20%, Lessons rest."""
         content = max(self.memory_max_lines - MEMORY_OVERHEAD, 0)
         caps = {"Decisions": content // 5, "Context": content // 10, "History": content // 5}
         caps["Lessons"] = content - sum(caps.values())
@@ -81,7 +178,7 @@ class MemoryBook:
         self._superseded_new: deque[Item] = deque(maxlen=caps["History"])  # only History takes them
         self._superseded_old: list[Item] = []
         self._old: list[Item] = []  # the old MEMORY.md, in load order
-        sections = parse_sections(memory_text)
+        sections = memory.parse_sections(memory_text)
         outside = [line for line in sections[""] if not line.startswith("# ")]
         sections["History"] = sections.get("History", []) + outside  # a line outside is History's
         for name in ("Lessons", "Decisions", "Context", "History"):
@@ -102,22 +199,16 @@ class MemoryBook:
             if cid is None or cid in self._lessons:
                 cid = self.clusters.new(bucket, norm)
             self._lessons[cid] = item
-        elif item.letter == "D" and not item.in_history:
-            self._decide(item, load=True)
-        elif item.letter == "C" and not item.in_history:
-            self._context.append(item)
+        elif not item.in_history:
+            self._place(item, load=True)
 
-    def add(self, entry: Entry, cluster: int | None = None) -> None:
+    def add(self, entry: memory.Entry, cluster: int | None = None) -> None:
         """Take one new L1 entry into memory; `cluster` if the caller already matched it."""
         self._seq += 1
         role, kind, text, day = entry.role, entry.kind, entry.text, entry.ts[:10]
         if kind not in LESSON_KINDS:
-            item = Item("D" if kind == "DECISION" else "C", kind, role, clip(text, TEXT_MAX), day,
-                        self._seq, feature=entry.feature, run=entry.run)
-            if kind == "DECISION":
-                self._decide(item)
-            else:
-                self._context.append(item)
+            self._place(Item("D" if kind == "DECISION" else "C", kind, role, clip(text, TEXT_MAX),
+                             day, self._seq, feature=entry.feature, run=entry.run))
             return
         if cluster is None:
             cluster = self.clusters.assign_text((role, kind), text)
@@ -128,9 +219,12 @@ class MemoryBook:
         else:
             lesson.note(ref, day, text)
 
-    def _decide(self, item: Item, load: bool = False) -> None:
-        """`item` becomes its topic's current decision; the one it replaces goes to History.
-        A loaded one supersedes nothing: loading must not change what a pass decided."""
+    def _place(self, item: Item, load: bool = False) -> None:
+        """A note joins Context; a decision replaces its topic's current one, which goes to
+        History. A loaded one supersedes nothing: loading must not change what a pass decided."""
+        if item.letter == "C":
+            self._context.append(item)
+            return
         explicit, topic = topic_of(item.text)
         tid = len(self._current)
         if explicit:
@@ -168,8 +262,8 @@ class MemoryBook:
         summary = build_summary(sections["Lessons"], sections["Decisions"], self.bounds)
         kept = set(written)
         archived = [i.old_line for i in self._old if i not in kept]
-        return Compacted(render_sections("Memory", lines, MEMORY_SECTIONS), summary, archived,
-                         dict(self.next_ids))
+        return Compacted(memory.render_sections("Memory", lines, memory.MEMORY_SECTIONS), summary,
+                         archived, dict(self.next_ids))
 
 
 def _newest_first(items: Iterable[Item]) -> list[Item]:
@@ -184,17 +278,17 @@ def build_summary(lessons: list[Item], decisions: list[Item], bounds: Bounds) ->
         "Decisions (current)": deque(_summary_line(i) for i in decisions),
         "Avoid": deque(_summary_line(i) for i in lessons if i.kind in AVOID_KINDS),
     }
-    sections: dict[str, list[str]] = {name: [] for name in SUMMARY_SECTIONS}
+    sections: dict[str, list[str]] = {name: [] for name in memory.SUMMARY_SECTIONS}
     while any(queues.values()):
         for name, queue in queues.items():
             if queue:
                 sections[name].append(queue.popleft())
-                text = render_sections("Summary", sections, SUMMARY_SECTIONS)
+                text = memory.render_sections("Summary", sections, memory.SUMMARY_SECTIONS)
                 if (text.count("\n") > bounds.summary_max_lines
-                        or estimate_tokens(text) > bounds.summary_max_tokens):
+                        or memory.estimate_tokens(text) > bounds.summary_max_tokens):
                     sections[name].pop()
                     queue.clear()
-    return render_sections("Summary", sections, SUMMARY_SECTIONS)
+    return memory.render_sections("Summary", sections, memory.SUMMARY_SECTIONS)
 
 
 def _summary_line(item: Item) -> str:

@@ -26,9 +26,12 @@ from harness.state.locks import hold_dir_lock, hold_lock, lock_path
 def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSettings, *,
            dry_run: bool = False, now: str | None = None,
            refine: Refine | None = None, judge: Judgments | None = None) -> CuratorReport:
-    """Run the curator over one state directory. `refine` may rewrite summary.md, MEMORY.md
-    and the promotions' words if its answer passes `check.check_model_result`; `judge` holds
-    new answers to "same lesson?" and the question budgets (recorded answers are read anyway).
+    """Run the curator over one state directory.
+
+    `refine` (`settings.Refine`) may rewrite summary.md, MEMORY.md and the promotions' words;
+    its answer stands only if it passes `settings.check_model_result` (report.model says).
+    `judge` holds new answers to "same lesson?" and the question budgets; its questions
+    go in the report. Answers earlier passes recorded are read in any case.
     """
     paths = CuratorPaths(Path(state), check_identity(Path(identity_dir)))
     check_role_files(paths.identity)

@@ -15,14 +15,13 @@ from pathlib import Path
 
 from harness.curator import commit, lessondb, verdicts
 from harness.curator.book import Compacted, MemoryBook
-from harness.curator.check import check_model_result
 from harness.curator.clusters import PromotionTracker
 from harness.curator.commit import CuratorPaths, read_text
 from harness.curator.judge import Judgments
 from harness.curator.promotion import IdentityIndex, Promotion, plan_promotions
 from harness.curator.record import LESSON_KINDS, PROMOTABLE, RecordRead, mission_token, read_record
 from harness.curator.scan import HEAD_BYTES, RawPass, Scan
-from harness.curator.settings import CuratorReport, CuratorSettings, Refine
+from harness.curator.settings import CuratorReport, CuratorSettings, Refine, check_model_result
 from harness.curator.text import normalize
 from harness.names import escape_controls
 from harness.state import memory

@@ -1,14 +1,23 @@
-"""What a curator run is given and what it gives back: settings, report, and the model hook."""
+"""What a curator run is given and gives back: the knobs, the report, and the model hook
+with the check a model's answer must pass before its words replace the rules'."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from harness.config import IDENTITY_CHARS
-from harness.curator.book import Bounds
-from harness.curator.check import ModelResult
+from harness.curator.book import TEXT_MAX, Bounds, memory_ids
+from harness.curator.identity import IdentityIndex
+from harness.curator.matching import same_lesson
 from harness.curator.promotion import Promotion
+from harness.state.memory import MEMORY_SECTIONS, SUMMARY_SECTIONS, estimate_tokens, fold
+
+PROMOTIONS_SHOWN = 50  # a first run over a long history may promote thousands
+_REF = re.compile(r"MEMORY\.md ([LDC]\d+)\)$")
+_ID = re.compile(r"^- \[([LDC]\d+)\]")
 
 
 @dataclass
@@ -67,7 +76,95 @@ class CuratorReport:
         return "\n".join(lines)
 
 
-PROMOTIONS_SHOWN = 50  # a first run over a long history may promote thousands
+@dataclass
+class ProposedPromotion:
+    """A model's words for the rules' promotion `number` (1-based, as the prompt lists them)."""
+
+    number: int
+    text: str  # identity gets it on one line (`memory.fold`)
+
+
+@dataclass
+class ModelResult:
+    """What the curator model answers with; `promotions` None leaves the rules' words."""
+
+    summary: str
+    memory: str
+    promotions: list[ProposedPromotion] | None = None
+
 
 # shown the rules' summary.md, MEMORY.md and promotions: a rewrite, or why there is none
 Refine = Callable[[str, str, list[Promotion]], ModelResult | str | None]
+
+
+def check_model_result(result: ModelResult, *, rules_memory: str,
+                       rules_promotions: Sequence[Promotion], identity: Mapping[str, str],
+                       bounds: Bounds, similarity: float) -> list[str]:
+    """Why a model's summary, MEMORY.md and promotions cannot stand; empty when they can.
+
+    Every item of `rules_memory` (the rules-only MEMORY.md for the same input) survives
+    with its count, and none is invented. The model may reword the rules' promotions,
+    never add or drop one: the new words must still be that lesson, and one `identity`
+    (role -> identity file text) does not hold yet.
+    """
+    texts = [("summary.md", result.summary), ("MEMORY.md", result.memory),
+             *((f"promotion {p.number}", p.text) for p in result.promotions or ())]
+    # JSON can carry a lone surrogate, which no file can hold: caught here, not mid-commit
+    problems = [f"{name} is not valid UTF-8 text" for name, text in texts
+                if text.encode(errors="replace").decode() != text]
+    problems += _shape("summary.md", result.summary, SUMMARY_SECTIONS, bounds.summary_max_lines)
+    if estimate_tokens(result.summary) > bounds.summary_max_tokens:
+        problems.append(f"summary.md is over {bounds.summary_max_tokens} tokens")
+    problems += _shape("MEMORY.md", result.memory, MEMORY_SECTIONS, bounds.memory_max_lines)
+    proposed, expected = memory_ids(result.memory), memory_ids(rules_memory)
+    problems += [f"MEMORY.md lost {ref}" if ref not in proposed else
+                 f"MEMORY.md changed the count of {ref}: {count} -> {proposed[ref]}"
+                 for ref, count in expected.items() if proposed.get(ref) != count]
+    problems += [f"MEMORY.md invents {ref}" for ref in proposed if ref not in expected]
+    kept = set(result.memory.splitlines())
+    problems += [f"MEMORY.md lost the line {line!r}" for line in rules_memory.splitlines()
+                 if line.strip() and not line.startswith("#") and not _ID.match(line)
+                 and line not in kept]
+    refs = [(line, m[1] if (m := _REF.search(line)) else None)
+            for line in result.summary.splitlines() if line.startswith("- ")]
+    problems += [f"summary line does not point into MEMORY.md: {line!r}" if ref is None else
+                 f"summary line points to {ref}, which MEMORY.md lacks"
+                 for line, ref in refs if ref not in proposed]
+    if result.promotions is not None:
+        problems += _promotion_problems(result.promotions, rules_promotions, identity,
+                                        similarity)
+    return problems
+
+
+def _shape(name: str, text: str, sections: tuple[str, ...], max_lines: int) -> list[str]:
+    lines = text.splitlines()
+    problems = [f"{name} is over {max_lines} lines"] if len(lines) > max_lines else []
+    headings = [line[3:].strip() for line in lines if line.startswith("## ")]
+    if tuple(headings) != sections:
+        problems.append(f"{name} sections are {headings}, expected {list(sections)}")
+    return problems
+
+
+def _promotion_problems(proposed: list[ProposedPromotion], rules: Sequence[Promotion],
+                        identity: Mapping[str, str], similarity: float) -> list[str]:
+    given = Counter(p.number for p in proposed)
+    problems = [f"promotion {n} is missing (a lesson that met its rule is promoted)"
+                for n in range(1, len(rules) + 1) if not given[n]]
+    problems += [f"promotion {n} is given twice" for n in sorted(given) if given[n] > 1]
+    known = IdentityIndex(similarity)
+    for role, text in identity.items():
+        known.add_text(role, text)
+    for p in proposed:
+        if not 1 <= p.number <= len(rules):
+            problems.append(f"promotion {p.number} is not one of the rules' promotions")
+            continue
+        rule, text = rules[p.number - 1], fold(p.text)
+        where = f"promotion {p.number} ({text[:40]!r})"
+        if not text or len(text) > TEXT_MAX:
+            problems.append(f"{where}: the text must be 1 to {TEXT_MAX} characters")
+        elif not same_lesson(text, rule.text, similarity):
+            problems.append(f"{where}: not the same lesson as {rule.text[:60]!r}")
+        elif text != rule.text and known.knows(rule.role, text):
+            problems.append(f"{where}: identity/{rule.role}.md already holds this lesson")
+        known.add(rule.role, text)
+    return problems

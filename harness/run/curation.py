@@ -5,7 +5,7 @@ In model mode the model is called like any role, through the runner's lifecycle,
 outside the curator's lock: the rules' pass is planned first without changing anything
 (a dry run), the curator role's prompt shows its result, and the model answers with the
 `curation` tool. A real pass then takes the answer and checks it against its own rules'
-result (`curator.check`); the answer stands only if it passes and the memory did not change
+result (`curator.settings`); the answer stands only if it passes and the memory did not change
 while the model worked. The run record says which stood and why.
 
 The dry run also collects the pairs of notes the rules are unsure are one lesson (up to
@@ -22,12 +22,12 @@ from __future__ import annotations
 import sqlite3
 
 from harness.config import MissionConfig, load_mission_config, mission_name
-from harness.curator.check import ModelResult, ProposedPromotion
 from harness.curator.commit import CuratorPaths
 from harness.curator.curate import CuratorReport, CuratorSettings, curate, preview_for_model
 from harness.curator.identity import identity_file, role_of
 from harness.curator.judge import Judgments, about_identity
 from harness.curator.promotion import Promotion
+from harness.curator.settings import ModelResult, ProposedPromotion
 from harness.errors import DONE, UsageError
 from harness.paths import Paths, check_state
 from harness.run.events import emit
