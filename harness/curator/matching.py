@@ -1,95 +1,83 @@
 """When two notes say the same thing: the match rule and a blocked index.
 
-Two texts are the same lesson when, normalised (`text.normalize`), their technical words
-do not disagree and rapidfuzz scores them at the threshold or above (`_accept`):
+Two normalised texts (`text.normalize`) are one lesson when their technical words agree and
+rapidfuzz scores them at the threshold (`_accept`). A flag, number or subcommand on one side
+only is another trick, and so is another file or value (seeds/ vs drizzle/). A short text
+would match every longer one holding its words, so a much shorter side is scored whole. A
+swap, each side with a word the other lacks, may be a paraphrase or another lesson: the rule
+refuses it (precision first) and a judge (`judge`) decides among the most similar phrasings
+(`pool_of`); `same_lesson`, for texts no judge sees, does not refuse it.
 
-- Anchors: the same command with another file, flag or value is another trick. Strict
-  anchors (flags, numbers, subcommands) must be on both sides; for the others, the texts
-  disagree when each has one the other lacks (seeds/ vs drizzle/).
-- Score: `fuzz.token_set_ratio` on the normalised words, capped by `token_sort_ratio` when
-  one text has less than half the words of the other (a short note would match every
-  longer one holding its words); AGREE_BONUS points less when both name the same anchors.
-- Sure: a pair where each side has a word the other lacks ("npm cache needs a writable
-  folder", "uv cache needs ...") is a swap, a paraphrase or another lesson: the rules keep
-  it apart (precision first), and a judge (`judge`) decides it, with any pair the anchors
-  veto, among the note's most similar lessons (`shortlist.pool_of`). `same_lesson`, for
-  texts no judge sees (identity lines, a model's rewrite), does not refuse a swap.
-
-The index never compares a text with every other: per bucket (role and kind), each word
-and signature (`text.Norm`) has its recent phrasings, and a query scores only a short list
-of those (`shortlist`), stopping at the first match.
+The index scores a query only against a short list (`shortlist_of`): the recent phrasings
+filed under its signature (`text.Norm`), which name the same terms however common each is
+(without it, 44% of `bench/lessons.py`'s queries missed at 100k), then under its rarest
+technical words: its rarest prose words are as often its noise as its lesson (anchors first
+raised rules-only recall on four corpora and lowered none, `bench/judge_bound.py`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any
 
 from rapidfuzz import fuzz
 
 from harness.curator.judge import Judgments
 from harness.curator.lessonstore import Bucket, LessonStore, Variant
-from harness.curator.shortlist import POSTING_CAP, pool_of, shortlist_of
 from harness.curator.text import Norm, normalize
 
 MAX_VARIANTS = 2  # phrasings indexed per cluster: more recall, bounded drift
 LENGTH_FLOOR = 0.5  # shorter side must have at least half the words of the longer
 AGREE_BONUS = 10.0  # same technical words on both sides: the prose may differ this much more
+BLOCK_WORDS = 3  # a query looks up the variants under these many of its words only
+POSTING_CAP = 24  # per word, only the most recent variants are looked at
+SHORTLIST = 4  # variants sharing the most of those words get scored by rapidfuzz
+POOL_WORDS = 5  # a judge's candidates come from under these many words (`pool_of`)
 
 
 def same_lesson(a: str, b: str, threshold: float) -> bool:
     """Whether two note texts say the same thing at `threshold` (0-100)."""
     na, nb = normalize(a), normalize(b)
-    return na.key == nb.key or _accept(na, set(na.key.split()), nb.key, nb.packed, threshold)
+    a_words = set(na.key.split())
+    return na.key == nb.key or (_strict_in(a_words, nb.packed)
+                                and _accept(na, a_words, nb, set(nb.key.split()), threshold))
 
 
-def _accept(a: Norm, a_words: set[str], b_key: str, b_packed: str, threshold: float) -> bool:
-    """The match rule, for `a` (its words split) and `b` as the index keeps it (its key and
-    packed anchors): the anchors do not conflict, and the score reaches `threshold`, or
-    AGREE_BONUS less when both sides name the same anchors."""
-    b_strict = [w[1:] for w in b_packed.split() if w[0] == "!"] if "!" in b_packed else []
-    if not a_words.issuperset(b_strict):
-        return False  # a flag, subcommand or number on b's side only
-    a_anchors, b_anchors = a.anchors.split(), b_packed.replace("!", "").split()
+def _strict_in(a_words: set[str], b_packed: str) -> bool:
+    """Whether `a_words` hold each flag, subcommand and number of `b` (marked "!")."""
+    return "!" not in b_packed or a_words.issuperset(
+        [w[1:] for w in b_packed.split() if w[0] == "!"])
+
+
+def _accept(a: Norm, a_words: set[str], b: Norm | Variant, b_words: set[str],
+            threshold: float) -> bool:
+    """The match rule for `a` and `b` (`b`'s strict words in `a`): the anchors do not
+    conflict, and the score reaches `threshold`, or AGREE_BONUS less when both sides name
+    the same anchors."""
+    a_anchors, b_anchors = a.anchors.split(), b.packed.replace("!", "").split()
     # b has a's strict words and, unless a has all of b's anchors, all of a's anchors
-    needed = a.strict.split() if a_words.issuperset(b_anchors) else a_anchors
-    if needed and not set(b_key.split()).issuperset(needed):
+    if not b_words.issuperset(a.strict.split() if a_words.issuperset(b_anchors) else a_anchors):
         return False
     cutoff = threshold - AGREE_BONUS if a_anchors and a_anchors == b_anchors else threshold
-    raw = fuzz.token_set_ratio(a.key, b_key, score_cutoff=cutoff)  # under the cutoff: 0
-    return bool(raw) and _capped(a.key, b_key, raw) >= cutoff
+    raw = fuzz.token_set_ratio(a.key, b.key, score_cutoff=cutoff)  # under the cutoff: 0
+    na, nb = a.key.count(" ") + 1, b.key.count(" ") + 1
+    # a subset scores 100 under token_set_ratio: the whole-text ratio caps a short side's
+    short = min(na, nb) < LENGTH_FLOOR * max(na, nb)
+    return bool(raw) and (not short or fuzz.token_sort_ratio(a.key, b.key) >= cutoff)
 
 
-def _swapped(a_words: set[str], b_key: str) -> bool:
-    """Whether each side has a word the other lacks (see the module docstring)."""
-    b_words = set(b_key.split())
-    return not (a_words <= b_words or b_words <= a_words)
-
-
-def _near(a: Norm, a_words: set[str], b: Variant) -> bool:
-    """Whether `a` may say what `b` says in other words: half the words of the two are
-    common to both, and no flag, number or subcommand is on one side only."""
-    b_words = set(b.key.split())
-    b_strict = {w[1:] for w in b.packed.split() if w[0] == "!"}
-    return (a_words >= b_strict and b_words.issuperset(a.strict.split())
-            and 2 * len(a_words & b_words) >= len(a_words | b_words))
-
-
-def _capped(a: str, b: str, raw: float) -> float:
-    na, nb = a.count(" ") + 1, b.count(" ") + 1
-    if min(na, nb) < LENGTH_FLOOR * max(na, nb):
-        # a subset scores 100 under token_set_ratio; fall back to the whole-text ratio
-        return min(raw, fuzz.token_sort_ratio(a, b))
-    return raw
+def _near(a: Norm, a_words: set[str], b_words: set[str]) -> bool:
+    """Whether `a` may say what `b` says in other words (`b`'s strict words in `a`): half
+    the words of the two are common to both, and `b` has `a`'s strict words."""
+    # |a & b| >= |a | b| / 2, as |a | b| = |a| + |b| - |a & b|
+    return (3 * len(a_words & b_words) >= len(a_words) + len(b_words)
+            and b_words.issuperset(a.strict.split()))
 
 
 class LessonIndex:
-    """Clusters of same-lesson texts per bucket (e.g. role and kind), found without all-pairs.
-
-    A query scores only the few phrasings `shortlist` draws from its words' and signature's
-    recent postings: bounded work whatever the number of clusters. The buckets a `store`
-    covers are read from it as queries need them (`lessonstore`).
-    """
+    """Clusters of same-lesson texts per bucket (e.g. role and kind), found without all-pairs:
+    a query scores its short list only, bounded work whatever the number of clusters. The
+    buckets a `store` covers are read from it as queries need them (`lessonstore`)."""
 
     def __init__(self, threshold: float, *, anchored: bool = True, store: LessonStore | None = None,
                  sure: bool = True, near: bool = False, judge: Judgments | None = None) -> None:
@@ -106,20 +94,19 @@ class LessonIndex:
     def find(self, bucket: Any, norm: Norm, ask: bool = False) -> int | None:
         """The cluster id `norm` belongs to in `bucket`, or None; a judge is asked about
         the pairs it is unsure of when `ask` (see `judge`)."""
-        if bucket not in self._buckets and not self._stored(bucket):
+        if bucket not in self._buckets and not (self.store is not None
+                                                and self.store.covers(bucket)):
             return None
-        b = self._faulted(bucket, norm.key, norm.signature)
-        hit = b.exact.get(norm.key)
-        if hit is not None:
-            return hit  # before splitting: most queries of a big log are exact repeats
-        return self._match(b, norm, set(norm.key.split()), ask)
+        b = self._bucket(bucket, norm)
+        hit = b.exact.get(norm.key)  # most queries of a big log are exact repeats
+        return self._match(b, norm, set(norm.key.split()), ask) if hit is None else hit
 
     def assign(self, bucket: Any, norm: Norm, new_cluster: int) -> int:
         """The cluster `norm` belongs to; `new_cluster` (now indexed) when none matches."""
-        b = self._faulted(bucket, norm.key, norm.signature)
+        b = self._bucket(bucket, norm)
         hit = b.exact.get(norm.key)
         if hit is not None:
-            return hit  # as in `find`
+            return hit
         words = set(norm.key.split())
         found = self._match(b, norm, words, ask=True)
         cluster = new_cluster if found is None else found
@@ -128,7 +115,7 @@ class LessonIndex:
 
     def add(self, bucket: Any, norm: Norm, cluster: int) -> None:
         """Index `norm` as a phrasing of `cluster` (a small int; up to MAX_VARIANTS each)."""
-        b = self._faulted(bucket, norm.key, norm.signature)
+        b = self._bucket(bucket, norm)
         if norm.key not in b.exact:
             self._add(b, norm, cluster, set(norm.key.split()))
 
@@ -151,10 +138,13 @@ class LessonIndex:
         """Whether the rule joins `norm` to the phrasing `v`, surely when `sure`."""
         if not self.anchored:
             return bool(fuzz.token_set_ratio(norm.key, v.key, score_cutoff=self.threshold))
-        if self.near and _near(norm, a_words, v):
+        if not _strict_in(a_words, v.packed):
+            return False  # a flag, subcommand or number on v's side only
+        b_words = set(v.key.split())
+        if self.near and _near(norm, a_words, b_words):
             return True
-        return _accept(norm, a_words, v.key, v.packed, self.threshold) and not (
-            self.sure and _swapped(a_words, v.key))
+        return _accept(norm, a_words, v, b_words, self.threshold) and not (
+            self.sure and not (a_words <= b_words or b_words <= a_words))  # a swap
 
     def _add(self, b: Bucket, norm: Norm, cluster: int, words: set[str]) -> None:
         """Index a phrasing under its `words` and its signature (added to them)."""
@@ -166,12 +156,16 @@ class LessonIndex:
         b.variants[vid] = Variant(norm.key, norm.packed, norm.signature, cluster)
         if norm.signature:
             words.add(norm.signature)
+        df, postings = b.df, b.postings
         for w in words:
-            b.df[w] = b.df.get(w, 0) + 1
-            plist = b.postings.setdefault(w, [])
-            plist.append(vid)
-            if len(plist) > 2 * POSTING_CAP:
-                del plist[:-POSTING_CAP]
+            df[w] = df.get(w, 0) + 1
+            plist = postings.get(w)
+            if plist is None:
+                postings[w] = [vid]
+            else:
+                plist.append(vid)
+                if len(plist) > 2 * POSTING_CAP:
+                    del plist[:-POSTING_CAP]
 
     def _count_variant(self, b: Bucket, cluster: int) -> bool:
         """Count one more phrasing of `cluster`: False when it has MAX_VARIANTS already."""
@@ -181,20 +175,14 @@ class LessonIndex:
         self._variants[cluster] = min(count + 1, MAX_VARIANTS)
         return count < MAX_VARIANTS
 
-    def _stored(self, bucket: Any) -> bool:
-        return self.store is not None and self.store.covers(bucket)
-
-    def _bucket(self, bucket: Any) -> Bucket:
+    def _bucket(self, bucket: Any, query: Norm | None = None) -> Bucket:
+        """The bucket, with what the store holds of a `query` read into it."""
         b = self._buckets.get(bucket)
         if b is None:
-            b = self._buckets[bucket] = Bucket(bucket, self._stored(bucket))
-        return b
-
-    def _faulted(self, bucket: Any, key: str, signature: str) -> Bucket:
-        """The bucket, with what the store holds of a query of `key` read into it."""
-        b = self._bucket(bucket)
-        if b.stored and self.store.first_vid:
-            self.store.fault(b, key, signature)
+            stored = self.store is not None and self.store.covers(bucket)
+            b = self._buckets[bucket] = Bucket(bucket, stored)
+        if query is not None and b.stored and self.store.first_vid:
+            self.store.fault(b, query.key, query.signature)
         return b
 
     def _fault_variants(self, b: Bucket, vids: list[int] | None) -> None:
@@ -211,8 +199,7 @@ class LessonIndex:
         return list(dict.fromkeys([*self._buckets, *stored]))
 
     def phrasings(self, bucket: Any) -> Iterator[tuple[int, str, str]]:
-        """(cluster, key, packed anchors) of each phrasing indexed in `bucket`, the store's
-        too (for `explain`, which lists them)."""
+        """(cluster, key, packed anchors) of each phrasing in `bucket`, the store's too."""
         b = self._bucket(bucket)
         self._fault_variants(b, None)
         return ((v.owner, v.key, v.packed) for _, v in sorted(b.variants.items()))
@@ -221,3 +208,44 @@ class LessonIndex:
         """The buckets the store keeps, for writing back what a pass added."""
         return [b for b in self._buckets.values() if b.stored]
 
+
+def block_words(df: dict[str, int], words: set[str], anchors: Collection[str] = (),
+                limit: int = BLOCK_WORDS) -> list[tuple[int, str]]:
+    """(count, word) of the `limit` rarest of a query's `anchors` (a subset of `words`),
+    then of its other words; ties by the word, as a set's order changes with the hash seed."""
+    get = df.get
+    counted = sorted([(n, w) for w in anchors if (n := get(w))])[:limit]
+    if len(counted) < limit:
+        others = sorted([(n, w) for w in words if (n := get(w)) and w not in anchors])
+        counted += others[:limit - len(counted)]
+    return counted
+
+
+def shortlist_of(b: Bucket, words: set[str], anchors: Collection[str] = (),
+                 signature: str = "") -> list[int]:
+    """Recent variants filed under the `signature` of a query, if any is, and under its
+    `block_words` (the first two then), best first: those under the first word (in posting
+    order) ranked by whether they are under the second and the third too, then those under
+    the second and the third, the second, and the third."""
+    counted = [w for _, w in block_words(b.df, words, anchors)]
+    if signature in b.postings:
+        counted = [signature, *counted[:BLOCK_WORDS - 1]]
+    first, second, third = [*(b.postings[w][-POSTING_CAP:] for w in counted), [], [], []][:3]
+    in_second, in_third = set(second), set(third)
+    best = sorted(first, key=lambda v: (v not in in_second, v not in in_third))
+    if len(best) < SHORTLIST:
+        in_first = set(first)
+        best += sorted((v for v in second if v not in in_first), key=lambda v: v not in in_third)
+        best += [v for v in third if v not in in_first and v not in in_second]
+    return best[:SHORTLIST]
+
+
+def pool_of(b: Bucket, words: set[str], anchors: Collection[str] = (),
+            signature: str = "") -> list[int]:
+    """A judge's candidates for a query (`judge.decide`): every recent variant filed
+    under its signature or one of its POOL_WORDS rarest words, most recent first."""
+    filed = [w for _, w in block_words(b.df, words, anchors, POOL_WORDS)]
+    if signature in b.postings:
+        filed.insert(0, signature)
+    recent = (vid for w in filed for vid in reversed(b.postings[w][-POSTING_CAP:]))
+    return list(dict.fromkeys(recent))
