@@ -1,18 +1,14 @@
-"""When two notes say the same thing: the match rule and a blocked index.
+"""When two notes say the same thing: the match rule (`_joins`) and a blocked index.
 
-Two normalised texts (`text.normalize`) are one lesson when their technical words agree and
-rapidfuzz scores them at the threshold (`_accept`). A flag, number or subcommand on one side
-only is another trick, and so is another file or value (seeds/ vs drizzle/). A short text
-would match every longer one holding its words, so a much shorter side is scored whole. A
-swap, each side with a word the other lacks, may be a paraphrase or another lesson: the rule
-refuses it (precision first) and a judge (`judge`) decides among the most similar phrasings
-(`pool_of`); `same_lesson`, for texts no judge sees, does not refuse it.
+Two normalised texts are one lesson when no technical word disagrees (another flag, number,
+subcommand, file or value is another trick) and rapidfuzz scores them at the threshold. A
+swap (each side has a word the other lacks) may be a paraphrase or another lesson: the rule
+refuses it, precision first, and a judge decides among the nearest phrasings (`pool_of`).
 
-The index scores a query only against a short list (`shortlist_of`): the recent phrasings
-filed under its signature (`text.Norm`), which name the same terms however common each is
-(without it, 44% of `bench/lessons.py`'s queries missed at 100k), then under its rarest
-technical words: its rarest prose words are as often its noise as its lesson (anchors first
-raised rules-only recall on four corpora and lowered none, `bench/judge_bound.py`).
+A query is scored only against a short list (`shortlist_of`): the recent phrasings under its
+signature (`text.Norm`), which name the same terms however common each is (44% of queries
+missed without it, `bench/lessons.py`), then under its rarest technical words, as its rarest
+prose words are as often its noise as its lesson (`bench/judge_bound.py`).
 """
 
 from __future__ import annotations
@@ -38,46 +34,40 @@ POOL_WORDS = 5  # a judge's candidates come from under these many words (`pool_o
 def same_lesson(a: str, b: str, threshold: float) -> bool:
     """Whether two note texts say the same thing at `threshold` (0-100)."""
     na, nb = normalize(a), normalize(b)
-    a_words = set(na.key.split())
-    return na.key == nb.key or (_strict_in(a_words, nb.packed)
-                                and _accept(na, a_words, nb, set(nb.key.split()), threshold))
+    return na.key == nb.key or _joins(na, set(na.key.split()), nb, threshold, sure=False)
 
 
-def _strict_in(a_words: set[str], b_packed: str) -> bool:
-    """Whether `a_words` hold each flag, subcommand and number of `b` (marked "!")."""
-    return "!" not in b_packed or a_words.issuperset(
-        [w[1:] for w in b_packed.split() if w[0] == "!"])
-
-
-def _accept(a: Norm, a_words: set[str], b: Norm | Variant, b_words: set[str],
-            threshold: float) -> bool:
-    """The match rule for `a` and `b` (`b`'s strict words in `a`): the anchors do not
-    conflict, and the score reaches `threshold`, or AGREE_BONUS less when both sides name
-    the same anchors."""
+def _joins(a: Norm, a_words: set[str], b: Norm | Variant, threshold: float, sure: bool = True,
+           near: bool = False) -> bool:
+    """The rule for `a` (`a_words` its words) and `b`: no flag, number or subcommand on one
+    side only; then, if `near`, half the words of the two in common join; else the anchors
+    do not conflict, the score reaches `threshold` (AGREE_BONUS less when both name the same
+    anchors) and, if `sure`, it is no swap."""
+    if "!" in b.packed and not a_words.issuperset(
+            [w[1:] for w in b.packed.split() if w[0] == "!"]):
+        return False
+    b_words = set(b.key.split())
+    if not b_words.issuperset(a.strict.split()):
+        return False
+    # |a & b| >= |a | b| / 2, as |a | b| = |a| + |b| - |a & b|
+    if near and 3 * len(a_words & b_words) >= len(a_words) + len(b_words):
+        return True
     a_anchors, b_anchors = a.anchors.split(), b.packed.replace("!", "").split()
-    # b has a's strict words and, unless a has all of b's anchors, all of a's anchors
-    if not b_words.issuperset(a.strict.split() if a_words.issuperset(b_anchors) else a_anchors):
+    # unless a has all of b's anchors, b must have all of a's
+    if not (a_words.issuperset(b_anchors) or b_words.issuperset(a_anchors)):
         return False
     cutoff = threshold - AGREE_BONUS if a_anchors and a_anchors == b_anchors else threshold
     raw = fuzz.token_set_ratio(a.key, b.key, score_cutoff=cutoff)  # under the cutoff: 0
     na, nb = a.key.count(" ") + 1, b.key.count(" ") + 1
     # a subset scores 100 under token_set_ratio: the whole-text ratio caps a short side's
     short = min(na, nb) < LENGTH_FLOOR * max(na, nb)
-    return bool(raw) and (not short or fuzz.token_sort_ratio(a.key, b.key) >= cutoff)
-
-
-def _near(a: Norm, a_words: set[str], b_words: set[str]) -> bool:
-    """Whether `a` may say what `b` says in other words (`b`'s strict words in `a`): half
-    the words of the two are common to both, and `b` has `a`'s strict words."""
-    # |a & b| >= |a | b| / 2, as |a | b| = |a| + |b| - |a & b|
-    return (3 * len(a_words & b_words) >= len(a_words) + len(b_words)
-            and b_words.issuperset(a.strict.split()))
+    return (bool(raw) and (not short or fuzz.token_sort_ratio(a.key, b.key) >= cutoff)
+            and not (sure and not (a_words <= b_words or b_words <= a_words)))
 
 
 class LessonIndex:
-    """Clusters of same-lesson texts per bucket (e.g. role and kind), found without all-pairs:
-    a query scores its short list only, bounded work whatever the number of clusters. The
-    buckets a `store` covers are read from it as queries need them (`lessonstore`)."""
+    """Clusters of same-lesson texts per bucket (e.g. role and kind), found without all-pairs;
+    the buckets a `store` covers are read from it as queries need them (`lessonstore`)."""
 
     def __init__(self, threshold: float, *, anchored: bool = True, store: LessonStore | None = None,
                  sure: bool = True, near: bool = False, judge: Judgments | None = None) -> None:
@@ -89,7 +79,7 @@ class LessonIndex:
         self.store = store
         self.next_vid = 0 if store is None else store.first_vid
         self._buckets: dict[Any, Bucket] = {}
-        self._variants: dict[int, int] = {}  # cluster id -> phrasings indexed
+        self._variants: dict[int, int] = {}  # cluster id -> phrasings indexed (`_add`)
 
     def find(self, bucket: Any, norm: Norm, ask: bool = False) -> int | None:
         """The cluster id `norm` belongs to in `bucket`, or None; a judge is asked about
@@ -104,14 +94,11 @@ class LessonIndex:
     def assign(self, bucket: Any, norm: Norm, new_cluster: int) -> int:
         """The cluster `norm` belongs to; `new_cluster` (now indexed) when none matches."""
         b = self._bucket(bucket, norm)
-        hit = b.exact.get(norm.key)
-        if hit is not None:
-            return hit
-        words = set(norm.key.split())
-        found = self._match(b, norm, words, ask=True)
-        cluster = new_cluster if found is None else found
-        self._add(b, norm, cluster, words)
-        return cluster
+        if norm.key not in b.exact:
+            words = set(norm.key.split())
+            found = self._match(b, norm, words, ask=True)
+            self._add(b, norm, new_cluster if found is None else found, words)
+        return b.exact[norm.key]
 
     def add(self, bucket: Any, norm: Norm, cluster: int) -> None:
         """Index `norm` as a phrasing of `cluster` (a small int; up to MAX_VARIANTS each)."""
@@ -124,8 +111,10 @@ class LessonIndex:
         shortlist = shortlist_of(b, a_words, a_anchors, norm.signature if self.anchored else "")
         self._fault_variants(b, shortlist)
         for vid in shortlist:
-            if self._joins(norm, a_words, b.variants[vid]):
-                return b.variants[vid].owner
+            v = b.variants[vid]
+            if (_joins(norm, a_words, v, self.threshold, self.sure, self.near) if self.anchored
+                    else fuzz.token_set_ratio(norm.key, v.key, score_cutoff=self.threshold)):
+                return v.owner
         judge = self.judge
         if not self.anchored or judge is None or not judge.wanted(b.name, norm.key, ask):
             return None
@@ -134,22 +123,14 @@ class LessonIndex:
         return judge.decide(b.name, norm, [(vid, b.variants[vid].key, b.variants[vid].owner)
                                            for vid in pool], ask, b.df)
 
-    def _joins(self, norm: Norm, a_words: set[str], v: Variant) -> bool:
-        """Whether the rule joins `norm` to the phrasing `v`, surely when `sure`."""
-        if not self.anchored:
-            return bool(fuzz.token_set_ratio(norm.key, v.key, score_cutoff=self.threshold))
-        if not _strict_in(a_words, v.packed):
-            return False  # a flag, subcommand or number on v's side only
-        b_words = set(v.key.split())
-        if self.near and _near(norm, a_words, b_words):
-            return True
-        return _accept(norm, a_words, v, b_words, self.threshold) and not (
-            self.sure and not (a_words <= b_words or b_words <= a_words))  # a swap
-
     def _add(self, b: Bucket, norm: Norm, cluster: int, words: set[str]) -> None:
-        """Index a phrasing under its `words` and its signature (added to them)."""
+        """Index a phrasing of `cluster` under its `words` and its signature (added to them)."""
         b.exact[norm.key] = cluster
-        if not self._count_variant(b, cluster):
+        count = self._variants.get(cluster)  # phrasings indexed, up to MAX_VARIANTS
+        if count is None:
+            count = self.store.variant_count(cluster) if b.stored else 0
+        self._variants[cluster] = min(count + 1, MAX_VARIANTS)
+        if count >= MAX_VARIANTS:
             return
         vid = self.next_vid
         self.next_vid += 1
@@ -166,14 +147,6 @@ class LessonIndex:
                 plist.append(vid)
                 if len(plist) > 2 * POSTING_CAP:
                     del plist[:-POSTING_CAP]
-
-    def _count_variant(self, b: Bucket, cluster: int) -> bool:
-        """Count one more phrasing of `cluster`: False when it has MAX_VARIANTS already."""
-        count = self._variants.get(cluster)
-        if count is None:
-            count = self.store.variant_count(cluster) if b.stored else 0
-        self._variants[cluster] = min(count + 1, MAX_VARIANTS)
-        return count < MAX_VARIANTS
 
     def _bucket(self, bucket: Any, query: Norm | None = None) -> Bucket:
         """The bucket, with what the store holds of a `query` read into it."""

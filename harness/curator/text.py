@@ -19,13 +19,11 @@ from functools import lru_cache
 # recorded answers by it (`curatordb`), and clusters the candidate record again.
 NORMALISER_VERSION = 1
 STOPWORDS = frozenset(
-    "a an the to of in on at by for with and or is are was were be been being it its "
-    "this that these those from into onto via when then than as so if also just you "
-    "your we our i my me he she they them there here which who what where how do does "
-    "did doing done has have had having can could should would will shall may might "
-    "must any some all each every very too quite again once run running runs ran "
-    "use using used".split()
-)
+    "a an the to of in on at by for with and or is are was were be been being it its this "
+    "that these those from into onto via when then than as so if also just you your we our i "
+    "my me he she they them there here which who what where how do does did doing done has "
+    "have had having can could should would will shall may might must any some all each every "
+    "very too quite again once run running runs ran use using used".split())
 # The word after one of these CLIs is a subcommand ("pnpm lint" vs "pnpm typecheck"), unless an
 # article shows the name is used as a noun ("the git folder"). After a runner subcommand
 # ("uv run", "npm exec") the next word is the program run, a command word too.
@@ -73,6 +71,7 @@ class Norm:
     signature: str = ""
 
 
+@lru_cache(maxsize=1 << 14)  # tokens recur far more than texts do
 def _step(token: str, in_code: bool, after_launcher: bool) -> tuple:
     """What `token` adds in its context: (words, None or (anchors, strict words, signature
     words), whether it is a launcher, whether it is an article, whether a command follows)."""
@@ -97,11 +96,6 @@ def _step(token: str, in_code: bool, after_launcher: bool) -> tuple:
     return every, (every, strict, shaped), launcher, article, runner
 
 
-# _step's answers by token, per context (in code * 2 + after a launcher): tokens recur far
-# more than texts do
-_STEPS: tuple[dict[str, tuple], ...] = ({}, {}, {}, {})
-STEP_CACHE = 1 << 12  # tokens remembered per context before that cache starts over
-
 
 @lru_cache(maxsize=1 << 10)
 def normalize(text: str) -> Norm:
@@ -111,13 +105,7 @@ def normalize(text: str) -> Norm:
     prev_article = after_launcher = False
     for i, segment in enumerate(text.split("`")):
         for token in segment.split():
-            cache = _STEPS[i % 2 * 2 + after_launcher]
-            step = cache.get(token)
-            if step is None:
-                if len(cache) >= STEP_CACHE:
-                    cache.clear()
-                step = cache[token] = _step(token, bool(i % 2), after_launcher)
-            more, tech, launcher, article, command_next = step
+            more, tech, launcher, article, command_next = _step(token, i % 2 == 1, after_launcher)
             words += more
             if tech:
                 techs.append(tech)
