@@ -13,6 +13,7 @@ prose words are as often its noise as its lesson (`bench/judge_bound.py`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterator
 from typing import Any
 
@@ -29,6 +30,7 @@ BLOCK_WORDS = 3  # a query looks up the variants under these many of its words o
 POSTING_CAP = 24  # per word, only the most recent variants are looked at
 SHORTLIST = 4  # variants sharing the most of those words get scored by rapidfuzz
 POOL_WORDS = 5  # a judge's candidates come from under these many words (`pool_of`)
+_STRICT = re.compile(r"!(\S+)")  # a flag, number or subcommand in `text.Norm.packed`
 
 
 def same_lesson(a: str, b: str, threshold: float) -> bool:
@@ -43,8 +45,7 @@ def _joins(a: Norm, a_words: set[str], b: Norm | Variant, threshold: float, sure
     side only; then, if `near`, half the words of the two in common join; else the anchors
     do not conflict, the score reaches `threshold` (AGREE_BONUS less when both name the same
     anchors) and, if `sure`, it is no swap."""
-    if "!" in b.packed and not a_words.issuperset(
-            [w[1:] for w in b.packed.split() if w[0] == "!"]):
+    if "!" in b.packed and not a_words.issuperset(_STRICT.findall(b.packed)):
         return False
     b_words = set(b.key.split())
     if not b_words.issuperset(a.strict.split()):
@@ -203,7 +204,7 @@ def shortlist_of(b: Bucket, words: set[str], anchors: Collection[str] = (),
     counted = [w for _, w in block_words(b.df, words, anchors)]
     if signature in b.postings:
         counted = [signature, *counted[:BLOCK_WORDS - 1]]
-    first, second, third = [*(b.postings[w][-POSTING_CAP:] for w in counted), [], [], []][:3]
+    first, second, third = ([b.postings[w][-POSTING_CAP:] for w in counted] + [[], [], []])[:3]
     in_second, in_third = set(second), set(third)
     best = sorted(first, key=lambda v: (v not in in_second, v not in in_third))
     if len(best) < SHORTLIST:

@@ -97,7 +97,9 @@ def _step(token: str, in_code: bool, after_launcher: bool) -> tuple:
 
 
 
-@lru_cache(maxsize=1 << 10)
+# a pass looks its due lessons up in identity after clustering every note: most are still
+# here then (at 300k entries: 0.35 s less, 23 MiB more)
+@lru_cache(maxsize=1 << 16)
 def normalize(text: str) -> Norm:
     """Normalise a note's text for matching (see the module docstring)."""
     words: list[str] = []
