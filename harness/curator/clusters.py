@@ -79,8 +79,7 @@ class PromotionTracker:
 
     def text_of(self, cluster: int) -> str | None:
         """The text a lesson is known by (its first note's), or None when it has none."""
-        ev = self.lesson(cluster)
-        return None if ev is None else ev.text
+        return None if (ev := self.lesson(cluster)) is None else ev.text
 
     def due(self) -> list[Evidence]:
         """Lessons whose rule holds, in cluster order, among those noted in this pass: one

@@ -43,8 +43,8 @@ def _joins(a: Norm, a_words: set[str], b: Norm | Variant, threshold: float, sure
            near: bool = False) -> bool:
     """The rule for `a` (`a_words` its words) and `b`: no flag, number or subcommand on one
     side only; then, if `near`, half the words of the two in common join; else the anchors
-    do not conflict, the score reaches `threshold` (AGREE_BONUS less when both name the same
-    anchors) and, if `sure`, it is no swap."""
+    do not conflict, it is no swap if `sure`, and the score reaches `threshold` (AGREE_BONUS
+    less when both name the same anchors)."""
     if "!" in b.packed and not a_words.issuperset(_STRICT.findall(b.packed)):
         return False
     b_words = set(b.key.split())
@@ -57,13 +57,14 @@ def _joins(a: Norm, a_words: set[str], b: Norm | Variant, threshold: float, sure
     # unless a has all of b's anchors, b must have all of a's
     if not (a_words.issuperset(b_anchors) or b_words.issuperset(a_anchors)):
         return False
+    if sure and not (a_words <= b_words or b_words <= a_words):
+        return False  # a swap
     cutoff = threshold - AGREE_BONUS if a_anchors and a_anchors == b_anchors else threshold
     raw = fuzz.token_set_ratio(a.key, b.key, score_cutoff=cutoff)  # under the cutoff: 0
     na, nb = a.key.count(" ") + 1, b.key.count(" ") + 1
     # a subset scores 100 under token_set_ratio: the whole-text ratio caps a short side's
     short = min(na, nb) < LENGTH_FLOOR * max(na, nb)
-    return (bool(raw) and (not short or fuzz.token_sort_ratio(a.key, b.key) >= cutoff)
-            and not (sure and not (a_words <= b_words or b_words <= a_words)))
+    return bool(raw) and (not short or fuzz.token_sort_ratio(a.key, b.key) >= cutoff)
 
 
 class LessonIndex:
