@@ -76,7 +76,7 @@ class LessonIndex:
         self.threshold = threshold
         self.anchored = anchored  # False: score alone decides (decision topics)
         self.sure = sure  # False: a swap of words is no reason to refuse (`same_lesson`)
-        self.near = near  # True: what may say the same in other words joins too (`_near`)
+        self.near = near  # True: what may say the same in other words joins too (`_joins`)
         self.judge = judge  # answers about the notes left unsure, and questions (`judge`)
         self.store = store
         self.next_vid = 0 if store is None else store.first_vid
