@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.curator import matching, shortlist
+from harness.curator import matching
 from harness.curator import text as norm_text
 from harness.curator.book import Bounds, MemoryBook, clip, memory_ids, parse_item, topic_of
 from harness.curator.clusters import PromotionTracker
@@ -176,7 +176,7 @@ def test_index_scores_a_bounded_shortlist_not_every_lesson(monkeypatch) -> None:
     monkeypatch.setattr(matching, "fuzz", Counting)
     assert idx.find("b", normalize("pnpm test src/mod17/case.ts wants its fixtures first")) == 17
     assert idx.find("b", normalize("pnpm test src/new/case.ts needs the fixtures first")) is None
-    assert 0 < len(calls) <= 2 * shortlist.SHORTLIST
+    assert 0 < len(calls) <= 2 * matching.SHORTLIST
 
 
 def reference_shortlist(bucket, words: set[str], anchors: set[str] = frozenset(),
@@ -191,13 +191,13 @@ def reference_shortlist(bucket, words: set[str], anchors: set[str] = frozenset()
     block = rarest(anchors) + rarest(words - anchors)
     if signature in bucket.postings:
         block.insert(0, (0, signature))
-    block = block[:shortlist.BLOCK_WORDS]
+    block = block[:matching.BLOCK_WORDS]
     score: dict[int, int] = {}
     for weight, (_, w) in zip((4, 2, 1), block, strict=False):  # block may have fewer
-        for vid in bucket.postings[w][-shortlist.POSTING_CAP:]:
+        for vid in bucket.postings[w][-matching.POSTING_CAP:]:
             score[vid] = score.get(vid, 0) + weight
     order = list(score)  # first appearance
-    return sorted(order, key=lambda v: -score[v])[:shortlist.SHORTLIST]
+    return sorted(order, key=lambda v: -score[v])[:matching.SHORTLIST]
 
 
 SIGNATURES = ("", "", "=w1", "=w1 w2", "=w7")  # none, or one of a few (`text.Norm`)
@@ -218,7 +218,7 @@ def test_the_shortlist_ranks_as_documented() -> None:
             query = set(rng.sample(vocabulary, rng.randrange(1, 8)))
             anchors = set(rng.sample(sorted(query), rng.randrange(0, len(query) + 1)))
             signature = rng.choice(SIGNATURES)
-            assert (shortlist.shortlist_of(bucket, query, anchors, signature)
+            assert (matching.shortlist_of(bucket, query, anchors, signature)
                     == reference_shortlist(bucket, query, anchors, signature)), (
                 trial, sorted(query), signature)
 
@@ -266,8 +266,8 @@ def test_notes_naming_the_same_terms_meet_however_common_each_term_is() -> None:
         idx.assign("b", normalize(text), n)
     bucket = idx._buckets["b"]
     anchors = normalize(CROWDED_AGAIN).anchors.split()
-    assert len(anchors) > shortlist.BLOCK_WORDS
-    assert all(0 not in bucket.postings[w][-shortlist.POSTING_CAP:] for w in anchors)
+    assert len(anchors) > matching.BLOCK_WORDS
+    assert all(0 not in bucket.postings[w][-matching.POSTING_CAP:] for w in anchors)
     assert idx.find("b", normalize(CROWDED_AGAIN)) == 0
 
 
@@ -676,7 +676,7 @@ def test_matching_does_not_depend_on_the_string_hash_seed() -> None:
     # to the next (PYTHONHASHSEED): the same notes could cluster differently run to run.
     script = (
         "from harness.curator.matching import LessonIndex\n"
-        "from harness.curator.shortlist import shortlist_of\n"
+        "from harness.curator.matching import shortlist_of\n"
         "from harness.curator.text import normalize\n"
         "idx = LessonIndex(75)\n"
         "for n, t in enumerate(['alpha one', 'bravo two', 'charlie three', 'delta four']):\n"

@@ -1,5 +1,5 @@
-"""Cluster ids over one `matching.LessonIndex`, so L3 and promotion share one clustering,
-and the candidates clustered into lessons (`PromotionTracker`)."""
+"""Cluster ids handed out over one `matching.LessonIndex`, so MEMORY.md and promotion share
+one clustering, and the candidates clustered into lessons (`PromotionTracker`)."""
 
 from __future__ import annotations
 
@@ -13,16 +13,14 @@ from harness.curator.text import Norm, normalize
 
 
 class Clusters:
-    """Cluster ids handed out over one LessonIndex, so L3 and promotion share one clustering."""
+    """Cluster ids over one LessonIndex; `count` is the next new one."""
 
     def __init__(self, threshold: float, store: LessonStore | None = None) -> None:
         self.index = LessonIndex(threshold, store=store)
         self.count = 0
-        # (bucket, exact text) -> cluster: a note repeated word for word skips
-        # normalising and matching
-        self._seen: dict[tuple[Any, str], int] = {}
-        # (bucket, key) -> the first text normalised to `key`: what a phrasing or a judge's
-        # answer is recorded with, so that a new normaliser can key it again (`curatordb`)
+        self._seen: dict[tuple[Any, str], int] = {}  # a repeated text skips normalising
+        # (bucket, key) -> the first text normalised to `key`: a phrasing or a judge's answer
+        # is recorded with it, so that a new normaliser can key it again (`curatordb`)
         self.texts: dict[tuple[Any, str], str] = {}
 
     def assign_text(self, bucket: Any, text: str) -> int:
@@ -30,15 +28,10 @@ class Clusters:
         cid = self._seen.get((bucket, text))
         if cid is None:
             norm = normalize(text)
-            cid = self._seen[bucket, text] = self.assign(bucket, norm)
+            cid = self._seen[bucket, text] = self.index.assign(bucket, norm, self.count)
+            if cid == self.count:
+                self.count += 1
             self.texts.setdefault((bucket, norm.key), text)
-        return cid
-
-    def assign(self, bucket: Any, norm: Norm) -> int:
-        """The cluster `norm` belongs to, a new one when none matches."""
-        cid = self.index.assign(bucket, norm, self.count)
-        if cid == self.count:
-            self.count += 1
         return cid
 
     def find(self, bucket: Any, norm: Norm) -> int | None:
@@ -72,9 +65,7 @@ class PromotionTracker:
     def note(self, cluster: int, role: str, kind: str, text: str, day: str, ts: str,
              mission: str, feature: str, run: str | None) -> Evidence:
         """`add` for a note matched to `cluster` already, given by its fields."""
-        ev = self.lesson(cluster)
-        if ev is None:
-            ev = self.lessons[cluster] = Evidence(role, kind, text)
+        ev = self.lesson(cluster) or self.lessons.setdefault(cluster, Evidence(role, kind, text))
         ev.note(day, ts, mission, feature, run)
         self.noted.add(cluster)
         return ev
@@ -88,8 +79,7 @@ class PromotionTracker:
 
     def text_of(self, cluster: int) -> str | None:
         """The text a lesson is known by (its first note's), or None when it has none."""
-        ev = self.lesson(cluster)
-        return None if ev is None else ev.text
+        return None if (ev := self.lesson(cluster)) is None else ev.text
 
     def due(self) -> list[Evidence]:
         """Lessons whose rule holds, in cluster order, among those noted in this pass: one

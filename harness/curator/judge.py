@@ -2,7 +2,7 @@
 
 The rule joins only when sure ("npm cache ..." and "uv cache ..." are two tricks); the rest
 is a semantic judgement. A note's candidates are the K lessons of its role and kind most like
-it (`shortlist.pool_of`, ranked by `similarity`); the judge, the curator role's model
+it (`matching.pool_of`, ranked by `similarity`); the judge, the curator role's model
 (`harness.run.judging`), answers "same as #i" or "new". A dry run collects the questions, and
 the answers are recorded (`verdicts`), so a pass run again, or a lesson database rebuilt from
 the record, clusters the same way. Without answers, unsure notes stay apart (precision first).

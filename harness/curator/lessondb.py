@@ -20,9 +20,9 @@ from harness.curator import curatordb
 from harness.curator import record as log
 from harness.curator.clusters import PromotionTracker
 from harness.curator.lessonstore import LessonStore, rule
+from harness.curator.matching import POSTING_CAP
 from harness.curator.promotion import Evidence
 from harness.curator.record import PROMOTABLE, RecordRead
-from harness.curator.shortlist import POSTING_CAP
 from harness.state.store import hold_lock
 
 # 5: a person's note (no run) is no worker, occasion or mission of a lesson

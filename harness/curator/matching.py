@@ -1,134 +1,110 @@
-"""When two notes say the same thing: the match rule and a blocked index.
+"""When two notes say the same thing: the match rule (`_joins`) and a blocked index.
 
-Two texts are the same lesson when, normalised (`text.normalize`), their technical words
-do not disagree and rapidfuzz scores them at the threshold or above (`_accept`):
+Two normalised texts are one lesson when no technical word disagrees (another flag, number,
+subcommand, file or value is another trick) and rapidfuzz scores them at the threshold. A
+swap (each side has a word the other lacks) may be a paraphrase or another lesson: the rule
+refuses it, precision first, and a judge decides among the nearest phrasings (`pool_of`).
 
-- Anchors: the same command with another file, flag or value is another trick. Strict
-  anchors (flags, numbers, subcommands) must be on both sides; for the others, the texts
-  disagree when each has one the other lacks (seeds/ vs drizzle/).
-- Score: `fuzz.token_set_ratio` on the normalised words, capped by `token_sort_ratio` when
-  one text has less than half the words of the other (a short note would match every
-  longer one holding its words); AGREE_BONUS points less when both name the same anchors.
-- Sure: a pair where each side has a word the other lacks ("npm cache needs a writable
-  folder", "uv cache needs ...") is a swap, a paraphrase or another lesson: the rules keep
-  it apart (precision first), and a judge (`judge`) decides it, with any pair the anchors
-  veto, among the note's most similar lessons (`shortlist.pool_of`). `same_lesson`, for
-  texts no judge sees (identity lines, a model's rewrite), does not refuse a swap.
-
-The index never compares a text with every other: per bucket (role and kind), each word
-and signature (`text.Norm`) has its recent phrasings, and a query scores only a short list
-of those (`shortlist`), stopping at the first match.
+A query is scored only against a short list (`shortlist_of`): the recent phrasings under its
+signature (`text.Norm`), which name the same terms however common each is (44% of queries
+missed without it, `bench/lessons.py`), then under its rarest technical words, as its rarest
+prose words are as often its noise as its lesson (`bench/judge_bound.py`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Collection, Iterator
 from typing import Any
 
 from rapidfuzz import fuzz
 
 from harness.curator.judge import Judgments
 from harness.curator.lessonstore import Bucket, LessonStore, Variant
-from harness.curator.shortlist import POSTING_CAP, pool_of, shortlist_of
 from harness.curator.text import Norm, normalize
 
 MAX_VARIANTS = 2  # phrasings indexed per cluster: more recall, bounded drift
 LENGTH_FLOOR = 0.5  # shorter side must have at least half the words of the longer
 AGREE_BONUS = 10.0  # same technical words on both sides: the prose may differ this much more
+BLOCK_WORDS = 3  # a query looks up the variants under these many of its words only
+POSTING_CAP = 24  # per word, only the most recent variants are looked at
+SHORTLIST = 4  # variants sharing the most of those words get scored by rapidfuzz
+POOL_WORDS = 5  # a judge's candidates come from under these many words (`pool_of`)
+_STRICT = re.compile(r"!(\S+)")  # a flag, number or subcommand in `text.Norm.packed`
 
 
 def same_lesson(a: str, b: str, threshold: float) -> bool:
     """Whether two note texts say the same thing at `threshold` (0-100)."""
     na, nb = normalize(a), normalize(b)
-    return na.key == nb.key or _accept(na, set(na.key.split()), nb.key, nb.packed, threshold)
+    return na.key == nb.key or _joins(na, set(na.key.split()), nb, threshold, sure=False)
 
 
-def _accept(a: Norm, a_words: set[str], b_key: str, b_packed: str, threshold: float) -> bool:
-    """The match rule, for `a` (its words split) and `b` as the index keeps it (its key and
-    packed anchors): the anchors do not conflict, and the score reaches `threshold`, or
-    AGREE_BONUS less when both sides name the same anchors."""
-    b_strict = [w[1:] for w in b_packed.split() if w[0] == "!"] if "!" in b_packed else []
-    if not a_words.issuperset(b_strict):
-        return False  # a flag, subcommand or number on b's side only
-    a_anchors, b_anchors = a.anchors.split(), b_packed.replace("!", "").split()
-    # b has a's strict words and, unless a has all of b's anchors, all of a's anchors
-    needed = a.strict.split() if a_words.issuperset(b_anchors) else a_anchors
-    if needed and not set(b_key.split()).issuperset(needed):
+def _joins(a: Norm, a_words: set[str], b: Norm | Variant, threshold: float, sure: bool = True,
+           near: bool = False) -> bool:
+    """The rule for `a` (`a_words` its words) and `b`: no flag, number or subcommand on one
+    side only; then, if `near`, half the words of the two in common join; else the anchors
+    do not conflict, it is no swap if `sure`, and the score reaches `threshold` (AGREE_BONUS
+    less when both name the same anchors)."""
+    if "!" in b.packed and not a_words.issuperset(_STRICT.findall(b.packed)):
         return False
-    cutoff = threshold - AGREE_BONUS if a_anchors and a_anchors == b_anchors else threshold
-    raw = fuzz.token_set_ratio(a.key, b_key, score_cutoff=cutoff)  # under the cutoff: 0
-    return bool(raw) and _capped(a.key, b_key, raw) >= cutoff
-
-
-def _swapped(a_words: set[str], b_key: str) -> bool:
-    """Whether each side has a word the other lacks (see the module docstring)."""
-    b_words = set(b_key.split())
-    return not (a_words <= b_words or b_words <= a_words)
-
-
-def _near(a: Norm, a_words: set[str], b: Variant) -> bool:
-    """Whether `a` may say what `b` says in other words: half the words of the two are
-    common to both, and no flag, number or subcommand is on one side only."""
     b_words = set(b.key.split())
-    b_strict = {w[1:] for w in b.packed.split() if w[0] == "!"}
-    return (a_words >= b_strict and b_words.issuperset(a.strict.split())
-            and 2 * len(a_words & b_words) >= len(a_words | b_words))
-
-
-def _capped(a: str, b: str, raw: float) -> float:
-    na, nb = a.count(" ") + 1, b.count(" ") + 1
-    if min(na, nb) < LENGTH_FLOOR * max(na, nb):
-        # a subset scores 100 under token_set_ratio; fall back to the whole-text ratio
-        return min(raw, fuzz.token_sort_ratio(a, b))
-    return raw
+    if not b_words.issuperset(a.strict.split()):
+        return False
+    # |a & b| >= |a | b| / 2, as |a | b| = |a| + |b| - |a & b|
+    if near and 3 * len(a_words & b_words) >= len(a_words) + len(b_words):
+        return True
+    a_anchors, b_anchors = a.anchors.split(), b.packed.replace("!", "").split()
+    # unless a has all of b's anchors, b must have all of a's
+    if not (a_words.issuperset(b_anchors) or b_words.issuperset(a_anchors)):
+        return False
+    if sure and not (a_words <= b_words or b_words <= a_words):
+        return False  # a swap
+    cutoff = threshold - AGREE_BONUS if a_anchors and a_anchors == b_anchors else threshold
+    raw = fuzz.token_set_ratio(a.key, b.key, score_cutoff=cutoff)  # under the cutoff: 0
+    na, nb = a.key.count(" ") + 1, b.key.count(" ") + 1
+    # a subset scores 100 under token_set_ratio: the whole-text ratio caps a short side's
+    short = min(na, nb) < LENGTH_FLOOR * max(na, nb)
+    return bool(raw) and (not short or fuzz.token_sort_ratio(a.key, b.key) >= cutoff)
 
 
 class LessonIndex:
-    """Clusters of same-lesson texts per bucket (e.g. role and kind), found without all-pairs.
-
-    A query scores only the few phrasings `shortlist` draws from its words' and signature's
-    recent postings: bounded work whatever the number of clusters. The buckets a `store`
-    covers are read from it as queries need them (`lessonstore`).
-    """
+    """Clusters of same-lesson texts per bucket (e.g. role and kind), found without all-pairs;
+    the buckets a `store` covers are read from it as queries need them (`lessonstore`)."""
 
     def __init__(self, threshold: float, *, anchored: bool = True, store: LessonStore | None = None,
                  sure: bool = True, near: bool = False, judge: Judgments | None = None) -> None:
         self.threshold = threshold
         self.anchored = anchored  # False: score alone decides (decision topics)
         self.sure = sure  # False: a swap of words is no reason to refuse (`same_lesson`)
-        self.near = near  # True: what may say the same in other words joins too (`_near`)
+        self.near = near  # True: what may say the same in other words joins too (`_joins`)
         self.judge = judge  # answers about the notes left unsure, and questions (`judge`)
         self.store = store
         self.next_vid = 0 if store is None else store.first_vid
         self._buckets: dict[Any, Bucket] = {}
-        self._variants: dict[int, int] = {}  # cluster id -> phrasings indexed
+        self._variants: dict[int, int] = {}  # cluster id -> phrasings indexed (`_add`)
 
     def find(self, bucket: Any, norm: Norm, ask: bool = False) -> int | None:
         """The cluster id `norm` belongs to in `bucket`, or None; a judge is asked about
         the pairs it is unsure of when `ask` (see `judge`)."""
-        if bucket not in self._buckets and not self._stored(bucket):
+        if bucket not in self._buckets and not (self.store is not None
+                                                and self.store.covers(bucket)):
             return None
-        b = self._faulted(bucket, norm.key, norm.signature)
-        hit = b.exact.get(norm.key)
-        if hit is not None:
-            return hit  # before splitting: most queries of a big log are exact repeats
-        return self._match(b, norm, set(norm.key.split()), ask)
+        b = self._bucket(bucket, norm)
+        hit = b.exact.get(norm.key)  # most queries of a big log are exact repeats
+        return self._match(b, norm, set(norm.key.split()), ask) if hit is None else hit
 
     def assign(self, bucket: Any, norm: Norm, new_cluster: int) -> int:
         """The cluster `norm` belongs to; `new_cluster` (now indexed) when none matches."""
-        b = self._faulted(bucket, norm.key, norm.signature)
-        hit = b.exact.get(norm.key)
-        if hit is not None:
-            return hit  # as in `find`
-        words = set(norm.key.split())
-        found = self._match(b, norm, words, ask=True)
-        cluster = new_cluster if found is None else found
-        self._add(b, norm, cluster, words)
-        return cluster
+        b = self._bucket(bucket, norm)
+        if norm.key not in b.exact:
+            words = set(norm.key.split())
+            found = self._match(b, norm, words, ask=True)
+            self._add(b, norm, new_cluster if found is None else found, words)
+        return b.exact[norm.key]
 
     def add(self, bucket: Any, norm: Norm, cluster: int) -> None:
         """Index `norm` as a phrasing of `cluster` (a small int; up to MAX_VARIANTS each)."""
-        b = self._faulted(bucket, norm.key, norm.signature)
+        b = self._bucket(bucket, norm)
         if norm.key not in b.exact:
             self._add(b, norm, cluster, set(norm.key.split()))
 
@@ -137,8 +113,10 @@ class LessonIndex:
         shortlist = shortlist_of(b, a_words, a_anchors, norm.signature if self.anchored else "")
         self._fault_variants(b, shortlist)
         for vid in shortlist:
-            if self._joins(norm, a_words, b.variants[vid]):
-                return b.variants[vid].owner
+            v = b.variants[vid]
+            if (_joins(norm, a_words, v, self.threshold, self.sure, self.near) if self.anchored
+                    else fuzz.token_set_ratio(norm.key, v.key, score_cutoff=self.threshold)):
+                return v.owner
         judge = self.judge
         if not self.anchored or judge is None or not judge.wanted(b.name, norm.key, ask):
             return None
@@ -147,54 +125,39 @@ class LessonIndex:
         return judge.decide(b.name, norm, [(vid, b.variants[vid].key, b.variants[vid].owner)
                                            for vid in pool], ask, b.df)
 
-    def _joins(self, norm: Norm, a_words: set[str], v: Variant) -> bool:
-        """Whether the rule joins `norm` to the phrasing `v`, surely when `sure`."""
-        if not self.anchored:
-            return bool(fuzz.token_set_ratio(norm.key, v.key, score_cutoff=self.threshold))
-        if self.near and _near(norm, a_words, v):
-            return True
-        return _accept(norm, a_words, v.key, v.packed, self.threshold) and not (
-            self.sure and _swapped(a_words, v.key))
-
     def _add(self, b: Bucket, norm: Norm, cluster: int, words: set[str]) -> None:
-        """Index a phrasing under its `words` and its signature (added to them)."""
+        """Index a phrasing of `cluster` under its `words` and its signature (added to them)."""
         b.exact[norm.key] = cluster
-        if not self._count_variant(b, cluster):
+        count = self._variants.get(cluster)  # phrasings indexed, up to MAX_VARIANTS
+        if count is None:
+            count = self.store.variant_count(cluster) if b.stored else 0
+        self._variants[cluster] = min(count + 1, MAX_VARIANTS)
+        if count >= MAX_VARIANTS:
             return
         vid = self.next_vid
         self.next_vid += 1
         b.variants[vid] = Variant(norm.key, norm.packed, norm.signature, cluster)
         if norm.signature:
             words.add(norm.signature)
+        df, postings = b.df, b.postings
         for w in words:
-            b.df[w] = b.df.get(w, 0) + 1
-            plist = b.postings.setdefault(w, [])
-            plist.append(vid)
-            if len(plist) > 2 * POSTING_CAP:
-                del plist[:-POSTING_CAP]
+            df[w] = df.get(w, 0) + 1
+            plist = postings.get(w)
+            if plist is None:
+                postings[w] = [vid]
+            else:
+                plist.append(vid)
+                if len(plist) > 2 * POSTING_CAP:
+                    del plist[:-POSTING_CAP]
 
-    def _count_variant(self, b: Bucket, cluster: int) -> bool:
-        """Count one more phrasing of `cluster`: False when it has MAX_VARIANTS already."""
-        count = self._variants.get(cluster)
-        if count is None:
-            count = self.store.variant_count(cluster) if b.stored else 0
-        self._variants[cluster] = min(count + 1, MAX_VARIANTS)
-        return count < MAX_VARIANTS
-
-    def _stored(self, bucket: Any) -> bool:
-        return self.store is not None and self.store.covers(bucket)
-
-    def _bucket(self, bucket: Any) -> Bucket:
+    def _bucket(self, bucket: Any, query: Norm | None = None) -> Bucket:
+        """The bucket, with what the store holds of a `query` read into it."""
         b = self._buckets.get(bucket)
         if b is None:
-            b = self._buckets[bucket] = Bucket(bucket, self._stored(bucket))
-        return b
-
-    def _faulted(self, bucket: Any, key: str, signature: str) -> Bucket:
-        """The bucket, with what the store holds of a query of `key` read into it."""
-        b = self._bucket(bucket)
-        if b.stored and self.store.first_vid:
-            self.store.fault(b, key, signature)
+            stored = self.store is not None and self.store.covers(bucket)
+            b = self._buckets[bucket] = Bucket(bucket, stored)
+        if query is not None and b.stored and self.store.first_vid:
+            self.store.fault(b, query.key, query.signature)
         return b
 
     def _fault_variants(self, b: Bucket, vids: list[int] | None) -> None:
@@ -211,8 +174,7 @@ class LessonIndex:
         return list(dict.fromkeys([*self._buckets, *stored]))
 
     def phrasings(self, bucket: Any) -> Iterator[tuple[int, str, str]]:
-        """(cluster, key, packed anchors) of each phrasing indexed in `bucket`, the store's
-        too (for `explain`, which lists them)."""
+        """(cluster, key, packed anchors) of each phrasing in `bucket`, the store's too."""
         b = self._bucket(bucket)
         self._fault_variants(b, None)
         return ((v.owner, v.key, v.packed) for _, v in sorted(b.variants.items()))
@@ -221,3 +183,44 @@ class LessonIndex:
         """The buckets the store keeps, for writing back what a pass added."""
         return [b for b in self._buckets.values() if b.stored]
 
+
+def block_words(df: dict[str, int], words: set[str], anchors: Collection[str] = (),
+                limit: int = BLOCK_WORDS) -> list[tuple[int, str]]:
+    """(count, word) of the `limit` rarest of a query's `anchors` (a subset of `words`),
+    then of its other words; ties by the word, as a set's order changes with the hash seed."""
+    get = df.get
+    counted = sorted([(n, w) for w in anchors if (n := get(w))])[:limit]
+    if len(counted) < limit:
+        others = sorted([(n, w) for w in words if (n := get(w)) and w not in anchors])
+        counted += others[:limit - len(counted)]
+    return counted
+
+
+def shortlist_of(b: Bucket, words: set[str], anchors: Collection[str] = (),
+                 signature: str = "") -> list[int]:
+    """Recent variants filed under the `signature` of a query, if any is, and under its
+    `block_words` (the first two then), best first: those under the first word (in posting
+    order) ranked by whether they are under the second and the third too, then those under
+    the second and the third, the second, and the third."""
+    counted = [w for _, w in block_words(b.df, words, anchors)]
+    if signature in b.postings:
+        counted = [signature, *counted[:BLOCK_WORDS - 1]]
+    first, second, third = ([b.postings[w][-POSTING_CAP:] for w in counted] + [[], [], []])[:3]
+    in_second, in_third = set(second), set(third)
+    best = sorted(first, key=lambda v: (v not in in_second, v not in in_third))
+    if len(best) < SHORTLIST:
+        in_first = set(first)
+        best += sorted((v for v in second if v not in in_first), key=lambda v: v not in in_third)
+        best += [v for v in third if v not in in_first and v not in in_second]
+    return best[:SHORTLIST]
+
+
+def pool_of(b: Bucket, words: set[str], anchors: Collection[str] = (),
+            signature: str = "") -> list[int]:
+    """A judge's candidates for a query (`judge.decide`): every recent variant filed
+    under its signature or one of its POOL_WORDS rarest words, most recent first."""
+    filed = [w for _, w in block_words(b.df, words, anchors, POOL_WORDS)]
+    if signature in b.postings:
+        filed.insert(0, signature)
+    recent = (vid for w in filed for vid in reversed(b.postings[w][-POSTING_CAP:]))
+    return list(dict.fromkeys(recent))
