@@ -67,8 +67,7 @@ def bound_role_file(identity: Path, role: str, bound: int) -> int:
         lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     except FileNotFoundError:
         return 0
-    moves = _moving(lines, bound)
-    moving = [line.rstrip("\n") for line, move in zip(lines, moves, strict=True) if move]
+    kept, moving = _split(lines, bound)
     if not moving:
         return 0
     archive = archive_path(identity, role)
@@ -84,22 +83,22 @@ def bound_role_file(identity: Path, role: str, bound: int) -> int:
         out.flush()
         os.fsync(out.fileno())
     # a line leaves the role file only once it is in the archive
-    atomic_write(path, "".join(line for line, move in zip(lines, moves, strict=True)
-                               if not move))
+    atomic_write(path, "".join(kept))
     return len(moving)
 
 
-def _moving(lines: list[str], bound: int) -> list[bool]:
-    """Which lines leave: the promoted ones but the strongest that fit in what a person's
-    lines leave of `bound` (of two equal, the newer stays)."""
+def _split(lines: list[str], bound: int) -> tuple[list[str], list[str]]:
+    """The lines kept, and those moving (stripped): the promoted ones but the strongest that
+    fit in what a person's lines leave of `bound` (of two equal, the newer stays)."""
     strengths = [strength(line) for line in lines]
-    room = bound - sum(len(line) for line, s in zip(lines, strengths, strict=True) if s is None)
-    moves = [s is not None for s in strengths]
+    keep = {i for i, s in enumerate(strengths) if s is None}
+    room = bound - sum(len(lines[i]) for i in keep)
     for _, i in sorted(((s, i) for i, s in enumerate(strengths) if s is not None), reverse=True):
         if len(lines[i]) <= room:
             room -= len(lines[i])
-            moves[i] = False
-    return moves
+            keep.add(i)
+    return ([line for i, line in enumerate(lines) if i in keep],
+            [line.rstrip("\n") for i, line in enumerate(lines) if i not in keep])
 
 
 def bound_identity(identity: Path, bound: int) -> int:
