@@ -61,9 +61,9 @@ class Evidence:
         if not self.occasion:
             self.worker, self.occasion, self.sourced = feature, run, mission
             return
+        self.two_workers = self.two_workers or mission != self.sourced or feature != self.worker
+        self.two_occasions = self.two_occasions or mission != self.sourced or run != self.occasion
         self.two_missions = self.two_missions or mission != self.sourced
-        self.two_workers = self.two_workers or self.two_missions or feature != self.worker
-        self.two_occasions = self.two_occasions or self.two_missions or run != self.occasion
 
     def _listed(self, values: tuple[str, ...], value: str, bit: int) -> tuple[str, ...]:
         """`values` with `value` added while fewer than LISTED, else `more` marked."""
@@ -91,14 +91,6 @@ class Evidence:
         """One provenance field as listed, `...` when some values were dropped."""
         return ", ".join(getattr(self, name)) + (", ..." if self.more & _BITS[name] else "")
 
-    def line(self, promoted_on: str, text: str | None = None) -> str:
-        """The identity line: the lesson (in other words if `text`), then its provenance."""
-        seen = self.first if self.first == self.last else f"{self.first}..{self.last}"
-        runs = f"; runs: {self.show('runs')}" if self.runs else ""
-        return (f"- {self.kind}: {text or self.text} [promoted {promoted_on}; seen {self.count}x "
-                f"{seen}; missions: {self.show('missions')}; features: {self.show('features')}"
-                f"{runs}]")
-
 
 @dataclass
 class Promotion:
@@ -113,7 +105,11 @@ class Promotion:
     @property
     def line(self) -> str:
         """The identity line (made when asked: a big first run may promote many)."""
-        return self.evidence.line(self.promoted_on, self.text)
+        ev = self.evidence
+        seen = ev.first if ev.first == ev.last else f"{ev.first}..{ev.last}"
+        runs = f"; runs: {ev.show('runs')}" if ev.runs else ""
+        return (f"- {self.kind}: {self.text} [promoted {self.promoted_on}; seen {ev.count}x "
+                f"{seen}; missions: {ev.show('missions')}; features: {ev.show('features')}{runs}]")
 
 
 def plan_promotions(due: Iterable[Evidence], identity: IdentityIndex,
