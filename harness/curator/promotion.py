@@ -135,7 +135,7 @@ def returning(ev: Evidence, line: str | None, promoted_on: str) -> Promotion:
     any, with the evidence of both: only `ev`'s when it counts the line's notes already (the
     lesson promoted then, recurring)."""
     old = None if line is None else provenance(line)
-    if old is None:  # none; or a person's, never moved there but a person may put one there
+    if old is None:  # none; or a person's (never moved, but a person may put one there)
         return Promotion(ev.role, ev.kind, ev.text, ev, promoted_on)
     lists = {name: listed_values(old[name]) for name in _BITS}
     first, count = old["first"] or old["last"], int(old["count"])
