@@ -528,7 +528,7 @@ def test_promoted_line_carries_provenance_with_capped_lists_and_exact_count() ->
     cands = [cand(PSQL if n % 2 else PSQL_MORE, mission=f"m{n % 2}", feature=f"F-00{n}",
                   run=f"run{n}", ts=f"2026-04-2{n}T10:00:00Z") for n in range(6)]
     (ev,) = due(*cands)
-    assert ev.line("2026-05-01") == (
+    assert Promotion(ev.role, ev.kind, ev.text, ev, "2026-05-01").line == (
         f"- TRICK: {PSQL_MORE} [promoted 2026-05-01; seen 6x 2026-04-20..2026-04-25; "
         "missions: m0, m1; features: F-000, F-001, F-002, ...; runs: run0, run1, run2, ...]")
 

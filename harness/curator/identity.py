@@ -1,13 +1,9 @@
-"""Identity files bounded to what a prompt shows: `identity/<role>.md` holds at most
-`bound` characters, and every prompt of the role shows all of it.
-
-When promotions pass the bound, the promoted lines rank by their evidence (missions, then
-features, then notes, then the day last seen, as each line's provenance says); the weakest
-move, word for word, to `identity/archive/<role>.md`. Lines a person wrote (no
-`[promoted ...]` provenance) never move, and a line leaves the role file only once it is
-in the archive. With a judge, a due lesson that identity does not hold is looked for in
-the archive, and comes back in the archived line's words (`promotion.returning`).
-"""
+"""Identity files bounded to what a prompt shows (every prompt of a role shows all of
+`identity/<role>.md`): past the bound, the weakest promoted lines (by their provenance's
+missions, features, notes, then the day last seen) move word for word to
+`identity/archive/<role>.md`; a person's lines (no provenance) never move. With a judge, a
+due lesson that identity does not hold is looked for in the archive, and comes back in its
+words (`promotion.returning`)."""
 
 from __future__ import annotations
 
@@ -34,8 +30,6 @@ _PROMOTED = re.compile(
     r"missions: (?P<missions>[^;\]]*); features: (?P<features>[^;\]]*)"
     r"(?:; runs: (?P<runs>[^\]]*))?\]$")
 
-Strength = tuple[int, int, int, str]  # missions, features, notes, last seen
-
 
 def provenance(line: str) -> re.Match[str] | None:
     """A promoted line's parts (kind, text, count, first: None when seen on one day, last,
@@ -49,13 +43,13 @@ def listed_values(field: str | None) -> tuple[list[str], bool]:
     return [v for v in values if v and v != "..."], "..." in values
 
 
-def strength(line: str) -> Strength | None:
-    """A promoted line's evidence, a cut list counting one more; None for a person's line."""
+def strength(line: str) -> tuple[int, int, int, str] | None:
+    """A promoted line's missions, features (`...` counts one), notes, last day; else None."""
     m = provenance(line)
     if m is None:
         return None
-    missions, features = (len(v) + cut for v, cut in map(listed_values, m.group(
-        "missions", "features")))
+    missions, features = (len([v for v in m[name].split(", ") if v])
+                          for name in ("missions", "features"))
     return missions, features, int(m["count"]), m["last"]
 
 
@@ -73,46 +67,38 @@ def bound_role_file(identity: Path, role: str, bound: int) -> int:
         lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     except FileNotFoundError:
         return 0
-    moves = _moving(lines, bound)
-    moving = [line.rstrip("\n") for line, move in zip(lines, moves, strict=True) if move]
+    kept, moving = _split(lines, bound)
     if not moving:
         return 0
     archive = archive_path(identity, role)
-    there = _archive_tail(archive, sum(map(len, moving)))
     archive.parent.mkdir(parents=True, exist_ok=True)
-    with open(archive, "a", encoding="utf-8") as out:
-        if out.tell() == 0:
-            out.write(f"# {role}: lessons moved out of identity/{role}.md for room\n\n")
-        out.write("".join(f"{line}\n" for line in moving if line not in there))
+    with open(archive, "a+b") as out:
+        # a crashed move's lines are at the end: the rest (every line ever moved) is not read
+        size = out.seek(0, os.SEEK_END)
+        out.seek(max(0, size - 4 * sum(map(len, moving)) - 1))  # UTF-8: 4 bytes at most
+        there = set(out.read().decode("utf-8", "replace").split("\n")[1:])
+        heading = f"# {role}: lessons moved out of identity/{role}.md for room\n\n"
+        out.write(((heading if size == 0 else "") + "".join(
+            f"{line}\n" for line in moving if line not in there)).encode())
         out.flush()
         os.fsync(out.fileno())
-    atomic_write(path, "".join(line for line, move in zip(lines, moves, strict=True)
-                               if not move))
+    # a line leaves the role file only once it is in the archive
+    atomic_write(path, "".join(kept))
     return len(moving)
 
 
-def _moving(lines: list[str], bound: int) -> list[bool]:
-    """Which lines leave: the promoted ones but the strongest that fit in what a person's
-    lines leave of `bound` (of two equal, the newer stays)."""
+def _split(lines: list[str], bound: int) -> tuple[list[str], list[str]]:
+    """The lines kept, and those moving (stripped): the promoted ones but the strongest that
+    fit in what a person's lines leave of `bound` (of two equal, the newer stays)."""
     strengths = [strength(line) for line in lines]
-    room = bound - sum(len(line) for line, s in zip(lines, strengths, strict=True) if s is None)
-    moves = [s is not None for s in strengths]
+    keep = {i for i, s in enumerate(strengths) if s is None}
+    room = bound - sum(len(lines[i]) for i in keep)
     for _, i in sorted(((s, i) for i, s in enumerate(strengths) if s is not None), reverse=True):
         if len(lines[i]) <= room:
             room -= len(lines[i])
-            moves[i] = False
-    return moves
-
-
-def _archive_tail(archive: Path, chars: int) -> set[str]:
-    """The archive's last lines, `chars` characters at least: where a crashed move's lines
-    are. The rest is not read: the archive grows with every line ever moved."""
-    try:
-        with open(archive, "rb") as f:
-            f.seek(max(0, f.seek(0, os.SEEK_END) - 4 * chars - 1))  # UTF-8: 4 bytes at most
-            return set(f.read().decode("utf-8", "replace").split("\n")[1:])
-    except FileNotFoundError:
-        return set()
+            keep.add(i)
+    return ([line for i, line in enumerate(lines) if i in keep],
+            [line.rstrip("\n") for i, line in enumerate(lines) if i not in keep])
 
 
 def bound_identity(identity: Path, bound: int) -> int:
@@ -137,8 +123,7 @@ def identity_lessons(text: str) -> Iterable[str]:
 
 
 def archive_bucket(role: str, kind: str) -> str:
-    """The index's bucket for the `kind` lines of `role`'s archive: a judge's questions about
-    them are about identity (`judge.about_identity`)."""
+    """The bucket of `role`'s archived `kind` lines (about identity: `judge.about_identity`)."""
     return f"{ARCHIVE}/{role}/{kind}"
 
 
@@ -161,11 +146,9 @@ class IdentityIndex:
         # a lesson in identity in other words is the costlier mistake: a swap is no refusal,
         # and without a judge to tell, a lesson that may be a line in other words waits
         self._index = LessonIndex(similarity, judge=judge, sure=False, near=judge is None)
-        self.judged = judge is not None  # asks it when looking a lesson up
         self._lines: list[str] = []  # indexed lesson -> the line that says it
-        self._folder = folder  # the identity folder, whose archive a judge's lookups read
+        self._folder = None if judge is None else folder  # whose archive lookups read
         self._archived: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
-        self._indexed: set[str] = set()  # archived lines indexed
 
     def add_text(self, role: str, text: str) -> None:
         """Index every line of `role`'s identity file."""
@@ -190,37 +173,30 @@ class IdentityIndex:
         """The line of `bucket` (a role's identity) that says this lesson, in any words."""
         if not self._index.has(bucket):
             return None  # an empty identity file: spare normalising every due lesson
-        hit = self._index.find(bucket, normalize(lesson), self.judged)
+        hit = self._index.find(bucket, normalize(lesson), self._index.judge is not None)
         return None if hit is None else self._lines[hit]
 
     def archived_line_of(self, role: str, kind: str, lesson: str) -> str | None:
         """The `kind` line of `role`'s archive that says this lesson, or None. Only with a
         judge: a due lesson is one the rules did not join to the lesson promoted before,
-        and they would not join it to that one's line either. Of the archive, the
-        CANDIDATES lines nearest the lesson are indexed, and the judge asked about them."""
-        if not self.judged or self._folder is None:
+        and they would not join it to that one's line either. The CANDIDATES archived lines
+        nearest the lesson (the archive read once a pass) are indexed, and the judge asked."""
+        if self._folder is None:
             return None
-        bucket, prefix = archive_bucket(role, kind), f"- {kind}: "
-        lines, lessons = self._archived_lessons(role, prefix)
+        prefix = f"- {kind}: "
+        if (role, kind) not in self._archived:
+            try:
+                text = archive_path(self._folder, role).read_text("utf-8", errors="replace")
+            except FileNotFoundError:
+                text = ""
+            found = [line for line in text.split("\n") if line.startswith(prefix)]
+            self._archived[role, kind] = found, [
+                utils.default_process(line[len(prefix):].partition(" [promoted ")[0])
+                for line in found]
+        lines, lessons = self._archived[role, kind]
         for _, _, i in process.extract(utils.default_process(lesson), lessons,
                                        scorer=fuzz.token_set_ratio, limit=CANDIDATES):
-            if lines[i] not in self._indexed:
-                self._indexed.add(lines[i])
-                self.add(bucket, _PROVENANCE.sub("", lines[i][len(prefix):]), lines[i])
-        return self.line_of(bucket, lesson)
-
-    def _archived_lessons(self, role: str, prefix: str) -> tuple[list[str], list[str]]:
-        """The lines of `role`'s archive that start with `prefix`, and their lessons as
-        rapidfuzz compares them; read once a pass."""
-        if (role, prefix) not in self._archived:
-            assert self._folder is not None
-            try:
-                with open(archive_path(self._folder, role), encoding="utf-8",
-                          errors="replace") as f:
-                    lines = [line.rstrip("\n") for line in f if line.startswith(prefix)]
-            except FileNotFoundError:
-                lines = []
-            self._archived[role, prefix] = lines, [
-                utils.default_process(line[len(prefix):].partition(" [promoted ")[0])
-                for line in lines]
-        return self._archived[role, prefix]
+            # a line indexed before adds nothing: its lesson's words are indexed already
+            self.add(archive_bucket(role, kind), _PROVENANCE.sub("", lines[i][len(prefix):]),
+                     lines[i])
+        return self.line_of(archive_bucket(role, kind), lesson)

@@ -1,11 +1,10 @@
 """Promotion to identity: which lessons have earned a line in identity/<role>.md.
 
-The notes of the candidate record (`record`) that say one thing (`matching`) are one lesson
-per role and kind, its `Evidence`. A lesson is promoted when its kind's rule holds (TRICK:
-two workers, FAIL: two missions, FORGOT: two occasions; see docs/curator.md) and identity
-does not hold it in any words. Only lessons noted in this pass are planned
-(`clusters.PromotionTracker.due`): a line someone deleted stays out until the lesson recurs. A
-promoted line carries its provenance, lists capped at LISTED values, the count exact:
+A lesson is the notes of one role and kind that say one thing (`matching`), its `Evidence`.
+One noted in this pass (`clusters.PromotionTracker.due`: a deleted line stays out until the
+lesson recurs) is promoted when its kind's rule holds (TRICK: two workers, FAIL: two missions,
+FORGOT: two occasions; docs/curator.md) and identity does not hold it in any words. Its line
+carries its provenance, lists capped at LISTED values, the count exact:
 
     - TRICK: <text> [promoted 2026-05-01; seen 3x 2026-04-12..2026-04-20;
       missions: shop, blog; features: F-003, F-007; runs: R1, R2, R3]
@@ -25,10 +24,8 @@ _BITS = {"missions": 1, "features": 2, "runs": 4}  # `Evidence.more`: values wer
 
 @dataclass(eq=False, slots=True)
 class Evidence:
-    """Everything known about one lesson across missions: provenance lists of LISTED
-    distinct values (`more` marks those that dropped some), the exact count, and, as two
-    workers, occasions or missions decide a rule, the first of each and whether a second
-    came."""
+    """One lesson's notes across missions, stored as `row()`: its provenance, and of the
+    first note a run wrote the worker, occasion and mission, with whether a second came."""
 
     role: str
     kind: str
@@ -40,9 +37,7 @@ class Evidence:
     features: tuple[str, ...] = ()
     runs: tuple[str, ...] = ()
     more: int = 0  # _BITS
-    # the first note a run wrote: its feature (the worker), run (the occasion) and mission;
-    # a person's notes (no run) are counted and listed but are none of these
-    worker: str = ""
+    worker: str = ""  # a person's notes (no run) are counted and listed, but none of these
     two_workers: bool = False
     occasion: str = ""
     two_occasions: bool = False
@@ -57,19 +52,18 @@ class Evidence:
             self.last = day
         self.count += 1
         # missions and features recur in many lessons: each kept as one string
-        self.missions = self._listed(self.missions, sys.intern(mission), 1)
-        self.features = self._listed(self.features, sys.intern(feature), 2)
+        mission, feature = sys.intern(mission), sys.intern(feature)
+        self.missions = self._listed(self.missions, mission, 1)
+        self.features = self._listed(self.features, feature, 2)
         if not run:
-            return  # a person's note: counted, but no worker, occasion or mission of its own
-        self.runs = self._listed(self.runs, run, 4)
-        if not self.occasion:  # the first note a run wrote
-            self.worker, self.occasion = sys.intern(feature), run
-            self.sourced = sys.intern(mission)
             return
-        same_mission = mission == self.sourced
-        self.two_workers = self.two_workers or not same_mission or feature != self.worker
-        self.two_occasions = self.two_occasions or not same_mission or run != self.occasion
-        self.two_missions = self.two_missions or not same_mission
+        self.runs = self._listed(self.runs, run, 4)
+        if not self.occasion:
+            self.worker, self.occasion, self.sourced = feature, run, mission
+            return
+        self.two_workers = self.two_workers or mission != self.sourced or feature != self.worker
+        self.two_occasions = self.two_occasions or mission != self.sourced or run != self.occasion
+        self.two_missions = self.two_missions or mission != self.sourced
 
     def _listed(self, values: tuple[str, ...], value: str, bit: int) -> tuple[str, ...]:
         """`values` with `value` added while fewer than LISTED, else `more` marked."""
@@ -81,32 +75,21 @@ class Evidence:
         return values
 
     def row(self) -> list:
-        """The evidence as a JSON-ready list, its fields in order (see `from_row`)."""
+        """The evidence as a JSON-ready list, its fields in order."""
         return [getattr(self, name) for name in self.__slots__]
 
     @classmethod
     def from_row(cls, row: list) -> Evidence:
-        """Evidence back from `row()`, its lists as tuples."""
         return cls(*(tuple(v) if isinstance(v, list) else v for v in row))
 
     def due(self) -> bool:
         """Whether the promotion rule for this kind holds."""
-        rules = {"TRICK": self.two_workers, "FAIL": self.two_missions,
-                 "FORGOT": self.two_occasions}
-        return rules.get(self.kind, False)
+        return {"TRICK": self.two_workers, "FAIL": self.two_missions,
+                "FORGOT": self.two_occasions}.get(self.kind, False)
 
     def show(self, name: str) -> str:
         """One provenance field as listed, `...` when some values were dropped."""
         return ", ".join(getattr(self, name)) + (", ..." if self.more & _BITS[name] else "")
-
-    def line(self, promoted_on: str, text: str | None = None) -> str:
-        """The identity line: the lesson (in other words if `text`), then its provenance."""
-        seen = self.first if self.first == self.last else f"{self.first}..{self.last}"
-        parts = [f"promoted {promoted_on}", f"seen {self.count}x {seen}",
-                 f"missions: {self.show('missions')}", f"features: {self.show('features')}"]
-        if self.runs:
-            parts.append(f"runs: {self.show('runs')}")
-        return f"- {self.kind}: {text or self.text} [{'; '.join(parts)}]"
 
 
 @dataclass
@@ -122,48 +105,47 @@ class Promotion:
     @property
     def line(self) -> str:
         """The identity line (made when asked: a big first run may promote many)."""
-        return self.evidence.line(self.promoted_on, self.text)
+        ev = self.evidence
+        seen = ev.first if ev.first == ev.last else f"{ev.first}..{ev.last}"
+        runs = f"; runs: {ev.show('runs')}" if ev.runs else ""
+        return (f"- {self.kind}: {self.text} [promoted {self.promoted_on}; seen {ev.count}x "
+                f"{seen}; missions: {ev.show('missions')}; features: {ev.show('features')}{runs}]")
 
 
 def plan_promotions(due: Iterable[Evidence], identity: IdentityIndex,
                     promoted_on: str) -> list[Promotion]:
     """The due lessons that neither identity nor a promotion before it holds yet (the rules
     keep two restatements of one note apart when each names a detail the other lacks, and
-    both may be due). A lesson that an archived line says comes back in that line's words
-    (`returning`)."""
+    both may be due); one that an archived line says comes back (`returning`)."""
     out, returned = [], set()
     for ev in due:
-        if not identity.knows(ev.role, ev.text):
-            archived = identity.archived_line_of(ev.role, ev.kind, ev.text)
-            if archived is None:
-                promotion = Promotion(ev.role, ev.kind, ev.text, ev, promoted_on)
-            elif archived in returned:
-                continue  # another due lesson of this pass brought it back already
-            else:
-                promotion = returning(ev, archived, promoted_on)
-                returned.add(archived)
-            out.append(promotion)
-            identity.add(ev.role, ev.text, promotion.line)
+        if identity.knows(ev.role, ev.text):
+            continue
+        archived = identity.archived_line_of(ev.role, ev.kind, ev.text)
+        if archived is not None and archived in returned:
+            continue  # another due lesson of this pass brought it back already
+        returned.add(archived)
+        out.append(returning(ev, archived, promoted_on))
+        identity.add(ev.role, ev.text, out[-1].line)
     return out
 
 
-def returning(ev: Evidence, line: str, promoted_on: str) -> Promotion:
-    """The promotion of a due lesson that the archived `line` says: in the line's words,
-    with the evidence of both; only `ev`'s when it counts the line's notes already (the
+def returning(ev: Evidence, line: str | None, promoted_on: str) -> Promotion:
+    """The promotion of a due lesson; in the words of the archived `line` that says it, if
+    any, with the evidence of both: only `ev`'s when it counts the line's notes already (the
     lesson promoted then, recurring)."""
-    old = provenance(line)
-    if old is None:  # a person's line never moves, but a person may put one there
+    old = None if line is None else provenance(line)
+    if old is None:  # none; or a person's (never moved, but a person may put one there)
         return Promotion(ev.role, ev.kind, ev.text, ev, promoted_on)
-    lists = [(bit, name, *listed_values(old[name])) for name, bit in _BITS.items()]
-    first = old["first"] or old["last"]
-    if ev.first <= first and ev.count >= int(old["count"]) and all(
-            set(values) <= set(getattr(ev, name)) for _, name, values, _ in lists):
+    lists = {name: listed_values(old[name]) for name in _BITS}
+    first, count = old["first"] or old["last"], int(old["count"])
+    if ev.first <= first and ev.count >= count and all(
+            set(values) <= set(getattr(ev, name)) for name, (values, _) in lists.items()):
         return Promotion(ev.role, ev.kind, old["text"], ev, promoted_on)
-    merged = Evidence(ev.role, ev.kind, old["text"], ev.count + int(old["count"]),
-                      min(first, ev.first), max(old["last"], ev.last))
-    for bit, name, values, cut in lists:
-        joined = list(dict.fromkeys([*values, *getattr(ev, name)]))
-        setattr(merged, name, tuple(joined[:LISTED]))
-        if cut or ev.more & bit or len(joined) > LISTED:
-            merged.more |= bit
+    merged = Evidence(ev.role, ev.kind, old["text"], ev.count + count, min(first, ev.first),
+                      max(old["last"], ev.last), more=ev.more)
+    for name, (values, cut) in lists.items():
+        for value in [*values, *getattr(ev, name)]:
+            setattr(merged, name, merged._listed(getattr(merged, name), value, _BITS[name]))
+        merged.more |= _BITS[name] if cut else 0
     return Promotion(ev.role, ev.kind, old["text"], merged, promoted_on)
