@@ -1,5 +1,8 @@
 """A judge on "same lesson?": which pairs it is asked, what its answers do, where they live."""
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from conftest import UNSURE_FIRST, UNSURE_SECOND
@@ -250,3 +253,17 @@ def test_a_due_lesson_is_asked_about_one_identity_line_the_surest() -> None:
     known = IdentityIndex(75, judge=Judgments({("worker", normalize(SECOND).key, unasked): True}))
     known.add_text("worker", lines)
     assert known.knows("worker", SECOND)
+
+
+def test_the_candidates_rank_the_same_under_every_hash_seed() -> None:
+    # the words' weights were summed in a set's order, which changes with the hash seed:
+    # the last bit of a score moved, and with it which of two equal candidates was asked
+    script = ("from harness.curator.judge import similarity\n"
+              "a = 'alpha bravo charlie delta echo foxtrot golf hotel'\n"
+              "b = 'alpha bravo charlie delta india juliet kilo lima'\n"
+              "df = {w: i * 7 + 3 for i, w in enumerate(sorted(set((a + ' ' + b).split())))}\n"
+              "print(repr(similarity(a, b, df)))")
+    scores = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                             check=True, env={**os.environ, "PYTHONHASHSEED": str(seed)}
+                             ).stdout for seed in range(12)}
+    assert len(scores) == 1, scores

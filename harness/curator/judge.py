@@ -46,11 +46,13 @@ def about_identity(bucket: Any) -> bool:
 
 def similarity(a: str, b: str, df: dict[str, int]) -> float:
     """How much of the two texts' word weight they share (0-100), each word weighted by
-    its rarity among the bucket's phrasings (`df`)."""
+    its rarity among the bucket's phrasings (`df`). Summed exactly (fsum): a set's order
+    changes with the hash seed, and the last bit of a plain sum with it, which ranked two
+    equal candidates either way."""
     wa, wb = set(a.split()), set(b.split())
     weight = {w: 1.0 / (1.0 + math.log1p(df.get(w, 0))) for w in wa | wb}
-    union = sum(weight.values())
-    return 100.0 * sum(weight[w] for w in wa & wb) / union if union else 0.0
+    union = math.fsum(weight.values())
+    return 100.0 * math.fsum(weight[w] for w in wa & wb) / union if union else 0.0
 
 
 class Judgments:
