@@ -48,8 +48,8 @@ def strength(line: str) -> tuple[int, int, int, str] | None:
     m = provenance(line)
     if m is None:
         return None
-    missions, features = (len([v for v in m[name].split(", ") if v])
-                          for name in ("missions", "features"))
+    missions, features = (len(values) + cut for values, cut in
+                          map(listed_values, m.group("missions", "features")))
     return missions, features, int(m["count"]), m["last"]
 
 
@@ -149,6 +149,7 @@ class IdentityIndex:
         self._lines: list[str] = []  # indexed lesson -> the line that says it
         self._folder = None if judge is None else folder  # whose archive lookups read
         self._archived: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
+        self._indexed: set[str] = set()  # archived lines indexed already
 
     def add_text(self, role: str, text: str) -> None:
         """Index every line of `role`'s identity file."""
@@ -196,7 +197,8 @@ class IdentityIndex:
         lines, lessons = self._archived[role, kind]
         for _, _, i in process.extract(utils.default_process(lesson), lessons,
                                        scorer=fuzz.token_set_ratio, limit=CANDIDATES):
-            # a line indexed before adds nothing: its lesson's words are indexed already
-            self.add(archive_bucket(role, kind), _PROVENANCE.sub("", lines[i][len(prefix):]),
-                     lines[i])
+            if lines[i] not in self._indexed:
+                self._indexed.add(lines[i])
+                self.add(archive_bucket(role, kind),
+                         _PROVENANCE.sub("", lines[i][len(prefix):]), lines[i])
         return self.line_of(archive_bucket(role, kind), lesson)
