@@ -5,8 +5,8 @@ noise) and `expected.tsv` (role TAB kind TAB family, one per lesson the rules ma
 `tests/data/curator_corpus` is the development set of the match rule (its constants were
 tuned on it). The folders under `tests/data/corpora/` were written independently of it and
 of each other. The judge's K and MIN_SCORE (`harness.curator.judge`) were chosen on the
-development set and the FITTED ones (`development_corpora`; dev_real_tools, real
-agents' notes, joined them later, for development only); the rest are held out:
+development set and the FITTED ones (`development_corpora`; dev_real_tools and dev_real_apps,
+real agents' notes, joined them later); the rest are held out:
 nothing was tuned or fitted on them. Held out, by the round that first measured them:
 mobile_native, python_services and systems_cpp (round 2; since used in experiments that
 changed nothing, so count them as development for any later tuning); dotnet_enterprise,
@@ -38,7 +38,8 @@ DEVELOPMENT = DATA / "curator_corpus"
 CORPORA = DATA / "corpora"
 # written apart from the match rule, then used (with it) to choose the judge's constants
 FITTED = ("web_mobile", "data_ml", "infra_systems", "jvm_services", "games_scripting",
-          "embedded_rust", "frontend_monorepo", "cloud_data_ops", "dev_real_tools")
+          "embedded_rust", "frontend_monorepo", "cloud_data_ops", "dev_real_tools",
+          "dev_real_apps")
 NOW = "2026-06-01T00:00:00Z"  # every pass's date: promotions made on it, and kept
 PARTS = 3  # each mission's log is fed in thirds, missions interleaved, as cron passes would
 
