@@ -11,8 +11,9 @@ minutes (`curator.append_entries`) and one `run.sh curator` pass runs with
 127.0.0.1 answering the judge from the lessons the generator drew (`judge_model.LabelModel`:
 the candidate of the same lesson, else "new"). Input tokens are the fake API's count, four
 characters a token, of everything the request carries; output tokens are the answer's at
-the same rate. Printed: per pass, the notes asked, the input and output tokens of its one
-call, and the pass's wall time; then the medians.
+the same rate. Printed: per pass, its calls (the questions, then the second look at each
+"same"), the notes asked, their input and output tokens together, and the pass's wall
+time; then the medians.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def one_pass(paths: Paths, api: FakeAPI) -> dict:
 def judge_runs(state: Path) -> list[dict]:
     """The judge runs' manifests, oldest first."""
     manifests = (json.loads(p.read_text()) for p in sorted(state.glob("runs/*/manifest.json")))
-    return [m for m in manifests if m.get("template") == "judge.md.j2"]
+    return [m for m in manifests if m.get("template") in ("judge.md.j2", "judge_pair.md.j2")]
 
 
 def body_notes(body: dict) -> int:
@@ -98,7 +99,7 @@ def main() -> None:
             t = generator.append_entries(state, args.new, args.history, t, seed=n + 1)
             rows.append(one_pass(paths, api))
             r = rows[-1]
-            print(f"pass {n + 1}: {r['calls']} call, {r['notes']} notes asked, "
+            print(f"pass {n + 1}: {r['calls']} calls, {r['notes']} notes asked, "
                   f"{r['input_tokens']} input and {r['output_tokens']} output tokens, "
                   f"{r['seconds']:.2f} s")
         for name in ("notes", "input_tokens", "output_tokens", "seconds"):

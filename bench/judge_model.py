@@ -10,7 +10,8 @@ the judge's prompt (`templates/judge.md.j2`), a call through the `anthropic` bac
 answer's lines, and the real pass with them, recorded for later passes. By default the
 Messages API is the tests' fake one on 127.0.0.1 and answers from the corpus labels
 (`LabelModel`): for each note, the candidate of its family, else "new" ("perfect"); and
-again with one note in ten given another choice ("noisy", the mean of `--draws` seeds).
+again with one answer in ten the other way ("noisy", the mean of `--draws` seeds), each
+"same" asked again as a pair (`templates/judge_pair.md.j2`) and kept when both agree.
 That checks the whole chain and should give `bench/judge_bound.py`'s figures. With
 `--model`, the real API answers (ANTHROPIC_API_KEY): what a real model's judgement
 reaches. Corpora are fed and scored as `tests/corpus_quality.py` does, identity within its
@@ -48,11 +49,14 @@ EXAMPLE = ROOT / ".harness.example"
 # a note and its candidates as `harness.run.judging.shown` numbers them
 NOTE = re.compile(r"^Note (\d+) \([^)]*\): (.*)\n((?:  #\d+: .*\n?)+)", re.M)
 CANDIDATE = re.compile(r"^  #(\d+): (.*)$", re.M)
+# a pair of the second look as `harness.run.judging.shown_pairs` shows it
+PAIR = re.compile(r"^Pair (\d+):\n  A: (.*)\n  B: (.*)$", re.M)
 
 
 class LabelModel:
-    """The fake API's judge: for each note, the candidate of its family, else "new";
-    `error` of its answers another choice (a fixed seed)."""
+    """The fake API's judge: for each note, the candidate of its family, else "new", and for
+    each pair of the second look, "yes" when both are of one family; `error` of its answers
+    the other way (a fixed seed)."""
 
     def __init__(self, error: float = 0.0, seed: int = 1) -> None:
         self.family_of: dict[str, str] = {}  # each note's family, by its text
@@ -62,7 +66,8 @@ class LabelModel:
 
     def __call__(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         self.calls += 1
-        lines = []
+        lines = [f"{number}: " + ("yes" if self.same(b, a) else "no")
+                 for number, a, b in PAIR.findall(_text(body))]
         for number, note, block in NOTE.findall(_text(body)):
             self.asked += 1
             candidates = [(int(i), next(identity_lessons(o), o))
@@ -76,6 +81,13 @@ class LabelModel:
                                            if c != right])
             lines.append(f"{number}: " + ("new" if choice is None else f"same as #{choice}"))
         return [text("\n".join(lines))]
+
+
+    def same(self, note: str, other: str) -> bool:
+        """The second look at a pair: one family or not, `error` of them the wrong way."""
+        family = self.family_of.get(note)
+        same = family is not None and self.family_of.get(other) == family
+        return not same if self.error and self.draw.random() < self.error else same
 
 
 def _text(body: dict[str, Any]) -> str:
@@ -128,7 +140,7 @@ def judge_usage(work: Path) -> list[dict]:
     out = []
     for manifest in sorted(work.glob("*/runs/*/manifest.json")):
         record = json.loads(manifest.read_text())
-        if record.get("template") == "judge.md.j2":
+        if record.get("template") in ("judge.md.j2", "judge_pair.md.j2"):
             out.append(record.get("usage") or {})
     return out
 

@@ -178,15 +178,18 @@ def evaluate_passes(folder: Path, work: Path,
 
 
 def answered(preview: CuratorReport, judge: PerfectJudge) -> Judgments:
-    """The answers `judge` gives to the questions of a `preview`, as the real pass takes
-    them (it asks nothing more): one answer per note, "same as #i" or "new"
-    (`PerfectJudge.choose`), told as an answer per pair shown."""
+    """The answers `judge` gives to the questions of a `preview`, as `harness.run.judging`
+    takes them (the real pass asks nothing more): one answer per note, "same as #i" or "new"
+    (`PerfectJudge.choose`), a "same" standing only if the second look (`confirm`) says so
+    too, told as an answer per pair shown."""
     shown: dict[tuple, list[str]] = {}
     for (bucket, key, other), _, _ in preview.questions:
         shown.setdefault((bucket, key), []).append(other)
     answers = {}
     for (bucket, key), others in shown.items():
         chosen = judge.choose(key, others)
+        if chosen is not None and not judge.confirm(key, chosen):
+            chosen = None
         answers.update({(bucket, key, other): other == chosen for other in others})
     return Judgments(answers)
 
@@ -219,6 +222,13 @@ class PerfectJudge(Judgments):
             wrong = [o for o in [*others, None] if o != right]
             return self.draw.choice(wrong)
         return right
+
+    def confirm(self, key: str, other: str) -> bool:
+        """The second look at a "same": whether the two notes are of one family; with
+        `error`, that share of these answers the wrong way too, drawn apart from `choose`'s."""
+        family = self.family.get(key)
+        same = family is not None and family == self.family.get(other)
+        return not same if self.error and self.draw.random() < self.error else same
 
     def ask(self, question: Question) -> bool:
         self.asked.append(question)

@@ -15,7 +15,7 @@ from conftest import (
 from fake_api import text
 
 from harness.curator import verdicts
-from harness.run.judging import parse
+from harness.run.judging import parse, parse_pairs
 
 ROLE = ("template: curator.md.j2\nbackend: anthropic\nmodel: claude-haiku-4-5\n"
         "tools: [curation, finish]\noptions: {{base_url: '{url}'}}\n")
@@ -33,28 +33,71 @@ def unsure_mission(state: Path, url: str, config: str = "") -> None:
 
 def judge_runs(state: Path) -> list[dict]:
     manifests = (json.loads(p.read_text()) for p in sorted(state.glob("runs/*/manifest.json")))
-    return [m for m in manifests if m.get("template") == "judge.md.j2"]
+    return [m for m in manifests if m.get("template") in ("judge.md.j2", "judge_pair.md.j2")]
 
 
-def test_the_judge_is_asked_once_and_its_same_promotes_and_is_recorded(
+def test_the_judge_is_asked_and_its_same_asked_again_promotes_and_is_recorded(
         invoke, api, state: Path, isolated_env: Path) -> None:
     unsure_mission(state, api.base_url)
     api.reply(text("1: same as #1"), input=300, output=6)
+    api.reply(text("1: yes"), input=120, output=3)
     result = invoke("curator")
     assert result.exit_code == 0, result.output
-    (request,) = api.requests
-    shown = json.dumps(request["messages"])
+    question, second = api.requests
+    shown = json.dumps(question["messages"])
     assert UNSURE_SECOND in shown and UNSURE_FIRST in shown and "Note 1 (" in shown
-    assert not request.get("tools")  # a question, not a tool loop: one small call
+    assert not question.get("tools")  # a question, not a tool loop: one small call
     assert "MEMORY.md" not in shown  # the questions, not the memory
+    pair = second["messages"][0]["content"]
+    pair = pair if isinstance(pair, str) else json.dumps(pair)
+    # the second look: the pair the other way round, the lesson first
+    assert "Pair 1:" in pair and pair.index(UNSURE_FIRST) < pair.index(UNSURE_SECOND)
     assert_unsure_pair_judged_one(isolated_env)
-    (run,) = judge_runs(state)
-    assert run["usage"]["input_tokens"] == 300 and run["cost_usd"] > 0
-    assert run["role_update"]["tools"] == [] and run["role_update"]["caps"]["turns"] == 1
-    assert f"judge: 1 notes asked in run {run['run_id']}" in result.output
-    assert invoke("reconstruct", run["run_id"], "--check").exit_code == 0
-    again = invoke("curator")  # the answer is recorded: nothing is asked twice
-    assert again.exit_code == 0 and len(api.requests) == 1
+    first, again = judge_runs(state)
+    assert first["usage"]["input_tokens"] == 300 and first["cost_usd"] > 0
+    assert again["template"] == "judge_pair.md.j2" and again["usage"]["input_tokens"] == 120
+    assert first["role_update"]["tools"] == [] and first["role_update"]["caps"]["turns"] == 1
+    assert (f"judge: 1 notes asked in run {first['run_id']}; 1 of 1 \"same\" confirmed "
+            f"(asked in run {again['run_id']})") in result.output
+    for run in (first, again):
+        assert invoke("reconstruct", run["run_id"], "--check").exit_code == 0
+    assert list(verdicts.read_all(isolated_env).values()) == [True]
+    more = invoke("curator")  # the answer is recorded: nothing is asked twice
+    assert more.exit_code == 0 and len(api.requests) == 2
+
+
+def test_a_same_the_second_look_denies_keeps_the_notes_apart_and_is_recorded(
+        invoke, api, state: Path, isolated_env: Path) -> None:
+    # one wrong "same" would teach identity a lesson no second worker had: both must agree
+    unsure_mission(state, api.base_url)
+    api.reply(text("1: same as #1"))
+    api.reply(text("1: no"))
+    result = invoke("curator")
+    assert result.exit_code == 0, result.output
+    assert '0 of 1 "same" confirmed' in result.output
+    assert not (isolated_env / "worker.md").exists()
+    assert list(verdicts.read_all(isolated_env).values()) == [False]
+
+
+@pytest.mark.parametrize("second", [
+    pytest.param(("error", 529, "overloaded_error", "busy"), id="failed"),
+    pytest.param(("text", "Both look alike."), id="no-answer-line"),
+    pytest.param(("text", "1: yes\n1: no"), id="answered-both-ways"),
+])
+def test_a_same_the_second_look_leaves_unanswered_is_left_to_the_rules(
+        invoke, api, state: Path, isolated_env: Path, second: tuple) -> None:
+    unsure_mission(state, api.base_url)
+    api.reply(text("1: same as #1"))
+    if second[0] == "error":
+        api.error(*second[1:], times=5)  # the SDK retries an overloaded API
+    else:
+        api.reply(text(second[1]))
+    result = invoke("curator")
+    assert result.exit_code == 0, result.output
+    assert '0 of 1 "same" confirmed' in result.output
+    assert "curator: 2 new lines" in result.output  # the pass itself went on
+    assert not (isolated_env / "worker.md").exists()
+    assert verdicts.read_all(isolated_env) == {}  # neither answer recorded as the truth
 
 
 def test_a_new_keeps_the_notes_apart_and_is_recorded_too(
@@ -84,8 +127,19 @@ def test_a_failed_or_unreadable_judge_leaves_the_rules_and_the_pass_goes_on(
     assert "the rules decided alone" in result.output
     assert "curator: 2 new lines" in result.output  # the pass itself went on
     assert not (isolated_env / "worker.md").exists()
-    assert verdicts.read_all(isolated_env) == {}  # nothing recorded: asked again next time
+    assert verdicts.read_all(isolated_env) == {}  # nothing recorded
     assert len(judge_runs(state)) == 1  # the failed call is on record
+
+
+def test_a_budget_the_first_call_spends_asks_nothing_more(
+        invoke, api, state: Path, isolated_env: Path) -> None:
+    unsure_mission(state, api.base_url, "budget_usd: 0.0001\n")
+    api.reply(text("1: same as #1"), input=5000, output=100)
+    result = invoke("curator")
+    assert result.exit_code == 0, result.output
+    assert len(api.requests) == 1 and "budget $0.00 is spent" in result.output
+    assert not (isolated_env / "worker.md").exists()
+    assert verdicts.read_all(isolated_env) == {}
 
 
 def test_without_a_key_the_rules_decide_alone_and_say_why(
@@ -128,6 +182,7 @@ def test_the_key_from_the_state_env_file_lets_cron_run_the_judge(
     (state / "env").write_text("ANTHROPIC_API_KEY=from-the-env-file\n")
     (state / "env").chmod(0o600)
     api.reply(text("1: same as #1"))
+    api.reply(text("1: yes"))
     result = run_sh("curator", cwd=project, env={"HOME": str(project)})
     assert result.returncode == 0, result.stderr
     assert "from-the-env-file" in json.dumps(api.headers[0])
@@ -152,21 +207,36 @@ def test_the_answer_lines_are_read_strictly(answer: str, expected: dict) -> None
     assert parse(answer, NOTES) == expected
 
 
+PAIRS = [(("b", "n1", "x"), "note one", "x"), (("b", "n2", "y"), "note two", "y")]
+
+
+@pytest.mark.parametrize(("answer", "expected"), [
+    ("1: yes\n2: no", {("b", "n1", "x"): True, ("b", "n2", "y"): False}),
+    ("Pair 2 - YES", {("b", "n2", "y"): True}),
+    ("1: yes\n1: no\n2: no", {("b", "n2", "y"): False}),  # both ways: neither counts
+    ("3: yes\n0: no", {}),  # no such pair
+    ("yes, both", {}),
+])
+def test_the_second_looks_lines_are_read_strictly(answer: str, expected: dict) -> None:
+    assert parse_pairs(answer, PAIRS) == expected
+
+
 def test_an_agent_cli_judges_too(invoke, state: Path, isolated_env: Path, monkeypatch) -> None:
     # the curator role on Claude Code (the command backend): the judge's prompt on its
-    # stdin, its answer the result's text
+    # stdin, its answer the result's text (one fixed text: a line for each of the two calls)
     import shlex
     import sys
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     fake = Path(__file__).parent / "fake_clis" / "claude.py"
     cli_curator(state, json.dumps(shlex.join([sys.executable, str(fake), "text",
-                                              "1: same as #1"])))
+                                              "1: same as #1\n1: yes"])))
     result = invoke("curator")
     assert result.exit_code == 0, result.output
     assert_unsure_pair_judged_one(isolated_env)
-    (run,) = judge_runs(state)
-    assert run["backend"] == "command" and run["summary"] == "1: same as #1"
+    first, second = judge_runs(state)
+    assert first["backend"] == second["backend"] == "command"
+    assert first["summary"] == "1: same as #1\n1: yes"
 
 
 def cli_curator(state: Path, command: str) -> None:

@@ -6,13 +6,16 @@ and each due lesson beside the identity line most like it (`harness.curator.judg
 go to the curator role's backend in one run of their own, through the run lifecycle like
 any run (prompt, transcript, tokens and cost recorded; `templates/judge.md.j2`: the
 questions, not the memory), and the answer, one line per note ("3: same as #1", "4: new"),
-is the pass's answers. The real pass then clusters with them and records them for every
-later pass.
+is the pass's answers. Each "same" is then asked again the other way round, as a pair
+("yes"/"no", `templates/judge_pair.md.j2`, a second small run): a join stands only when both
+answers say so, for one wrong "same" would teach identity a lesson no second worker had. The
+real pass then clusters with the answers and records them for every later pass.
 
 No question, no call. A backend that cannot authenticate (`unavailable`), a spent budget,
 a failed call or an answer that does not parse leaves the rules to decide alone: the pass
-goes on and says why (`Verdict.note`); it never fails for its judge. A SIGTERM during the
-call ends the pass like any run's.
+goes on and says why (`Verdict.note`); it never fails for its judge. A "same" the second
+call does not answer leaves its note to the rules too. A SIGTERM during either call ends
+the pass like any run's.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,10 +43,12 @@ from harness.state.plan import load_plan
 from harness.types import Outcome
 
 TEMPLATE = "judge.md.j2"
+PAIR_TEMPLATE = "judge_pair.md.j2"  # the second look at each "same"
 MAX_TOKENS = 1024  # an answer is a line per note
 KEYS = {"anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"), "openai": ("OPENAI_API_KEY",)}
 _ANSWER = re.compile(r"^\W*(?:note\s*)?(\d+)\s*[:.)\-]\s*(?:(new)\b|same(?:\s+as)?\s*#?\s*(\d+))",
                      re.I | re.M)
+_YES_NO = re.compile(r"^\W*(?:pair\s*)?(\d+)\s*[:.)\-]\s*(yes|no)\b", re.I | re.M)
 
 Pair = tuple[Any, str, str]  # (bucket, note key, candidate key): a question's pair
 
@@ -74,21 +80,59 @@ def judged(paths: Paths, mission: MissionConfig, name: str,
     if not preview.questions:
         return Verdict(None)  # nothing unsure: no call
     notes = grouped(preview.questions)
-    prepared = prepare(paths, "curator", None, load_plan(paths.state), mission,
-                       extra={"judge_questions": shown(notes)},
-                       role_update={"template": TEMPLATE, "tools": [],
-                                    "caps": role.caps.model_copy(update={
-                                        "turns": 1, "max_tokens": MAX_TOKENS})})
     answers: dict[Pair, bool] = {}
-    result = call_and_close(paths, prepared, _reader(notes, answers))
-    if result.exit_code == SIGNAL_EXIT:
-        raise JudgeInterrupted(f"curator: {result.message} while its judge worked; "
-                               "nothing was curated")
+    result = _call(paths, mission, role, TEMPLATE, {"judge_questions": shown(notes)},
+                   lambda answer: parse(answer, notes), answers, len(notes))
     if result.exit_code != DONE or not answers:
         return Verdict(None, f"judge: {result.message or 'no answer'} (run {result.run_id}); "
                        "the rules decided alone", result.run_id)
-    return Verdict(Judgments(answers), f"judge: {len(notes)} notes asked in run "
-                   f"{result.run_id}", result.run_id)
+    note = f"judge: {len(notes)} notes asked in run {result.run_id}"
+    note += confirmed(paths, mission, role, notes, answers)  # before the answers are taken
+    return Verdict(Judgments(answers) if answers else None, note, result.run_id)
+
+
+def confirmed(paths: Paths, mission: MissionConfig, role: RoleConfig,
+              notes: list[tuple[str, str, list[Pair], list[str]]],
+              answers: dict[Pair, bool]) -> str:
+    """Ask each "same" of `answers` again as a pair, the lesson first; a "no" makes it "new",
+    no answer takes its note's answers out (the rules decide it). Changes `answers`;
+    returns what to report."""
+    pairs = [(pair, text, other) for _, text, asked, others in notes
+             for pair, other in zip(asked, others, strict=True) if answers.get(pair)]
+    if not pairs:
+        return ""
+    yes: dict[Pair, bool] = {}
+    why = _budget_spent(paths, mission)
+    if why is None:
+        result = _call(paths, mission, role, PAIR_TEMPLATE, {"judge_pairs": shown_pairs(pairs)},
+                       lambda answer: parse_pairs(answer, pairs), yes, len(pairs))
+        why = None if result.exit_code == DONE else result.message
+        why = f"{why or 'asked'} in run {result.run_id}"
+    for pair, _, _ in pairs:
+        if pair not in yes:
+            for other in [p for p in answers if p[:2] == pair[:2]]:
+                del answers[other]
+        elif not yes[pair]:
+            answers[pair] = False
+    kept = sum(yes.values())
+    return f"; {kept} of {len(pairs)} \"same\" confirmed ({why})"
+
+
+def _call(paths: Paths, mission: MissionConfig, role: RoleConfig, template: str,
+          shown_text: dict[str, str], read: Callable[[str], dict[Pair, bool]],
+          answers: dict[Pair, bool], asked: int) -> Any:
+    """One small run of the curator role on `template` (no tools, one turn): its answer
+    read into `answers`. A SIGTERM during it stops the pass."""
+    prepared = prepare(paths, "curator", None, load_plan(paths.state), mission,
+                       extra=shown_text,
+                       role_update={"template": template, "tools": [],
+                                    "caps": role.caps.model_copy(update={
+                                        "turns": 1, "max_tokens": MAX_TOKENS})})
+    result = call_and_close(paths, prepared, _reader(read, answers, asked))
+    if result.exit_code == SIGNAL_EXIT:
+        raise JudgeInterrupted(f"curator: {result.message} while its judge worked; "
+                               "nothing was curated")
+    return result
 
 
 def unavailable(role: RoleConfig) -> str | None:
@@ -157,7 +201,22 @@ def parse(answer: str, notes: list[tuple[str, str, list[Pair], list[str]]]) -> d
     return out
 
 
-def _reader(notes, answers: dict[Pair, bool]):
+def shown_pairs(pairs: list[tuple[Pair, str, str]]) -> str:
+    """The second look's pairs as its prompt shows them: the lesson first, then the note."""
+    return "".join(f"Pair {n}:\n  A: {other}\n  B: {text}\n\n"
+                   for n, (_, text, other) in enumerate(pairs, 1)).rstrip() + "\n"
+
+
+def parse_pairs(answer: str, pairs: list[tuple[Pair, str, str]]) -> dict[Pair, bool]:
+    """The pairs' "yes"/"no" lines; a pair answered both ways is left unanswered."""
+    said: dict[int, set[bool]] = {}
+    for number, word in _YES_NO.findall(answer):
+        if 1 <= int(number) <= len(pairs):
+            said.setdefault(int(number), set()).add(word.lower() == "yes")
+    return {pairs[n - 1][0]: same.pop() for n, same in said.items() if len(same) == 1}
+
+
+def _reader(read: Callable[[str], dict[Pair, bool]], answers: dict[Pair, bool], asked: int):
     """The lifecycle's judge of the run: reads the answer into `answers`."""
     def judge(_paths: Paths, _prepared: Prepared, outcome: Outcome | None,
               error: BaseException | None) -> Judged:
@@ -165,8 +224,8 @@ def _reader(notes, answers: dict[Pair, bool]):
             code, result, message = judge_error(error)
             fields, message = outcome_fields(outcome, error, message)
             return Judged(code, result, message, {**fields, "result": result})
-        answers.update(parse(outcome.summary if outcome else "", notes))
-        message = (f"{len({p[:2] for p in answers})} of {len(notes)} notes answered"
+        answers.update(read(outcome.summary if outcome else ""))
+        message = (f"{len({p[:2] for p in answers})} of {asked} answered"
                    if answers else "the judge's answer named no note")
         fields, message = outcome_fields(outcome, None, message)
         return Judged(DONE, "done", message, {**fields, "result": "done"})
