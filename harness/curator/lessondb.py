@@ -24,17 +24,13 @@ from harness.curator.promotion import Evidence
 from harness.curator.record import PROMOTABLE, RecordRead
 from harness.state.store import hold_lock
 
-# 5: a person's note (no run) is no worker, occasion or mission of a lesson
-# (`promotion.Evidence`); 6: the rule joins only what it is sure of, and the pair model is
-# gone (`matching`). Rows of another version are made again from the log.
-VERSION = 6
+VERSION = 6  # of the rows' meaning (6: sure joins only); other rows are made again from the log
 TextOf = Callable[[Any, str], str | None]  # (bucket, key) -> the text normalised to `key`
 
 
 def load(identity: Path, similarity: float, *, write: bool = True,
          said: list[str] | None = None) -> tuple[PromotionTracker, RecordRead]:
-    """A tracker over the stored lessons and how far they cover the log; `write=False` (a dry
-    run, `explain`) makes or migrates nothing."""
+    """A tracker over the stored lessons, how far they reach; `write=False` changes nothing."""
     store = _open(identity, rule(similarity), write, said)
     return PromotionTracker(similarity, store), store.read
 

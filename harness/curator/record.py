@@ -83,9 +83,8 @@ class RecordRead:
 
 
 def read_record(identity: Path, read: RecordRead) -> Iterator[Candidate]:
-    """The record's candidates after `read.end`, each batch's lines once; `read` covers them
-    when they are all taken."""
-    if not (identity / RECORD).is_file():
+    """The candidates after `read.end`, each batch's lines once; `read` then covers them."""
+    if not (identity / RECORD).exists():
         return
     with open(identity / RECORD, "rb") as f:
         f.seek(read.end)

@@ -65,8 +65,7 @@ def identity_texts(bucket: str, due: list[Any], identity: dict[str, str]) -> dic
 
 
 def append(identity: Path, new_rows: list[list], said: list[str] | None = None) -> None:
-    """Record `new_rows` in one transaction; an answer recorded before stands. A damaged
-    database is set aside and they go to a new one."""
+    """Record `new_rows` in one transaction (an answer recorded before stands), past damage."""
     new_rows = [[*row, None, None][:9] for row in new_rows]  # an older journal's: no texts
     for attempt in range(2):
         conn = curatordb.connect(identity, said=said)
