@@ -9,23 +9,20 @@ log, a new normaliser or rule) it reads the whole log and writes all.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import orjson
 
 from harness.curator import curatordb
 from harness.curator import record as log
 from harness.curator.clusters import PromotionTracker
-from harness.curator.lessonstore import LessonStore, rule
+from harness.curator.lessonstore import LessonStore, TextOf, rule
 from harness.curator.matching import POSTING_CAP
 from harness.curator.promotion import Evidence
 from harness.curator.record import PROMOTABLE, RecordRead
 from harness.state.store import hold_lock
 
 VERSION = 6  # of the rows' meaning (6: sure joins only); other rows are made again from the log
-TextOf = Callable[[Any, str], str | None]  # (bucket, key) -> the text normalised to `key`
 
 
 def load(identity: Path, similarity: float, *, write: bool = True,

@@ -4,12 +4,15 @@ opens and writes it), only as its queries need them: the cron figure rests on it
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import orjson
 
 from harness.curator.record import PROMOTABLE, RecordRead
+
+TextOf = Callable[[Any, str], str | None]  # (bucket, key) -> the text normalised to `key`
 
 
 def rule(similarity: float) -> str:

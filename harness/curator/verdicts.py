@@ -8,7 +8,6 @@ nothing changes them after. Passes read them by note: the cost does not grow wit
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -16,11 +15,10 @@ from typing import Any
 from harness.curator import curatordb
 from harness.curator.identity import archive_bucket, identity_lessons
 from harness.curator.judge import about_identity
+from harness.curator.lessonstore import TextOf
 from harness.curator.text import normalize
 
-DB = curatordb.NAME  # the file the answers are in
 Answers = dict[tuple[Any, str, str], bool]
-TextOf = Callable[[Any, str], str | None]  # (bucket, key) -> the text normalised to `key`
 
 
 class Recorded:
