@@ -211,7 +211,9 @@ def test_an_append_the_disk_cuts_short_is_taken_back_whole(
             memory.append_entry(tmp_path, memory.make_entry("worker", "F-001", "TRICK",
                                                             "a note the disk cuts in half"))
         else:
-            record.append_text(path, [b"b:0\tts\tm\tworker\tTRICK\tF-001\t-\ta long text\n"])
+            staged = tmp_path / "staged"
+            staged.write_bytes(b"b:0\tts\tm\tworker\tTRICK\tF-001\t-\ta long text\n")
+            record.append_locked(tmp_path, staged)
     monkeypatch.undo()
     assert e.value.errno == errno.ENOSPC and e.value.filename == str(path)
     assert path.read_text() == "a whole line\n"

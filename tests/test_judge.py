@@ -7,7 +7,7 @@ from pathlib import Path
 
 from conftest import UNSURE_FIRST, UNSURE_SECOND
 
-from harness.curator import lessondb, verdicts
+from harness.curator import curatordb, lessondb, verdicts
 from harness.curator.curate import CuratorSettings, curate, preview_for_model
 from harness.curator.identity import IdentityIndex
 from harness.curator.judge import Judgments, Question
@@ -195,7 +195,7 @@ def test_explain_finds_a_note_in_the_lesson_a_judge_joined_it_to(tmp_path: Path)
     said = explain(state, identity, SECOND, 75.0)
     assert "evidence: 2 notes" in said
     assert "judge: 1 answers recorded about its notes: 1 'same' (joined), 0 'new'" in said
-    (identity / verdicts.DB).unlink()
+    (identity / curatordb.NAME).unlink()
     said = explain(state, identity, SECOND, 75.0)
     assert "evidence: 1 note," in said and "judge:" not in said
 

@@ -1,11 +1,8 @@
-"""The curator's one database: `<identity>/.curator.db` (SQLite, WAL), shared by the missions
-of one identity folder: the judge's answers (`verdicts`), keyed by `text.normalize` keys and
-kept with their two texts, and the candidate record clustered into lessons (`lessondb`).
-
-Its schema grows by named MIGRATIONS, each run once, in order, in one transaction; `migration`
-records which ran. When `text.NORMALISER_VERSION` changes, the answers are keyed again from
-their texts and the caches emptied. A damaged database is set aside as `.curator.db.damaged`
-and made anew, with a message.
+"""The curator's one database, `<identity>/.curator.db` (SQLite, WAL), shared by an identity's
+missions: the judge's answers (`verdicts`) and the record's lessons (`lessondb`). Named
+MIGRATIONS run once each, in order, in one transaction (`migration` records which). A new
+`text.NORMALISER_VERSION` keys the answers again from their texts and empties the caches. A
+damaged database is set aside as `.curator.db.damaged` and made anew, with a message.
 """
 
 from __future__ import annotations
@@ -43,8 +40,7 @@ def _tables(conn: sqlite3.Connection, identity: Path, said: list[str] | None) ->
 
 def _import_answers(conn: sqlite3.Connection, identity: Path,
                     said: list[str] | None) -> list[Path]:
-    """The answers of `.judgments.db` (harness 2026-11), without texts: they keep their keys
-    until the normaliser changes. A file that cannot be read stays, said so."""
+    """The answers of `.judgments.db` (harness 2026-11), without texts; an unreadable file stays."""
     old = identity / ".judgments.db"
     if not old.is_file():
         return []
@@ -95,10 +91,8 @@ def _with_wal(path: Path) -> list[Path]:
 
 def connect(identity: Path, *, write: bool = True,
             said: list[str] | None = None) -> sqlite3.Connection | None:
-    """The database, migrated and keyed by this normaliser (autocommit: the caller begins its
-    transactions). Without `write` (a dry run), None unless it is already so: nothing is made
-    or changed. What a migration or a repair did is added to `said`. Locked past the timeout:
-    sqlite3.OperationalError; not writable (a full disk): OSError."""
+    """The database, migrated, in autocommit; without `write` (a dry run) None unless current.
+    Locked past the timeout: sqlite3.OperationalError; not writable (a full disk): OSError."""
     path = identity / NAME
     if not write:
         if not path.is_file():
@@ -125,8 +119,7 @@ def connect(identity: Path, *, write: bool = True,
 
 
 def unwritable(identity: Path, error: sqlite3.Error) -> OSError:
-    """An SQLite error that is no lock and no damage (a full disk) as an OSError naming the
-    database: the command line says which file, with exit 2."""
+    """An SQLite error that is no lock and no damage (a full disk) as an OSError naming the file."""
     return OSError(errno.EIO, f"cannot write ({error})", str(identity / NAME))
 
 
@@ -142,7 +135,6 @@ def _migrated(path: Path, identity: Path, said: list[str] | None) -> sqlite3.Con
 
 
 def _current(conn: sqlite3.Connection) -> bool:
-    """Whether every migration ran and the answers are keyed by this normaliser."""
     (version,), = conn.execute("PRAGMA user_version")
     return version == SCHEMA_VERSION and _normaliser(conn) == str(NORMALISER_VERSION)
 
@@ -153,8 +145,7 @@ def _normaliser(conn: sqlite3.Connection) -> str | None:
 
 
 def _migrate(conn: sqlite3.Connection, identity: Path, said: list[str] | None) -> None:
-    """Run the migrations not recorded yet, and re-key for a new normaliser: one transaction,
-    so that two curators starting at once migrate once."""
+    """Migrate and re-key in one transaction: two curators starting at once migrate once."""
     conn.execute("PRAGMA journal_mode=WAL")
     gone: list[Path] = []
     with conn:  # commits, or rolls back what raised
@@ -182,8 +173,7 @@ def _migrate(conn: sqlite3.Connection, identity: Path, said: list[str] | None) -
 
 
 def _rekey(conn: sqlite3.Connection) -> int:
-    """Key every answer with both its texts by this normaliser and empty the caches; the
-    number of answers left under their old keys."""
+    """Key the answers again from their texts, empty the caches; how many had no texts."""
     rows = conn.execute("SELECT * FROM answer").fetchall()
     conn.execute("DELETE FROM answer")
     for role, kind, key, other, same, ts, mission, text, other_text in rows:

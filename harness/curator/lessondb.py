@@ -1,48 +1,39 @@
 """The candidate record clustered into lessons (`PromotionTracker`), cached per match rule in
-the curator database (`curatordb`): each lesson's evidence, its phrasings (with their texts),
-each word's count and recent postings (`matching`), and how far into the log they reach. A pass
-reads them in one snapshot (WAL: no other curator waits), only the rows its notes touch
-(`lessonstore`), and at its commit writes what it added in one transaction, unless another
-curator wrote since (the generation tells; the next pass reads on from the older offset). With
-no usable rows (a changed log, a new normaliser or rule) it reads the whole log, writes all.
+the curator database: lessons, phrasings with texts, word postings, and how far into the log
+they reach. A pass reads one WAL snapshot (`lessonstore`: only the rows its notes touch) and at
+its commit writes what it added in one transaction, unless another curator wrote since (the
+generation tells; the next pass reads on from the older offset). With no usable rows (a changed
+log, a new normaliser or rule) it reads the whole log and writes all.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import orjson
 
 from harness.curator import curatordb
 from harness.curator import record as log
 from harness.curator.clusters import PromotionTracker
-from harness.curator.lessonstore import LessonStore, rule
+from harness.curator.lessonstore import LessonStore, TextOf, rule
 from harness.curator.matching import POSTING_CAP
 from harness.curator.promotion import Evidence
 from harness.curator.record import PROMOTABLE, RecordRead
 from harness.state.store import hold_lock
 
-# 5: a person's note (no run) is no worker, occasion or mission of a lesson
-# (`promotion.Evidence`); 6: the rule joins only what it is sure of, and the pair model is
-# gone (`matching`). Rows of another version are made again from the log.
-VERSION = 6
-TextOf = Callable[[Any, str], str | None]  # (bucket, key) -> the text normalised to `key`
+VERSION = 6  # of the rows' meaning (6: sure joins only); other rows are made again from the log
 
 
 def load(identity: Path, similarity: float, *, write: bool = True,
          said: list[str] | None = None) -> tuple[PromotionTracker, RecordRead]:
-    """A tracker over the database's lessons, and how far they cover the log; without
-    `write` (a dry run, `explain`) nothing is made or migrated. `said` gets what was."""
+    """A tracker over the stored lessons, how far they reach; `write=False` changes nothing."""
     store = _open(identity, rule(similarity), write, said)
     return PromotionTracker(similarity, store), store.read
 
 
 def _open(identity: Path, rule_name: str, write: bool, said: list[str] | None
           ) -> LessonStore:
-    """The rows of `rule_name` in one read transaction if they cover the log, else none."""
     try:
         conn = curatordb.connect(identity, write=write, said=said)
     except sqlite3.OperationalError:  # locked past the timeout: the log will do
@@ -76,10 +67,8 @@ def append(identity: Path, staged: Path, *, tracker: PromotionTracker | None = N
            read: RecordRead | None = None, batch: str = "", count: int = 0,
            mission: str = "", text_of: TextOf | None = None,
            said: list[str] | None = None) -> None:
-    """Append the staged candidate lines to the log, as one locked write. Given the `tracker`
-    that planned this `batch` of `count` lines and how far it had `read` the log, bring the
-    database up to date under the same lock, covering this batch by offset too when nobody
-    appended in between; `text_of` gives the texts of the phrasings it adds."""
+    """Append the staged lines to the log under its lock and, given the `tracker` that planned
+    this `batch` of `count` lines, write what it added to the database under the same lock."""
     with hold_lock(identity / log.LOCK):
         before, end, tail_sha = log.append_locked(identity, staged)
         if tracker is None or read is None:
@@ -97,9 +86,7 @@ def append(identity: Path, staged: Path, *, tracker: PromotionTracker | None = N
 
 def _write(identity: Path, tracker: PromotionTracker, read: RecordRead,
            text_of: TextOf) -> None:
-    """What the pass added since its store's snapshot, in one transaction, unless another
-    curator wrote since (then nothing); every row of the rule when the store had none
-    usable, in place of all there were."""
+    """What the pass added, unless another curator wrote since; with no usable store, all."""
     store = tracker.store
     rebuild = store.conn is None
     if store.conn is not None:
@@ -109,9 +96,10 @@ def _write(identity: Path, tracker: PromotionTracker, read: RecordRead,
     try:
         with conn:  # commits, or rolls back what raised
             conn.execute("BEGIN IMMEDIATE")
-            # a rebuild counts on from every rule's: a pass that read rows before it never
-            # finds its generation again
-            generation = _generation(conn, None if rebuild else store.rule)
+            # a rebuild counts on from every rule's: no pass that read before finds it again
+            (generation,), = conn.execute(
+                "SELECT coalesce(max(CAST(v AS INTEGER)), -1) FROM lesson_meta WHERE "
+                "k='generation' AND rule=coalesce(?, rule)", (None if rebuild else store.rule,))
             if rebuild:
                 for table in curatordb.CACHES:
                     conn.execute(f"DELETE FROM {table}")
@@ -120,13 +108,6 @@ def _write(identity: Path, tracker: PromotionTracker, read: RecordRead,
     finally:
         if rebuild:
             conn.close()
-
-
-def _generation(conn: sqlite3.Connection, rule_name: str | None) -> int:
-    """The rule's generation, or (None) the highest of any rule's; -1 for none."""
-    (found,), = conn.execute("SELECT max(CAST(v AS INTEGER)) FROM lesson_meta WHERE "
-                             "k='generation' AND rule=coalesce(?, rule)", (rule_name,))
-    return -1 if found is None else found
 
 
 def _write_rows(conn: sqlite3.Connection, tracker: PromotionTracker, read: RecordRead,

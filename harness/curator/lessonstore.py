@@ -1,15 +1,18 @@
 """The lessons of earlier passes as a pass reads them from the curator database (`lessondb`
-opens and writes it): each bucket's phrasings as `matching.LessonIndex` keeps them, and the
-`LessonStore` they are read from as the pass's queries need them."""
+opens and writes it), only as its queries need them: the cron figure rests on it."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import orjson
 
 from harness.curator.record import PROMOTABLE, RecordRead
+
+TextOf = Callable[[Any, str], str | None]  # (bucket, key) -> the text normalised to `key`
 
 
 def rule(similarity: float) -> str:
@@ -17,14 +20,8 @@ def rule(similarity: float) -> str:
     return f"s{similarity:g}"
 
 
-def _json(values: list) -> str:
-    """`values` as one statement parameter (`json_each`): no cap on how many."""
-    return orjson.dumps(values).decode()
-
-
 class Variant(NamedTuple):
-    """A phrasing indexed for a lesson: its normalised key, its anchors with the strict
-    ones marked "!" (`text.Norm.packed`), its signature ("" for none) and its cluster."""
+    """A phrasing of a lesson: `text.Norm`'s key, packed anchors and signature; its cluster."""
 
     key: str
     packed: str
@@ -32,25 +29,22 @@ class Variant(NamedTuple):
     owner: int
 
 
+@dataclass(slots=True)
 class Bucket:
     """One bucket's phrasings: what a pass added, and what it has read of the store."""
 
-    __slots__ = ("name", "stored", "exact", "variants", "postings", "df", "asked")
-
-    def __init__(self, name: Any, stored: bool) -> None:
-        self.name = name  # the bucket's key, e.g. (role, kind)
-        self.stored = stored  # whether the store holds (and keeps) this bucket's phrasings
-        self.exact: dict[str, int] = {}  # every phrasing seen -> cluster
-        self.variants: dict[int, Variant] = {}  # variant id -> the phrasing indexed
-        # word, or signature (`text.Norm`), -> the variants filed under it, most recent last
-        self.postings: dict[str, list[int]] = {}
-        self.df: dict[str, int] = {}  # word -> variants ever filed under it
-        self.asked: set[str] = set()  # words and (" " + key) phrasings read from the store
+    name: Any  # the bucket's key, e.g. (role, kind)
+    stored: bool  # whether the store holds (and keeps) this bucket's phrasings
+    exact: dict[str, int] = field(default_factory=dict)  # every phrasing seen -> cluster
+    variants: dict[int, Variant] = field(default_factory=dict)  # variant id -> the phrasing
+    # word, or signature (`text.Norm`), -> the variants filed under it, most recent last
+    postings: dict[str, list[int]] = field(default_factory=dict)
+    df: dict[str, int] = field(default_factory=dict)  # word -> variants ever filed under it
+    asked: set[str] = field(default_factory=set)  # words and " " + key phrasings read
 
 
 class LessonStore:
-    """The rows of one rule in one read transaction, read as a pass's queries need them;
-    empty, asking nothing, when there are none usable."""
+    """The rows of one rule in one read transaction; empty, asking nothing, for none usable."""
 
     def __init__(self, rule_name: str, conn: sqlite3.Connection | None = None,
                  meta: dict[str, Any] | None = None) -> None:
@@ -66,19 +60,14 @@ class LessonStore:
         return bucket[1] in PROMOTABLE
 
     def _rows(self, sql: str, *args: Any) -> sqlite3.Cursor:
-        """`sql` on the rule's rows (its first parameter is the rule)."""
         assert self.conn is not None
         return self.conn.execute(sql, (self.rule, *args))
 
     def fault(self, b: Bucket, key: str, signature: str) -> None:
-        """Bring into `b` what a query of `key` needs: its exact phrasing, and unless that
-        is known (a query stops at it) its words and `signature`."""
-        if not self.first_vid:
-            return
+        """Bring into `b` a query's exact phrasing `key`, else its words and `signature`."""
         if " " + key not in b.asked:
             b.asked.add(" " + key)
-            # a key held twice: its first row (no min() or ORDER BY in SQL, which would walk
-            # the rule's phrasings in vid order)
+            # a key held twice: its first row (min() or ORDER BY in SQL walks them all by vid)
             rows = self._rows("SELECT vid, lesson FROM variant WHERE rule=? AND role=? AND "
                               "kind=? AND key=?", *b.name, key).fetchall()
             if rows:
@@ -91,7 +80,7 @@ class LessonStore:
         b.asked.update(new)
         for word, df, postings in self._rows(
                 "SELECT word, df, postings FROM word WHERE rule=? AND role=? AND kind=? AND word "
-                "IN (SELECT value FROM json_each(?))", *b.name, _json(new)):
+                "IN (SELECT value FROM json_each(?))", *b.name, orjson.dumps(new).decode()):
             b.df[word], b.postings[word] = df, orjson.loads(postings)
 
     def fault_variants(self, b: Bucket, vids: list[int] | None) -> None:
@@ -101,7 +90,7 @@ class LessonStore:
             if not vids:
                 return
         where, args = (("role=? AND kind=?", b.name) if vids is None else
-                       ("vid IN (SELECT value FROM json_each(?))", (_json(vids),)))
+                       ("vid IN (SELECT value FROM json_each(?))", (orjson.dumps(vids).decode(),)))
         for vid, *variant in self._rows("SELECT vid, key, packed, signature, lesson FROM "
                                         f"variant WHERE rule=? AND {where}", *args):
             b.variants.setdefault(vid, Variant(*variant))
@@ -111,13 +100,13 @@ class LessonStore:
             "SELECT count(*) FROM variant WHERE rule=? AND lesson=?", cluster).fetchone()[0]
 
     def lesson_row(self, cluster: int) -> list | None:
-        """The evidence the database holds for `cluster` (`promotion.Evidence.row`)."""
+        """The stored `promotion.Evidence.row` of `cluster`, if any."""
         row = cluster < self.first_cluster and self._rows(
             "SELECT row FROM lesson WHERE rule=? AND id=?", cluster).fetchone()
         return orjson.loads(row[0]) if row else None
 
     def text_of(self, bucket: Any, key: str) -> str | None:
-        """The text a phrasing `key` of `bucket` was normalised from, if recorded."""
+        """The recorded text the phrasing `key` of `bucket` was normalised from."""
         row = self.first_vid and self._rows(
             "SELECT text FROM variant WHERE rule=? AND role=? AND kind=? AND key=? AND text "
             "IS NOT NULL LIMIT 1", *bucket, key).fetchone()

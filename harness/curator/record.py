@@ -1,10 +1,9 @@
-"""The candidate record `<identity>/.candidates.log`: the append-only truth of every TRICK,
-FAIL or FORGOT note any mission's curator has seen (`lessondb` caches it clustered); each
-append is one write under `.candidates.lock`. Lines carry `batch:seq`: a reader skips every seq
-at or below the highest it has seen for that batch, so a batch appended twice (a crashed pass
-redone) counts once. It remembers only each mission's latest batch: a mission's curator redoes
-its pending batch before it appends another. (Two states sharing one mission name and identity
-folder could, after a crash, count a redone batch twice: a note count, never missions or runs.)
+"""The candidate record `<identity>/.candidates.log`: the append-only truth of every TRICK, FAIL
+or FORGOT note (`lessondb` caches it clustered), each append one write under `.candidates.lock`.
+A line's `batch:seq` dedupes: a reader skips a seq at or below the highest seen for its batch, so
+a redone batch counts once. Only each mission's latest batch is kept (a mission redoes its
+pending batch before it appends another): two states sharing a mission name and identity could,
+after a crash, count a redone batch twice (a note count, never missions or runs).
 """
 
 from __future__ import annotations
@@ -12,10 +11,10 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import NamedTuple
 
 from harness.state.memory import TIME, real_day
 from harness.state.store import named, sha256
@@ -46,8 +45,7 @@ class Candidate(NamedTuple):
 
 
 def mission_token(mission: str) -> str:
-    """The mission's name as one token for the tab-separated record, whitespace runs made
-    `_` (interned: lessons keep it)."""
+    """The mission's name as one interned token, whitespace runs made `_`."""
     return sys.intern("_".join(mission.split()) or "-")
 
 
@@ -77,30 +75,25 @@ class RecordRead:
 
     def saw(self, batch: str, seq: int, mission: str) -> None:
         """Remember `seq` of `batch`, forgetting `mission`'s earlier batch."""
-        self.batches[batch] = seq
-        earlier = self.latest.get(mission)
+        earlier = self.latest.setdefault(mission, batch)
         if earlier != batch:
-            if earlier is not None:
-                self.batches.pop(earlier, None)
+            self.batches.pop(earlier, None)
             self.latest[mission] = batch
+        self.batches[batch] = seq
 
 
 def read_record(identity: Path, read: RecordRead) -> Iterator[Candidate]:
-    """The record's candidates after `read.end`, each batch's lines once; when they are all
-    taken, `read` covers them."""
-    try:
-        f = open(identity / RECORD, "rb")
-    except FileNotFoundError:
+    """The candidates after `read.end`, each batch's lines once; `read` then covers them."""
+    if not (identity / RECORD).exists():
         return
-    with f:
+    with open(identity / RECORD, "rb") as f:
         f.seek(read.end)
         offset = read.end
         for raw in f:
             if not raw.endswith(b"\n"):
                 break  # an append in progress
             offset += len(raw)
-            parsed = parse_candidate(raw.decode("utf-8", "replace"))
-            if parsed is None:
+            if (parsed := parse_candidate(raw.decode("utf-8", "replace"))) is None:
                 continue
             batch, seq, candidate = parsed
             if seq <= read.batches.get(batch, -1):
@@ -108,55 +101,46 @@ def read_record(identity: Path, read: RecordRead) -> Iterator[Candidate]:
             read.saw(batch, seq, candidate.mission)
             yield candidate
         read.end = offset
-        read.tail_sha = _tail_sha(f, offset)
+        read.tail_sha = _tail_sha(f.fileno(), offset)
 
 
-def _tail_sha(f: BinaryIO, end: int) -> str:
-    """The hash of the TAIL bytes before `end`: how a later run tells the record it read
-    up to `end` has not changed."""
-    f.seek(max(0, end - TAIL))
-    return sha256(f.read(end - f.tell()))
+def _tail_sha(fd: int, end: int) -> str:
+    """The hash of the TAIL bytes before `end`: a later pass tells by it the record is as read."""
+    start = max(0, end - TAIL)
+    return sha256(os.pread(fd, end - start, start))
 
 
 def covers(record: Path, end: int, tail_sha: str) -> bool:
     """Whether the record still holds what a reader read up to `end`."""
     try:
         with open(record, "rb") as f:
-            return os.fstat(f.fileno()).st_size >= end and _tail_sha(f, end) == tail_sha
+            fd = f.fileno()
+            return os.fstat(fd).st_size >= end and _tail_sha(fd, end) == tail_sha
     except FileNotFoundError:
         return end == 0
 
 
 def append_locked(identity: Path, staged: Path) -> tuple[int, int, str]:
-    """Append the staged lines to the record; the caller holds LOCK. The size before, the
-    size after, and the hash of the tail before that end."""
+    """Append the staged lines (the caller holds LOCK): the size before, after, its tail hash.
+    A crash's half line is ended first; a write that fails (a full disk) is cut back off."""
     identity.mkdir(parents=True, exist_ok=True)
-    record = identity / RECORD
-    before = record.stat().st_size if record.exists() else 0
+    path = identity / RECORD
     with open(staged, "rb") as f:
-        append_text(record, iter(lambda: f.read(CHUNK), b""))
-    with open(record, "rb") as r:
-        end = os.fstat(r.fileno()).st_size
-        return before, end, _tail_sha(r, end)
-
-
-def append_text(path: Path, chunks: Iterable[bytes]) -> None:
-    """Append, first ending a line a crashed writer left unfinished; the caller holds a lock.
-    A write that fails (a full disk) is cut back off: no half line is left to be read as a
-    candidate with half its text."""
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-    size = os.fstat(fd).st_size
-    try:
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            os.write(fd, b"\n")
-        for chunk in chunks:
-            view = memoryview(chunk)
-            while view:
-                view = view[os.write(fd, view):]
-        os.fsync(fd)
-    except OSError as e:
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, size)
-        raise named(e, path) from None
-    finally:
-        os.close(fd)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        before = os.fstat(fd).st_size
+        try:
+            if before and os.pread(fd, 1, before - 1) != b"\n":
+                os.write(fd, b"\n")
+            while chunk := f.read(CHUNK):
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd, view):]
+            os.fsync(fd)
+            end = os.fstat(fd).st_size
+            return before, end, _tail_sha(fd, end)
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, before)
+            raise named(e, path) from None
+        finally:
+            os.close(fd)

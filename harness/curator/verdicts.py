@@ -1,16 +1,13 @@
-"""The judge's answers on disk: the `answer` table of the curator database (`curatordb`).
-
-One row per answer: the bucket (kind `-` for a role's identity file), the two
-`text.normalize` keys, whether they say one lesson, when, in which mission, and the two texts
-when known (a new normaliser keys the answer again from them). The pass that got them writes
-them as a journal step (INSERT OR IGNORE: a redone step adds nothing twice), and nothing
-changes them after. Passes look answers up by note: the cost does not grow with their number.
+"""The judge's answers: the `answer` table of the curator database (`curatordb`), a row each:
+the bucket (kind `-` for a role's identity file), the two `text.normalize` keys, same lesson or
+not, when, in which mission, and the two texts when known (a new normaliser keys it again from
+them). A pass writes them as a journal step (INSERT OR IGNORE: a redo adds nothing twice) and
+nothing changes them after. Passes read them by note: the cost does not grow with their number.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -18,11 +15,10 @@ from typing import Any
 from harness.curator import curatordb
 from harness.curator.identity import archive_bucket, identity_lessons
 from harness.curator.judge import about_identity
+from harness.curator.lessonstore import TextOf
 from harness.curator.text import normalize
 
-DB = curatordb.NAME  # the file the answers are in
 Answers = dict[tuple[Any, str, str], bool]
-TextOf = Callable[[Any, str], str | None]  # (bucket, key) -> the text normalised to `key`
 
 
 class Recorded:
@@ -42,8 +38,7 @@ class Recorded:
 
 
 def open_recorded(identity: Path, *, write: bool = False) -> Recorded | None:
-    """The recorded answers, or None when there are none (or, read only, before a pass has
-    migrated the database). A pass that writes opens them read-write: a read-only
+    """The recorded answers, or None for none. A writing pass opens them read-write: a read-only
     connection closing last leaves SQLite's WAL file behind for every later open to read."""
     conn = curatordb.connect(identity, write=write)
     if conn is not None and conn.execute("SELECT 1 FROM answer LIMIT 1").fetchone() is None:
@@ -54,23 +49,21 @@ def open_recorded(identity: Path, *, write: bool = False) -> Recorded | None:
 
 def rows(answers: Answers, ts: str, mission: str,
          text_of: TextOf | None = None) -> list[list]:
-    """`answers` as the journal holds them (see `append`), with the texts `text_of` knows."""
+    """`answers` as the journal holds them, with the texts `text_of` knows."""
     text = text_of or (lambda bucket, key: None)
     return [[*_columns(bucket), key, other, int(same), ts, mission, text(bucket, key),
              text(bucket, other)] for (bucket, key, other), same in answers.items()]
 
 
 def identity_texts(bucket: str, due: list[Any], identity: dict[str, str]) -> dict[str, str]:
-    """key -> text, for what a question in `bucket` about identity may be about: the due
-    lessons (`promotion.Evidence`) and the lessons of the role's identity file."""
+    """key -> text of the due lessons and identity lines a question in `bucket` may be about."""
     texts = [ev.text for ev in due if bucket in (ev.role, archive_bucket(ev.role, ev.kind))]
     texts += identity_lessons(identity.get(bucket, ""))
     return {normalize(text).key: text for text in reversed(texts)}
 
 
 def append(identity: Path, new_rows: list[list], said: list[str] | None = None) -> None:
-    """Record the `rows` in one transaction; an answer recorded before stands. A database
-    found damaged here is set aside (`curatordb`) and the answers go to a new one."""
+    """Record `new_rows` in one transaction (an answer recorded before stands), past damage."""
     new_rows = [[*row, None, None][:9] for row in new_rows]  # an older journal's: no texts
     for attempt in range(2):
         conn = curatordb.connect(identity, said=said)
