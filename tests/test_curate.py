@@ -668,6 +668,19 @@ def test_an_edited_raw_md_is_read_again_from_the_start(state, identity) -> None:
         "again" in report.changes
 
 
+def test_a_cursor_whose_counted_keys_are_damaged_counts_none(state, identity) -> None:
+    for n in range(5):
+        note(state, f"note {n}")
+    run(state, identity)
+    cursor = state / "curator" / "cursor.json"
+    keys = json.loads(cursor.read_text())["counted"]
+    cursor.write_text(json.dumps({**json.loads(cursor.read_text()),
+                                  "counted": [keys[0], [1, 2], ["only one"], "junk"]}))
+    (state / "raw.md").write_text("hand edit\n" + (state / "raw.md").read_text())
+    report = run(state, identity)
+    assert report.processed == 5 and report.unparsed == 1  # only the well-formed pair counted
+
+
 # --- a model's rewrite ------------------------------------------------------------------
 
 

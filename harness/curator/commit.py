@@ -21,7 +21,7 @@ from harness.curator import lessondb, verdicts
 from harness.curator import record as candidates
 from harness.curator.identity import IdentityIndex
 from harness.curator.promotion import Promotion
-from harness.curator.scan import HEAD_BYTES, checked_keys
+from harness.curator.scan import HEAD_BYTES
 from harness.errors import UsageError
 from harness.state import memory, reading
 from harness.state.store import atomic_write, hold_lock, read_head, sha256, write_json
@@ -57,7 +57,10 @@ def cursor_start(paths: CuratorPaths, cursor: dict) -> tuple[int | None, list[li
     head = read_head(paths.raw, start) or b""
     if len(head) == start and sha256(head) == cursor.get("head_sha"):
         return start, []
-    return None, checked_keys(cursor.get("counted"))
+    counted = cursor.get("counted")  # a hand-edited cursor's keys not of that shape: none
+    pairs = counted if isinstance(counted, list) else []
+    return None, [pair for pair in pairs if isinstance(pair, list) and len(pair) == 2
+                  and all(isinstance(key, str) for key in pair)]
 
 
 def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
@@ -89,10 +92,6 @@ def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
     for done in (paths.journal, paths.staged_candidates, paths.staged_promotions):
         done.unlink(missing_ok=True)
     return skipped
-
-
-def write_journal(paths: CuratorPaths, journal: dict) -> None:
-    atomic_write(paths.journal, orjson.dumps(journal))
 
 
 def read_json(path: Path) -> dict:

@@ -9,8 +9,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import orjson
+
 from harness.curator import curatordb
-from harness.curator.commit import CuratorPaths, apply_journal, read_json, write_journal
+from harness.curator.commit import CuratorPaths, apply_journal, read_json
 from harness.curator.identity import bound_identity, check_role_files
 from harness.curator.judge import Judgments, about_identity
 from harness.curator.planning import Planner
@@ -19,6 +21,7 @@ from harness.errors import BusyError, UsageError
 from harness.paths import check_identity
 from harness.state import memory, reading
 from harness.state.locks import hold_dir_lock, hold_lock, lock_path
+from harness.state.store import atomic_write
 
 
 def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSettings, *,
@@ -43,7 +46,7 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
         try:
             journal = _plan(planner, paths)
             if journal is not None:
-                write_journal(paths, journal)
+                atomic_write(paths.journal, orjson.dumps(journal))  # the commit point
                 skipped = apply_journal(paths, journal, settings.similarity, {
                     "tracker": planner.tracker, "read": planner.record_read,
                     "batch": planner.batch, "count": journal["candidates"],

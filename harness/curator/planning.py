@@ -139,8 +139,15 @@ class Planner:
         book = MemoryBook(old_memory, settings.bounds, similarity=settings.similarity,
                           topic_similarity=settings.topic_similarity,
                           next_ids=cursor.get("next_ids"), clusters=self.tracker.clusters)
-        for entry in map(memory.Entry._make, raw_pass.entries()):
-            self._learn(entry, book)
+        for e in map(memory.Entry._make, raw_pass.entries()):
+            if e.kind not in LESSON_KINDS:
+                book.add(e)
+                continue
+            cid = self._cluster_of((e.role, e.kind), e.text)
+            book.add(e, cid)
+            if e.kind in PROMOTABLE:
+                self.tracker.note(cid, e.role, e.kind, e.text, e.ts[:10], e.ts, self.mission,
+                                  e.feature, e.run)
         scan = raw_pass.scan
         self.report.processed, self.report.unparsed = scan.processed, scan.unparsed
         if scan.recounted:
@@ -165,16 +172,6 @@ class Planner:
             return self._texts_about_identity[bucket].get(key)
         return (self.tracker.clusters.texts.get((bucket, key))
                 or self.tracker.store.text_of(bucket, key))
-
-    def _learn(self, e: memory.Entry, book: MemoryBook) -> None:
-        if e.kind not in LESSON_KINDS:
-            book.add(e)
-            return
-        cid = self._cluster_of((e.role, e.kind), e.text)
-        book.add(e, cid)
-        if e.kind in PROMOTABLE:
-            self.tracker.note(cid, e.role, e.kind, e.text, e.ts[:10], e.ts, self.mission,
-                              e.feature, e.run)
 
     def _promotions(self) -> list[Promotion]:
         due = [ev for ev in self.tracker.due() if memory.NAME.fullmatch(ev.role)]

@@ -124,11 +124,3 @@ class Counted:
                 self.taken.add(n)
                 return True
         return False
-
-
-def checked_keys(counted: object) -> list[list[str]]:
-    """The cursor's `counted` keys (`note_keys`) if they have that shape, else none."""
-    if not isinstance(counted, list):
-        return []
-    return [pair for pair in counted if isinstance(pair, list) and len(pair) == 2
-            and all(isinstance(key, str) for key in pair)]
