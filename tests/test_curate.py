@@ -514,9 +514,8 @@ def test_a_lesson_identity_holds_in_other_words_is_not_promoted(state, identity)
 def test_what_identity_gained_since_the_plan_is_not_promoted_again(state, identity,
                                                                    monkeypatch) -> None:
     # another mission's curator appends one of the lessons, in other words, between this
-    # run's plan and its commit; three staged promotions a line, so the skipped one is the
-    # second on the first line and the report must drop that one, not the line's first
-    monkeypatch.setattr(curate_commit, "STAGED_ROWS", 3)
+    # run's plan and its commit; the skipped one is the second staged, and the report must
+    # drop that one
     identity.mkdir()
     (identity / "worker.md").write_text("# worker\n\n")
     tools = ["make -n", "pnpm lint", "cargo check", "go vet"]
@@ -666,6 +665,19 @@ def test_an_edited_raw_md_is_read_again_from_the_start(state, identity) -> None:
     assert any("does not start where" in c for c in report.changes)
     assert "5 entries of raw.md were counted by an earlier run: read again, not counted " \
         "again" in report.changes
+
+
+def test_a_cursor_whose_counted_keys_are_damaged_counts_none(state, identity) -> None:
+    for n in range(5):
+        note(state, f"note {n}")
+    run(state, identity)
+    cursor = state / "curator" / "cursor.json"
+    keys = json.loads(cursor.read_text())["counted"]
+    cursor.write_text(json.dumps({**json.loads(cursor.read_text()),
+                                  "counted": [keys[0], [1, 2], ["only one"], "junk"]}))
+    (state / "raw.md").write_text("hand edit\n" + (state / "raw.md").read_text())
+    report = run(state, identity)
+    assert report.processed == 5 and report.unparsed == 1  # only the well-formed pair counted
 
 
 # --- a model's rewrite ------------------------------------------------------------------

@@ -1,13 +1,10 @@
-"""Phase two of a curator run: carry out the journal, every step safe to redo.
+"""Phase two of a curator pass: carry out the journal, every step safe to redo after a kill.
 
-The journal (`<state>/curator/journal.json`, written atomically) is the commit point: nothing
-visible changes before it, and a run that finds one carries it out again from the first step.
-summary.md and MEMORY.md are atomic writes; the judge's answers and the staged candidate lines
-(`batch:seq`) go where a reader skips what it holds; a role file that changed since the plan
-is checked again, so no lesson is promoted twice; the archive files are cut back to their
-planned sizes before the appends; raw.md loses its archived head under the raw lock, held only
-for that copy, and a redo that finds it rewritten (new inode or head) skips both; the cursor
-comes last, then the journal goes.
+The journal is the commit point: nothing visible changes before it, and a run that finds one
+carries it out again from the first step. Judge answers and candidate lines (`batch:seq`) go
+where a reader skips what it holds; a role file changed since the plan is checked again; the
+archive files are cut back to their planned sizes before the appends; raw.md loses its head
+under the raw lock, skipped by a redo that finds it rewritten; the cursor comes last.
 """
 
 from __future__ import annotations
@@ -24,14 +21,13 @@ from harness.curator import lessondb, verdicts
 from harness.curator import record as candidates
 from harness.curator.identity import IdentityIndex
 from harness.curator.promotion import Promotion
-from harness.curator.scan import HEAD_BYTES, checked_keys
+from harness.curator.scan import HEAD_BYTES
 from harness.errors import UsageError
 from harness.state import memory, reading
 from harness.state.store import atomic_write, hold_lock, read_head, sha256, write_json
 
 FORMAT_VERSION = 1
 CHUNK = 1 << 20
-STAGED_ROWS = 1000  # staged promotions per line: a JSON call per line, not per promotion
 
 
 class CuratorPaths:
@@ -52,30 +48,30 @@ class CuratorPaths:
 
 
 def cursor_start(paths: CuratorPaths, cursor: dict) -> tuple[int | None, list[list[str]]]:
-    """Where the last run left raw.md (0 when none did), or None when raw.md no longer
-    starts with the bytes the cursor hashed: then it is read from the start, and the
-    `note_keys` of the entries the last run counted say which not to count again."""
+    """Where the last run left raw.md (0: none did), or None, with the `note_keys` it counted,
+    when raw.md no longer starts with the bytes the cursor hashed."""
     start = int(cursor.get("processed", 0))
     if not start:
         return 0, []
     head = read_head(paths.raw, start) or b""
     if len(head) == start and sha256(head) == cursor.get("head_sha"):
         return start, []
-    return None, checked_keys(cursor.get("counted"))
+    counted = cursor.get("counted")  # a hand-edited cursor's keys not of that shape: none
+    pairs = counted if isinstance(counted, list) else []
+    return None, [pair for pair in pairs if isinstance(pair, list) and len(pair) == 2
+                  and all(isinstance(key, str) for key in pair)]
 
 
 def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
-                  digest: dict[str, Any] | None = None) -> set[int]:
+                  digest: dict[str, Any]) -> set[int]:
     """Carry out `journal`; the indexes of staged promotions identity turned out to hold.
-    `digest` holds `lessondb.append`'s arguments to update the lesson database (a redo has
-    none: it leaves the database as it is)."""
-    said = (digest or {}).get("said")
+    `digest`: `lessondb.append`'s arguments (a redo's has only `said`: the database stays)."""
+    said = digest.get("said")
     for name, text in journal["files"].items():
         atomic_write(paths.state / name, text)
     if journal.get("judgments"):  # before the candidates: whatever clusters them reads these
         verdicts.append(paths.identity, journal["judgments"], said)
-    # staged files gone are a person's doing: the other steps are carried out rather than
-    # wedge every later run, and those notes go uncounted
+    # staged files gone are a person's doing: carry out the rest rather than wedge every run
     gone = [path for path, count in ((paths.staged_candidates, journal["candidates"]),
                                      (paths.staged_promotions, journal["promotions"]))
             if count and not path.exists()]
@@ -83,10 +79,9 @@ def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
         said.append(f"the interrupted run's staged {' and '.join(p.name for p in gone)} were "
                     f"gone from {paths.own}: carried out without them")
     if journal["candidates"] and paths.staged_candidates not in gone:
-        lessondb.append(paths.identity, paths.staged_candidates, **(digest or {}))
-    skipped: set[int] = set()
-    if journal["promotions"] and paths.staged_promotions not in gone:
-        skipped = _promote(paths, journal["identity_sizes"], similarity)
+        lessondb.append(paths.identity, paths.staged_candidates, **digest)
+    skipped = (_promote(paths, journal["identity_sizes"], similarity)
+               if journal["promotions"] and paths.staged_promotions not in gone else set())
     raw = journal["raw"]
     _archive(paths, journal)
     _rewrite_raw(paths, raw)
@@ -98,10 +93,6 @@ def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
     return skipped
 
 
-def write_journal(paths: CuratorPaths, journal: dict) -> None:
-    atomic_write(paths.journal, orjson.dumps(journal))
-
-
 def read_json(path: Path) -> dict:
     """A curator state file, checked for its format version; {} when there is none."""
     data = reading.read_json_object(path)
@@ -111,8 +102,7 @@ def read_json(path: Path) -> dict:
 
 
 def read_text(path: Path) -> str:
-    """The file's text, or '' when it does not exist; UsageError naming a damaged one (not
-    UTF-8, a folder): the curator rewrites these files and must not guess at their bytes."""
+    """The file's text, or '' when it does not exist (a damaged one: `reading.read_text`)."""
     try:
         return reading.read_text(path)
     except FileNotFoundError:
@@ -120,9 +110,8 @@ def read_text(path: Path) -> str:
 
 
 def _promote(paths: CuratorPaths, sizes: dict[str, int], similarity: float) -> set[int]:
-    """Append the staged promotions under the identity lock, skipping what identity holds:
-    a role file is checked again only if it changed since the plan (another mission's
-    curator, or this step half done before)."""
+    """Append the staged promotions; a role file changed since the plan (another mission's
+    curator, this step half done) is checked again for what it holds."""
     skipped: set[int] = set()
     outs: dict[str, BinaryIO] = {}
     recheck: dict[str, IdentityIndex] = {}
@@ -144,25 +133,21 @@ def _promote(paths: CuratorPaths, sizes: dict[str, int], similarity: float) -> s
 
 
 def opening(current: str, role: str) -> str:
-    """What goes before the first promotion appended to a role file holding `current`: a
-    newline ending its last line, or a new file's heading."""
+    """What goes before the first line appended to a role file holding `current`."""
     if current.endswith("\n"):
         return ""
     return "\n" if current else f"# {role}\n\n"
 
 
 def stage_promotions(path: Path, promotions: list[Promotion]) -> None:
-    """Write the plan's promotions to `path`, STAGED_ROWS rows a line, for `_promote`."""
+    """Write the plan's promotions to `path`, their rows one JSON line, for `_promote`."""
     if promotions:
         with _durable(path, "wb") as out:
-            for first in range(0, len(promotions), STAGED_ROWS):
-                out.write(orjson.dumps([(p.role, p.kind, p.text, p.line)
-                                        for p in promotions[first:first + STAGED_ROWS]]) + b"\n")
+            out.write(orjson.dumps([(p.role, p.kind, p.text, p.line) for p in promotions]) + b"\n")
 
 
 def _staged_rows(staged: Iterable[str]) -> Iterator[list[str]]:
-    """The staged rows, [role, kind, text, line] each; a line of one row is how an earlier
-    version staged them (a run crashed before an upgrade)."""
+    # one row a line, or a thousand, is how earlier versions staged them (a crash, an upgrade)
     for chunk in staged:
         rows = orjson.loads(chunk)
         yield from [rows] if rows and isinstance(rows[0], str) else rows
@@ -176,8 +161,6 @@ def archive_sizes(archive: Path, months: list[str], memory_lines: bool) -> dict[
 
 
 def _archive(paths: CuratorPaths, journal: dict) -> None:
-    """Append raw.md's archived head and the lines that left MEMORY.md, after cutting the
-    files back to their planned sizes; nothing once raw.md was rewritten."""
     raw = journal["raw"]
     if raw["cut"] and not _raw_untouched(paths, raw):
         return
@@ -190,8 +173,7 @@ def _archive(paths: CuratorPaths, journal: dict) -> None:
         paths.archive.mkdir(parents=True, exist_ok=True)
     for month, offset, stop in month_spans(raw["months"], raw["cut"]):
         with _durable(paths.archive / f"{month}.md") as out:
-            for chunk in read_span(paths.raw, offset, stop):
-                out.write(chunk)
+            out.writelines(read_span(paths.raw, offset, stop))
     if journal["memory_archive"]:
         with _durable(paths.archive / "memory-history.md") as out:
             out.write("".join(line + "\n" for line in journal["memory_archive"]).encode())
@@ -213,7 +195,6 @@ def read_span(path: Path, start: int, stop: int) -> Iterator[bytes]:
 
 @contextmanager
 def _durable(path: Path, mode: str = "ab") -> Iterator[BinaryIO]:
-    """`path` opened in binary `mode`, flushed to the disk before it closes."""
     with open(path, mode) as out:
         yield out
         out.flush()
@@ -221,7 +202,6 @@ def _durable(path: Path, mode: str = "ab") -> Iterator[BinaryIO]:
 
 
 def _raw_untouched(paths: CuratorPaths, raw: dict) -> bool:
-    """Whether raw.md is still the file this run read (not yet rewritten)."""
     try:
         with open(paths.raw, "rb") as f:
             if os.fstat(f.fileno()).st_ino != raw["inode"]:
@@ -232,15 +212,13 @@ def _raw_untouched(paths: CuratorPaths, raw: dict) -> bool:
 
 
 def _rewrite_raw(paths: CuratorPaths, raw: dict) -> None:
-    """Drop raw.md's archived head, under the raw lock."""
     if not raw["cut"]:
         return
     with hold_lock(memory.raw_lock(paths.state)):
         if not _raw_untouched(paths, raw):
             return
+        mode = paths.raw.stat().st_mode & 0o777
         with open(paths.raw, "rb") as f:
-            mode = os.fstat(f.fileno()).st_mode & 0o777
             f.seek(raw["cut"])
-            tail = f.read()
-        atomic_write(paths.raw, tail)
+            atomic_write(paths.raw, f.read())
         os.chmod(paths.raw, mode)

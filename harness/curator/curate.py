@@ -1,7 +1,5 @@
 """The curator pass: under its locks, finish an interrupted pass, plan (`planning`), commit
-the plan's journal (`commit`), then bring every identity file within its bound (`identity`,
-safe to redo without a journal). A dry run plans and writes nothing.
-"""
+(`commit`), then bound every identity file (`identity`, safe to redo without a journal)."""
 
 from __future__ import annotations
 
@@ -11,8 +9,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import orjson
+
 from harness.curator import curatordb
-from harness.curator.commit import CuratorPaths, apply_journal, read_json, write_journal
+from harness.curator.commit import CuratorPaths, apply_journal, read_json
 from harness.curator.identity import bound_identity, check_role_files
 from harness.curator.judge import Judgments, about_identity
 from harness.curator.planning import Planner
@@ -21,18 +21,14 @@ from harness.errors import BusyError, UsageError
 from harness.paths import check_identity
 from harness.state import memory, reading
 from harness.state.locks import hold_dir_lock, hold_lock, lock_path
+from harness.state.store import atomic_write
 
 
 def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSettings, *,
            dry_run: bool = False, now: str | None = None,
            refine: Refine | None = None, judge: Judgments | None = None) -> CuratorReport:
-    """Run the curator over one state directory.
-
-    `refine` (`settings.Refine`) may rewrite summary.md, MEMORY.md and the promotions' words;
-    its answer stands only if it passes `settings.check_model_result` (report.model says).
-    `judge` holds new answers to "same lesson?" and the question budgets; its questions
-    go in the report. Answers earlier passes recorded are read in any case.
-    """
+    """Run the curator over one state directory; a dry run plans and writes nothing. `refine`'s
+    rewrite stands only if `check_model_result` passes; `judge` holds new answers and budgets."""
     paths = CuratorPaths(Path(state), check_identity(Path(identity_dir)))
     check_role_files(paths.identity)
     # what the pass streams after it has opened (made, migrated) the curator database: a
@@ -50,7 +46,7 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
         try:
             journal = _plan(planner, paths)
             if journal is not None:
-                write_journal(paths, journal)
+                atomic_write(paths.journal, orjson.dumps(journal))  # the commit point
                 skipped = apply_journal(paths, journal, settings.similarity, {
                     "tracker": planner.tracker, "read": planner.record_read,
                     "batch": planner.batch, "count": journal["candidates"],
@@ -70,8 +66,6 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
 
 
 def _plan(planner: Planner, paths: CuratorPaths) -> dict | None:
-    """The planner's journal. A damaged curator database is set aside (not by a dry run)
-    and the run stops, nothing changed yet; the next run makes it anew. Locked: BusyError."""
     db = paths.identity / curatordb.NAME
     try:
         return planner.plan()
@@ -92,7 +86,6 @@ def _plan(planner: Planner, paths: CuratorPaths) -> dict | None:
 
 def _finish_interrupted(paths: CuratorPaths, settings: CuratorSettings,
                         report: CuratorReport) -> None:
-    """Carry out the journal an interrupted run left, if any (a dry run refuses)."""
     report.resumed = paths.journal.exists()
     if report.resumed and report.dry_run:
         raise UsageError("an interrupted curator run is pending; run the curator "
@@ -105,11 +98,8 @@ def _finish_interrupted(paths: CuratorPaths, settings: CuratorSettings,
 def preview_for_model(state: Path, identity_dir: Path, mission: str,
                       settings: CuratorSettings, budget: int, *,
                       now: str | None = None) -> CuratorReport:
-    """The dry run a model-mode pass shows its model: the rules' result and up to `budget`
-    pairs of each kind (`judge`) they are unsure of. A "same lesson" answer changes what later
-    notes meet, so a second dry run takes every pair of the first as one lesson, and the pairs
-    it raises are asked too, within the budget.
-    """
+    """The dry run a model-mode pass shows its model, with up to `budget` unsure pairs of each
+    kind; a second dry run, taking those pairs as the same lesson, adds the pairs it raises."""
     first = curate(state, identity_dir, mission, settings, dry_run=True, now=now,
                    judge=Judgments(budget=budget))
     if not first.questions:

@@ -1,9 +1,6 @@
-"""Phase one of a curator run: read everything and decide everything, changing nothing.
-
-The plan streams the candidate record and raw.md (`scan`) into MEMORY.md (`book`) and the
-promotion evidence (`clusters`), compacts, stages the new candidate lines and promotions
-under `<state>/curator/` and returns the journal `commit` carries out.
-"""
+"""Phase one of a curator pass: stream the candidate record and raw.md (`scan`) into MEMORY.md
+(`book`) and the promotion evidence (`clusters`), stage the new candidate lines and promotions
+under `<state>/curator/` and return the journal `commit` carries out; nothing else changes."""
 
 from __future__ import annotations
 
@@ -82,7 +79,9 @@ class Planner:
             "files": changed, "candidates": scan.n_staged, "promotions": promotions,
             "judgments": verdicts.rows(self.judge.fresh, memory.utc_now(), self.mission,
                                        self.text_of),
-            "identity_sizes": self.identity_sizes, "memory_archive": compacted.archived,
+            "identity_sizes": {role: len(text.encode())  # the sizes the plan was checked on
+                               for role, text in self.identity_texts.items()},
+            "memory_archive": compacted.archived,
             "archive_sizes": commit.archive_sizes(
                 self.paths.archive, [m for _, m in scan.months], bool(compacted.archived)),
             "raw": {"end": scan.end, "cut": scan.cut, "inode": scan.inode,
@@ -121,7 +120,6 @@ class Planner:
 
     def _read(self, start: int, counted: list[list[str]], cursor: dict,
               old_memory: str) -> tuple[Scan, MemoryBook]:
-        """Stream the record, then raw.md from `start`, into a MemoryBook and the tracker."""
         paths, settings = self.paths, self.settings
         if not self.dry_run:
             paths.own.mkdir(parents=True, exist_ok=True)
@@ -141,8 +139,15 @@ class Planner:
         book = MemoryBook(old_memory, settings.bounds, similarity=settings.similarity,
                           topic_similarity=settings.topic_similarity,
                           next_ids=cursor.get("next_ids"), clusters=self.tracker.clusters)
-        for entry in map(memory.Entry._make, raw_pass.entries()):
-            self._learn(entry, book)
+        for e in map(memory.Entry._make, raw_pass.entries()):
+            if e.kind not in LESSON_KINDS:
+                book.add(e)
+                continue
+            cid = self._cluster_of((e.role, e.kind), e.text)
+            book.add(e, cid)
+            if e.kind in PROMOTABLE:
+                self.tracker.note(cid, e.role, e.kind, e.text, e.ts[:10], e.ts, self.mission,
+                                  e.feature, e.run)
         scan = raw_pass.scan
         self.report.processed, self.report.unparsed = scan.processed, scan.unparsed
         if scan.recounted:
@@ -152,10 +157,9 @@ class Planner:
         return scan, book
 
     def _cluster_of(self, bucket: tuple[str, str], text: str) -> int:
-        """The cluster of `text`; the words a model is shown for it, if it asked."""
         asked = len(self.judge.questions)
         cid = self.tracker.clusters.assign_text(bucket, text)
-        if len(self.judge.questions) > asked:
+        if len(self.judge.questions) > asked:  # the words a model is shown for `text`
             self.judge.texts[normalize(text).key] = text
         return cid
 
@@ -166,32 +170,17 @@ class Planner:
                 self._texts_about_identity[bucket] = verdicts.identity_texts(
                     bucket, self.tracker.due(), self.identity_texts)
             return self._texts_about_identity[bucket].get(key)
-        text = self.tracker.clusters.texts.get((bucket, key))
-        if text is None:
-            return self.tracker.store.text_of(bucket, key)
-        return text
-
-    def _learn(self, e: memory.Entry, book: MemoryBook) -> None:
-        """Take one of raw.md's new entries into MEMORY.md and the promotion tracker."""
-        if e.kind not in LESSON_KINDS:
-            book.add(e)
-            return
-        cid = self._cluster_of((e.role, e.kind), e.text)
-        book.add(e, cid)
-        if e.kind in PROMOTABLE:
-            self.tracker.note(cid, e.role, e.kind, e.text, e.ts[:10], e.ts, self.mission,
-                              e.feature, e.run)
+        return (self.tracker.clusters.texts.get((bucket, key))
+                or self.tracker.store.text_of(bucket, key))
 
     def _promotions(self) -> list[Promotion]:
         due = [ev for ev in self.tracker.due() if memory.NAME.fullmatch(ev.role)]
         identity = IdentityIndex(self.settings.similarity,
                                  judge=self.judge if self.judge.active() else None,
                                  folder=self.paths.identity)
-        self.identity_sizes: dict[str, int] = {}  # role file sizes the plan was checked on
-        self.identity_texts: dict[str, str] = {}
-        for role in sorted({ev.role for ev in due}):
-            text = self.identity_texts[role] = read_text(self.paths.role_file(role))
-            self.identity_sizes[role] = len(text.encode())
+        self.identity_texts = {role: read_text(self.paths.role_file(role))
+                               for role in sorted({ev.role for ev in due})}
+        for role, text in self.identity_texts.items():
             identity.add_text(role, text)
         promotions = plan_promotions(due, identity, self.today)
         if self.judge.questions:  # some asked while planning them: about due lessons' texts
@@ -202,7 +191,7 @@ class Planner:
 
     def _tell_appends(self, scan: Scan, memory_archived: list[str],
                       promotions: list[Promotion]) -> None:
-        """A dry run's diffs of the identity files, and a line for each append and the cut."""
+        """A dry run's identity diffs, and a line for each append and for the cut."""
         paths, said = self.paths, self.report.changes
         for role in dict.fromkeys(p.role for p in promotions):
             old, path = self.identity_texts[role], paths.role_file(role)
@@ -222,7 +211,7 @@ class Planner:
 
 
 def rewrite_diff(path: Path, old: str, new: str) -> str:
-    """A unified diff of `path` rewritten, control characters escaped: a hand-written ESC
-    in a note must not drive the terminal of `curator --dry-run`."""
+    """A unified diff of `path` rewritten, control characters escaped: a hand-written ESC in a
+    note must not drive the terminal of `curator --dry-run`."""
     lines = difflib.unified_diff(old.splitlines(True), new.splitlines(True), str(path), str(path))
     return "".join(escape_controls(line.removesuffix("\n")) + "\n" for line in lines)

@@ -1,8 +1,5 @@
-"""The curator's one pass over raw.md (`RawPass`), up to its last complete line: it hands over
-the entries from `start` on, stages the promotable ones as candidate record lines, and finds
-what the pass archives (the bytes before the `raw_keep`-th last entry, their month changes)
-and raw.md's first bytes (the journal hashes them).
-"""
+"""The curator's one pass over raw.md, to its last complete line: the entries from `start` on,
+the promotable ones staged as candidate lines, the archive cut with its months, the head."""
 
 from __future__ import annotations
 
@@ -37,11 +34,8 @@ class Scan:
 
 
 class RawPass:
-    """Iterate `entries()`; then `scan` says what else the pass found. `month` is the archive
-    month the last run left off in; candidate lines, tagged `batch:seq`, go to `staged` (None:
-    nowhere). `counted` (`note_keys`) are entries an earlier run counted, when raw.md is read
-    from its start again after a hand edit: those are not handed over again.
-    """
+    """Iterate `entries()`, then read `scan`. Candidate lines (`batch:seq`) go to `staged` (None:
+    nowhere); the entries of `counted` (`note_keys`), an earlier run's, are not handed over."""
 
     def __init__(self, raw: Path, start: int = 0, *, raw_keep: int = 0, month: str = "",
                  staged: Path | None = None, batch: str = "", mission: str = "",
@@ -72,8 +66,6 @@ class RawPass:
                 os.fsync(staged.fileno())
 
     def _entries(self, f: Iterator[bytes]) -> Iterator[tuple]:
-        """The fields of each entry from `start` on (`memory.parse_fields`); on the way, the
-        head, the month changes, the lines that do not parse, and the cut."""
         scan, start, months = self.scan, self.start, [(0, self.month)]
         keep: deque[tuple[int, int, tuple]] = deque(maxlen=max(self.raw_keep, 0))
         counted = Counted(self.counted)
@@ -108,9 +100,8 @@ class RawPass:
 
 
 def note_keys(fields: tuple) -> list[str]:
-    """Two keys of a raw.md entry a run counted: its time with its role, feature, kind and
-    run, and its time with its text. A person's edit of raw.md changes one at most, so a run
-    reading raw.md again from its start tells the entries counted before from new ones."""
+    """Two keys of a counted entry: its time with role, feature, kind and run; its time with
+    its text. A person's edit of raw.md changes one at most, so either finds the entry."""
     ts, role, feature, kind, text, run = fields
     return [blake2b(f"{ts} {role} {feature} {kind} {run}".encode(), digest_size=8).hexdigest(),
             blake2b(f"{ts} {text}".encode(), digest_size=8).hexdigest()]
@@ -133,11 +124,3 @@ class Counted:
                 self.taken.add(n)
                 return True
         return False
-
-
-def checked_keys(counted: object) -> list[list[str]]:
-    """The cursor's `counted` keys (`note_keys`) if they have that shape, else none."""
-    if not isinstance(counted, list):
-        return []
-    return [pair for pair in counted if isinstance(pair, list) and len(pair) == 2
-            and all(isinstance(key, str) for key in pair)]
