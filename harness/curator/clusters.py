@@ -82,7 +82,6 @@ class PromotionTracker:
         return None if (ev := self.lesson(cluster)) is None else ev.text
 
     def due(self) -> list[Evidence]:
-        """Lessons whose rule holds, in cluster order, among those noted in this pass: one
-        only read was planned by the pass that made it due (and a line someone deleted from
-        identity stays out until the lesson is noted again)."""
+        """Lessons noted in this pass whose rule holds, in cluster order (one only read was planned
+        when it became due; a line deleted from identity stays out until noted again)."""
         return [ev for cid in sorted(self.noted) if (ev := self.lessons[cid]).due()]

@@ -1,13 +1,8 @@
 """Normalising a note's text for matching: its words, stemmed, and its technical words.
 
-Words are lower case, split on anything not a letter or digit, stopwords dropped and common
-suffixes stripped, so a score sees wording, not inflection. Anchors are the words of technical
-tokens (paths, flags, numbers, `code`, key=value, camelCase); the strict ones are flags, numbers
-inside a technical token (`PORT=3000`, `-j2`) and the subcommand after a known CLI (`pnpm lint`,
-`uv run pytest`); a lone number (`3.11`, `14s`) is a measurement or version, and a runner (`run`)
-names no command. The signature is the anchors of the tokens technical by shape (paths, flags,
-key=value, numbers but measurements): notes naming the same such terms are filed together.
-"""
+Anchors are the words of technical tokens; strict ones (flags, numbers in a token, a CLI's
+subcommand) must be on both sides; the signature (the terms technical by shape) files notes
+naming the same terms together. Which token is which: docs/curator.md."""
 
 from __future__ import annotations
 
@@ -16,7 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 # Raise on any change to what `normalize` returns: the curator database re-keys the judge's
-# recorded answers by it (`curatordb`), and clusters the candidate record again.
+# answers by it and clusters the candidate record again (`curatordb`).
 NORMALISER_VERSION = 1
 STOPWORDS = frozenset(
     "a an the to of in on at by for with and or is are was were be been being it its this "
@@ -60,9 +55,8 @@ def stem(word: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Norm:
-    """A normalised text, each field space-joined words: `packed` is the anchors with each
-    strict one marked "!"; `signature` starts with "=" (no word does, so the index files a
-    phrasing under it as under a word), or is "" for none."""
+    """A normalised text, each field space-joined words: `packed` is the anchors, strict ones
+    marked "!"; `signature` starts with "=" (no word does: it is filed as a word) or is ""."""
 
     key: str
     anchors: str = ""
@@ -73,8 +67,7 @@ class Norm:
 
 @lru_cache(maxsize=1 << 14)  # tokens recur far more than texts do
 def _step(token: str, in_code: bool, after_launcher: bool) -> tuple:
-    """What `token` adds in its context: (words, None or (anchors, strict words, signature
-    words), whether it is a launcher, whether it is an article, whether a command follows)."""
+    """(words, None or (anchors, strict, signature words), launcher?, article?, command next?)."""
     token = token.lstrip("\"'([{").rstrip(".,;:!?\"')]}")
     low = token.lower()
     flag = low.startswith("-")
@@ -96,9 +89,8 @@ def _step(token: str, in_code: bool, after_launcher: bool) -> tuple:
     return every, (every, strict, shaped), launcher, article, runner
 
 
-
-# a pass looks its due lessons up in identity after clustering every note: most are still
-# here then (at 300k entries: 0.35 s less, 23 MiB more)
+# big enough that a pass's due lessons, looked up in identity after every note is clustered,
+# are mostly still here (at 300k entries: 0.35 s less, 23 MiB more)
 @lru_cache(maxsize=1 << 16)
 def normalize(text: str) -> Norm:
     """Normalise a note's text for matching (see the module docstring)."""
