@@ -1,5 +1,4 @@
-"""Cluster ids handed out over one `matching.LessonIndex`, so MEMORY.md and promotion share
-one clustering, and the candidates clustered into lessons (`PromotionTracker`)."""
+"""Cluster ids MEMORY.md and promotion share (`Clusters`), and the lessons (`PromotionTracker`)."""
 
 from __future__ import annotations
 

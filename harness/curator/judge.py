@@ -1,6 +1,5 @@
-"""A judge's answers to "same lesson?" for the notes the match rule (`matching`) leaves unsure:
-each note's K lessons most alike (`similarity`), asked of the curator role's model
-(`harness.run.judging`), the answers recorded (`verdicts`); unanswered, such notes stay apart."""
+"""A judge's answers to "same lesson?" for what the rule (`matching`) leaves unsure: each note's
+K lessons most alike (`similarity`), asked of the curator role's model (`harness.run.judging`)."""
 
 from __future__ import annotations
 
@@ -69,19 +68,16 @@ class Judgments:
 
     def wanted(self, bucket: Any, key: str, may_ask: bool) -> bool:
         """Whether the note `key` has answers or (`may_ask`) is still asked about."""
-        return bool(self._about(bucket, key)) or (may_ask and self.asking(bucket, key))
+        return bool(self.about(bucket, key)) or (may_ask and self.asking(bucket, key))
 
-    def _about(self, bucket: Any, key: str) -> dict[str, bool]:
+    def about(self, bucket: Any, key: str) -> dict[str, bool]:
+        """The answers about the note `key`, other key -> same; this pass's over recorded ones."""
         note = (bucket, key)
         if self.recorded is not None and note not in self._looked:
             self._looked.add(note)
             if found := self.recorded(bucket, key):
                 self._answers[note] = {**found, **self._answers.get(note, {})}
         return self._answers.get(note, {})
-
-    def verdict(self, bucket: Any, key: str, other: str) -> bool | None:
-        """The answer about the pair, or None."""
-        return self._about(bucket, key).get(other)
 
     def asking(self, bucket: Any = None, key: str | None = None) -> bool:
         """Whether this pass still asks about the note `key` in `bucket`."""
@@ -99,8 +95,9 @@ class Judgments:
         best: dict[int, str] = {}  # cluster -> its best phrasing, best first
         for _, cluster, other in sorted(scored, key=lambda s: -s[0]):  # stable: ties recent first
             best.setdefault(cluster, other)
+        answers = self.about(bucket, norm.key)
         for cluster, other in best.items():
-            same = self.verdict(bucket, norm.key, other)
+            same = answers.get(other)
             if same is None and ask and may_ask > 0:
                 may_ask -= 1
                 same = self.ask(Question(bucket, norm.key, other, cluster))

@@ -1,6 +1,5 @@
-"""The match rule (`_joins`) and its blocked index (`LessonIndex`): the phrasings a query is
-scored against (`shortlist_of`) and a judge's candidates (`pool_of`). docs/curator.md tells
-the rule and the figures behind it."""
+"""The match rule (`_joins`) and its blocked index: what a query is scored against
+(`shortlist_of`) and a judge's candidates (`pool_of`), with their figures in docs/curator.md."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Normalising a note's text for matching: its words, stemmed, and its technical words.
-
-Anchors are the words of technical tokens; strict ones (flags, numbers in a token, a CLI's
-subcommand) must be on both sides; the signature (the terms technical by shape) files notes
-naming the same terms together. Which token is which: docs/curator.md."""
+"""Normalising a note's text for matching: its words, stemmed, and its technical words (anchors,
+the strict ones, the signature: docs/curator.md)."""
 
 from __future__ import annotations
 
@@ -19,9 +16,8 @@ STOPWORDS = frozenset(
     "my me he she they them there here which who what where how do does did doing done has "
     "have had having can could should would will shall may might must any some all each every "
     "very too quite again once run running runs ran use using used".split())
-# The word after one of these CLIs is a subcommand ("pnpm lint" vs "pnpm typecheck"), unless an
-# article shows the name is used as a noun ("the git folder"). After a runner subcommand
-# ("uv run", "npm exec") the next word is the program run, a command word too.
+# The word after one of these CLIs is a subcommand ("pnpm lint"), unless an article makes the
+# name a noun ("the git folder"); after a runner ("uv run") so is the program run.
 LAUNCHERS = frozenset(
     "git gh docker compose podman kubectl helm terraform npm pnpm yarn bun npx bunx deno cargo "
     "uv uvx pip pipx poetry alembic systemctl apt apt-get aws gcloud supabase prisma "
