@@ -149,8 +149,8 @@ def test_answers_are_recorded_once_each_and_read_by_the_note_they_are_about(
         assert recorded.about("validator", "a b") == {"c d": False}
         assert recorded.about(BUCKET, "never asked") == {}
         judge = Judgments(recorded=recorded.about)
-        assert judge.active() and judge.verdict(BUCKET, *PAIR[1:]) is True
-        assert judge.verdict(BUCKET, "never asked", PAIR[2]) is None
+        assert judge.active() and judge.about(BUCKET, PAIR[1]) == {PAIR[2]: True}
+        assert judge.about(BUCKET, "never asked") == {}
     finally:
         recorded.close()
 

@@ -1,5 +1,4 @@
-"""Cluster ids handed out over one `matching.LessonIndex`, so MEMORY.md and promotion share
-one clustering, and the candidates clustered into lessons (`PromotionTracker`)."""
+"""Cluster ids MEMORY.md and promotion share (`Clusters`), and the lessons (`PromotionTracker`)."""
 
 from __future__ import annotations
 
@@ -82,7 +81,6 @@ class PromotionTracker:
         return None if (ev := self.lesson(cluster)) is None else ev.text
 
     def due(self) -> list[Evidence]:
-        """Lessons whose rule holds, in cluster order, among those noted in this pass: one
-        only read was planned by the pass that made it due (and a line someone deleted from
-        identity stays out until the lesson is noted again)."""
+        """Lessons noted in this pass whose rule holds, in cluster order (one only read was planned
+        when it became due; a line deleted from identity stays out until noted again)."""
         return [ev for cid in sorted(self.noted) if (ev := self.lessons[cid]).due()]

@@ -1,12 +1,5 @@
-"""A judge's answers to "same lesson?", for the notes the match rule (`matching`) leaves alone.
-
-The rule joins only when sure ("npm cache ..." and "uv cache ..." are two tricks); the rest
-is a semantic judgement. A note's candidates are the K lessons of its role and kind most like
-it (`matching.pool_of`, ranked by `similarity`); the judge, the curator role's model
-(`harness.run.judging`), answers "same as #i" or "new". A dry run collects the questions, and
-the answers are recorded (`verdicts`), so a pass run again, or a lesson database rebuilt from
-the record, clusters the same way. Without answers, unsure notes stay apart (precision first).
-"""
+"""A judge's answers to "same lesson?" for what the rule (`matching`) leaves unsure: each note's
+K lessons most alike (`similarity`), asked of the curator role's model (`harness.run.judging`)."""
 
 from __future__ import annotations
 
@@ -15,26 +8,25 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from harness.curator.lessonstore import Variant
 from harness.curator.text import Norm
 
 # Chosen on the development corpora (`bench/judge_bound.py`) for a judge that errs once in ten
-# answers (each candidate shown risks a wrong "same", each left out a missed lesson), for about
-# one question a note; rapidfuzz's token_set_ratio ranked worse at its best floor.
+# answers, for about one question a note; rapidfuzz's token_set_ratio ranked worse.
 K = 2  # candidate lessons shown per note
 MIN_SCORE = 8.0  # a candidate sharing less (`similarity`, 0-100) is not worth a question
-# Identity is asked about its one closest line: each line asked risks a wrong "same" keeping a
-# due lesson out, but a lesson promoted twice in other words is the costlier mistake.
+# Identity: its one closest line, as each line asked risks a wrong "same" keeping a due lesson
+# out, but at any score, as a lesson promoted twice in other words is the costlier mistake.
 IDENTITY_ASKED = 1
 IDENTITY_MIN_SCORE = 0.0
 
 
 @dataclass(frozen=True)
 class Question:
-    """Is the note `key` the lesson of `other`, a phrasing of `other_cluster` (or, in a
-    role's bucket, identity line number `other_cluster`)? Keys are `text.normalize` keys."""
+    """Is the note `key` the lesson of `other`, of cluster (or identity line) `other_cluster`?"""
 
     bucket: Any  # (role, kind), or a role when the question is about its identity file
-    key: str
+    key: str  # `text.normalize` keys, as `other`
     other: str
     other_cluster: int
 
@@ -45,10 +37,8 @@ def about_identity(bucket: Any) -> bool:
 
 
 def similarity(a: str, b: str, df: dict[str, int]) -> float:
-    """How much of the two texts' word weight they share (0-100), each word weighted by
-    its rarity among the bucket's phrasings (`df`). Summed exactly (fsum): a set's order
-    changes with the hash seed, and the last bit of a plain sum with it, which ranked two
-    equal candidates either way."""
+    """The share (0-100) of the two texts' word weight they share, rarer words (`df`) weighing
+    more; summed exactly (fsum), as a set's order, and a plain sum's last bit, varies by seed."""
     wa, wb = set(a.split()), set(b.split())
     weight = {w: 1.0 / (1.0 + math.log1p(df.get(w, 0))) for w in wa | wb}
     union = math.fsum(weight.values())
@@ -56,10 +46,8 @@ def similarity(a: str, b: str, df: dict[str, int]) -> float:
 
 
 class Judgments:
-    """Answers, and the questions a pass asks: about `budget` notes it clusters at most, and
-    as many due lessons beside identity (notes using up the budget cannot get one promoted
-    twice unasked). `fresh`: this pass's answers, (bucket, key, other) -> same lesson;
-    `recorded`: those of earlier passes, by note (`verdicts.Recorded.about`)."""
+    """Answers (`fresh`: this pass's; `recorded`: earlier ones), and the questions a pass asks
+    about `budget` notes at most, and as many due lessons beside identity."""
 
     def __init__(self, answers: dict[tuple[Any, str, str], bool] | None = None, *,
                  budget: int = 0,
@@ -79,12 +67,11 @@ class Judgments:
         return bool(self._answers) or self.budget > 0 or self.recorded is not None
 
     def wanted(self, bucket: Any, key: str, may_ask: bool) -> bool:
-        """Whether the note `key` has answers or (`may_ask`) is still asked about: whether
-        its candidates need ranking at all."""
-        return bool(self._about(bucket, key)) or (may_ask and self.asking(bucket, key))
+        """Whether the note `key` has answers or (`may_ask`) is still asked about."""
+        return bool(self.about(bucket, key)) or (may_ask and self.asking(bucket, key))
 
-    def _about(self, bucket: Any, key: str) -> dict[str, bool]:
-        """This pass's answers about the note `key`, over those recorded (read once a note)."""
+    def about(self, bucket: Any, key: str) -> dict[str, bool]:
+        """The answers about the note `key`, other key -> same; this pass's over recorded ones."""
         note = (bucket, key)
         if self.recorded is not None and note not in self._looked:
             self._looked.add(note)
@@ -92,30 +79,25 @@ class Judgments:
                 self._answers[note] = {**found, **self._answers.get(note, {})}
         return self._answers.get(note, {})
 
-    def verdict(self, bucket: Any, key: str, other: str) -> bool | None:
-        """The answer about the pair, or None."""
-        return self._about(bucket, key).get(other)
-
     def asking(self, bucket: Any = None, key: str | None = None) -> bool:
-        """Whether this pass still asks about the note `key` in `bucket` (see the class)."""
+        """Whether this pass still asks about the note `key` in `bucket`."""
         asked = self._asked[about_identity(bucket)]
         return key in asked or len(asked) < self.budget
 
-    def decide(self, bucket: Any, norm: Norm, candidates: list[tuple[int, str, int]],
-               ask: bool, df: dict[str, int]) -> int | None:
-        """The cluster of `candidates` (vid, phrasing key, cluster) the judge says `norm`
-        belongs to, or None: the first, best first, answered "same". Each cluster is ranked
-        by its best phrasing, ties in the index's order (recent first); the best K
-        (IDENTITY_ASKED about identity) without an answer are asked when `ask`."""
+    def decide(self, bucket: Any, norm: Norm, candidates: list[Variant], ask: bool,
+               df: dict[str, int]) -> int | None:
+        """The first cluster, most similar first, the judge says `norm` is, or None; the best
+        K (IDENTITY_ASKED) clusters without an answer are asked about when `ask`."""
         identity = about_identity(bucket)
         may_ask, floor = (IDENTITY_ASKED, IDENTITY_MIN_SCORE) if identity else (K, MIN_SCORE)
-        scored = [(score, cluster, other) for _, other, cluster in candidates
-                  if (score := similarity(norm.key, other, df)) >= floor]
+        scored = [(score, v.owner, v.key) for v in candidates
+                  if (score := similarity(norm.key, v.key, df)) >= floor]
         best: dict[int, str] = {}  # cluster -> its best phrasing, best first
-        for _, cluster, other in sorted(scored, key=lambda s: -s[0]):  # stable: ties
+        for _, cluster, other in sorted(scored, key=lambda s: -s[0]):  # stable: ties recent first
             best.setdefault(cluster, other)
+        answers = self.about(bucket, norm.key)
         for cluster, other in best.items():
-            same = self.verdict(bucket, norm.key, other)
+            same = answers.get(other)
             if same is None and ask and may_ask > 0:
                 may_ask -= 1
                 same = self.ask(Question(bucket, norm.key, other, cluster))
@@ -124,8 +106,7 @@ class Judgments:
         return None
 
     def ask(self, question: Question) -> bool | None:
-        """Note `question` for the judge (within the budget). A judge that answers at once
-        (a benchmark's) returns its answer; the model answers after the pass: None."""
+        """Note `question` (within the budget); None, as the model answers after the pass."""
         if self.asking(question.bucket, question.key) and question not in self.questions:
             self.questions.append(question)
             self._asked[about_identity(question.bucket)].add(question.key)
@@ -133,9 +114,7 @@ class Judgments:
 
     def shown(self, lesson_text: Callable[[int], str | None], due_text: dict[str, str],
               identity_line: Callable[[int], str]) -> list[tuple[tuple, str, str]]:
-        """The questions as a model is shown them, ((bucket, key, other), text, other text):
-        a note by its words (`texts`) or a due lesson by its text, with the lesson it was
-        compared with by its text, or the identity line as it stands."""
+        """The questions as a model is shown them: ((bucket, key, other), text, other text)."""
         out = []
         for q in self.questions:
             if about_identity(q.bucket):

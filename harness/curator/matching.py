@@ -1,15 +1,5 @@
-"""When two notes say the same thing: the match rule (`_joins`) and a blocked index.
-
-Two normalised texts are one lesson when no technical word disagrees (another flag, number,
-subcommand, file or value is another trick) and rapidfuzz scores them at the threshold. A
-swap (each side has a word the other lacks) may be a paraphrase or another lesson: the rule
-refuses it, precision first, and a judge decides among the nearest phrasings (`pool_of`).
-
-A query is scored only against a short list (`shortlist_of`): the recent phrasings under its
-signature (`text.Norm`), which name the same terms however common each is (44% of queries
-missed without it, `bench/lessons.py`), then under its rarest technical words, as its rarest
-prose words are as often its noise as its lesson (`bench/judge_bound.py`).
-"""
+"""The match rule (`_joins`) and its blocked index: what a query is scored against
+(`shortlist_of`) and a judge's candidates (`pool_of`), with their figures in docs/curator.md."""
 
 from __future__ import annotations
 
@@ -41,10 +31,8 @@ def same_lesson(a: str, b: str, threshold: float) -> bool:
 
 def _joins(a: Norm, a_words: set[str], b: Norm | Variant, threshold: float, sure: bool = True,
            near: bool = False) -> bool:
-    """The rule for `a` (`a_words` its words) and `b`: no flag, number or subcommand on one
-    side only; then, if `near`, half the words of the two in common join; else the anchors
-    do not conflict, it is no swap if `sure`, and the score reaches `threshold` (AGREE_BONUS
-    less when both name the same anchors)."""
+    """The rule (docs/curator.md) on `a`, of words `a_words`, and `b`; `sure`: no swap joins;
+    `near`: half the words in common join."""
     if "!" in b.packed and not a_words.issuperset(_STRICT.findall(b.packed)):
         return False
     b_words = set(b.key.split())
@@ -68,8 +56,7 @@ def _joins(a: Norm, a_words: set[str], b: Norm | Variant, threshold: float, sure
 
 
 class LessonIndex:
-    """Clusters of same-lesson texts per bucket (e.g. role and kind), found without all-pairs;
-    the buckets a `store` covers are read from it as queries need them (`lessonstore`)."""
+    """Clusters of same-lesson texts per bucket, found without all-pairs, over a `store`."""
 
     def __init__(self, threshold: float, *, anchored: bool = True, store: LessonStore | None = None,
                  sure: bool = True, near: bool = False, judge: Judgments | None = None) -> None:
@@ -81,11 +68,10 @@ class LessonIndex:
         self.store = store
         self.next_vid = 0 if store is None else store.first_vid
         self._buckets: dict[Any, Bucket] = {}
-        self._variants: dict[int, int] = {}  # cluster id -> phrasings indexed (`_add`)
+        self._variants: dict[int, int] = {}  # cluster id -> phrasings indexed
 
     def find(self, bucket: Any, norm: Norm, ask: bool = False) -> int | None:
-        """The cluster id `norm` belongs to in `bucket`, or None; a judge is asked about
-        the pairs it is unsure of when `ask` (see `judge`)."""
+        """The cluster id `norm` belongs to in `bucket`, or None; `ask`: a judge may be asked."""
         if bucket not in self._buckets and not (self.store is not None
                                                 and self.store.covers(bucket)):
             return None
@@ -93,47 +79,21 @@ class LessonIndex:
         hit = b.exact.get(norm.key)  # most queries of a big log are exact repeats
         return self._match(b, norm, set(norm.key.split()), ask) if hit is None else hit
 
-    def assign(self, bucket: Any, norm: Norm, new_cluster: int) -> int:
-        """The cluster `norm` belongs to; `new_cluster` (now indexed) when none matches."""
+    def assign(self, bucket: Any, norm: Norm, cluster: int, match: bool = True) -> int:
+        """The cluster `norm` belongs to (unless not `match`), or `cluster`, now indexed."""
         b = self._bucket(bucket, norm)
-        if norm.key not in b.exact:
-            words = set(norm.key.split())
-            found = self._match(b, norm, words, ask=True)
-            self._add(b, norm, new_cluster if found is None else found, words)
-        return b.exact[norm.key]
-
-    def add(self, bucket: Any, norm: Norm, cluster: int) -> None:
-        """Index `norm` as a phrasing of `cluster` (a small int; up to MAX_VARIANTS each)."""
-        b = self._bucket(bucket, norm)
-        if norm.key not in b.exact:
-            self._add(b, norm, cluster, set(norm.key.split()))
-
-    def _match(self, b: Bucket, norm: Norm, a_words: set[str], ask: bool) -> int | None:
-        a_anchors = norm.anchors.split() if self.anchored else []
-        shortlist = shortlist_of(b, a_words, a_anchors, norm.signature if self.anchored else "")
-        self._fault_variants(b, shortlist)
-        for vid in shortlist:
-            v = b.variants[vid]
-            if (_joins(norm, a_words, v, self.threshold, self.sure, self.near) if self.anchored
-                    else fuzz.token_set_ratio(norm.key, v.key, score_cutoff=self.threshold)):
-                return v.owner
-        judge = self.judge
-        if not self.anchored or judge is None or not judge.wanted(b.name, norm.key, ask):
-            return None
-        pool = pool_of(b, a_words, a_anchors, norm.signature)
-        self._fault_variants(b, pool)
-        return judge.decide(b.name, norm, [(vid, b.variants[vid].key, b.variants[vid].owner)
-                                           for vid in pool], ask, b.df)
-
-    def _add(self, b: Bucket, norm: Norm, cluster: int, words: set[str]) -> None:
-        """Index a phrasing of `cluster` under its `words` and its signature (added to them)."""
+        if norm.key in b.exact:
+            return b.exact[norm.key]
+        words = set(norm.key.split())
+        if match and (found := self._match(b, norm, words, ask=True)) is not None:
+            cluster = found
         b.exact[norm.key] = cluster
-        count = self._variants.get(cluster)  # phrasings indexed, up to MAX_VARIANTS
+        count = self._variants.get(cluster)
         if count is None:
             count = self.store.variant_count(cluster) if b.stored else 0
         self._variants[cluster] = min(count + 1, MAX_VARIANTS)
         if count >= MAX_VARIANTS:
-            return
+            return cluster
         vid = self.next_vid
         self.next_vid += 1
         b.variants[vid] = Variant(norm.key, norm.packed, norm.signature, cluster)
@@ -149,6 +109,27 @@ class LessonIndex:
                 plist.append(vid)
                 if len(plist) > 2 * POSTING_CAP:
                     del plist[:-POSTING_CAP]
+        return cluster
+
+    def add(self, bucket: Any, norm: Norm, cluster: int) -> None:
+        """Index `norm` as a phrasing of `cluster` (a small int; up to MAX_VARIANTS each)."""
+        self.assign(bucket, norm, cluster, match=False)
+
+    def _match(self, b: Bucket, norm: Norm, a_words: set[str], ask: bool) -> int | None:
+        a_anchors = norm.anchors.split() if self.anchored else []
+        shortlist = shortlist_of(b, a_words, a_anchors, norm.signature if self.anchored else "")
+        self._fault_variants(b, shortlist)
+        for vid in shortlist:
+            v = b.variants[vid]
+            if (_joins(norm, a_words, v, self.threshold, self.sure, self.near) if self.anchored
+                    else fuzz.token_set_ratio(norm.key, v.key, score_cutoff=self.threshold)):
+                return v.owner
+        judge = self.judge
+        if not self.anchored or judge is None or not judge.wanted(b.name, norm.key, ask):
+            return None
+        pool = pool_of(b, a_words, a_anchors, norm.signature)
+        self._fault_variants(b, pool)
+        return judge.decide(b.name, norm, [b.variants[vid] for vid in pool], ask, b.df)
 
     def _bucket(self, bucket: Any, query: Norm | None = None) -> Bucket:
         """The bucket, with what the store holds of a `query` read into it."""
@@ -184,25 +165,23 @@ class LessonIndex:
         return [b for b in self._buckets.values() if b.stored]
 
 
-def block_words(df: dict[str, int], words: set[str], anchors: Collection[str] = (),
-                limit: int = BLOCK_WORDS) -> list[tuple[int, str]]:
-    """(count, word) of the `limit` rarest of a query's `anchors` (a subset of `words`),
-    then of its other words; ties by the word, as a set's order changes with the hash seed."""
+def block_words(df: dict[str, int], words: set[str], anchors: Collection[str],
+                limit: int) -> list[str]:
+    """The `limit` rarest of a query's `anchors` (among `words`), then of its other words; ties
+    by the word, not by a set's order, which changes with the hash seed."""
     get = df.get
     counted = sorted([(n, w) for w in anchors if (n := get(w))])[:limit]
     if len(counted) < limit:
         others = sorted([(n, w) for w in words if (n := get(w)) and w not in anchors])
         counted += others[:limit - len(counted)]
-    return counted
+    return [w for _, w in counted]
 
 
 def shortlist_of(b: Bucket, words: set[str], anchors: Collection[str] = (),
                  signature: str = "") -> list[int]:
-    """Recent variants filed under the `signature` of a query, if any is, and under its
-    `block_words` (the first two then), best first: those under the first word (in posting
-    order) ranked by whether they are under the second and the third too, then those under
-    the second and the third, the second, and the third."""
-    counted = [w for _, w in block_words(b.df, words, anchors)]
+    """Recent variants under the `signature` and `block_words` of a query, best first: under
+    the first word, those also under the second and third first; then under the others."""
+    counted = block_words(b.df, words, anchors, BLOCK_WORDS)
     if signature in b.postings:
         counted = [signature, *counted[:BLOCK_WORDS - 1]]
     first, second, third = ([b.postings[w][-POSTING_CAP:] for w in counted] + [[], [], []])[:3]
@@ -217,9 +196,8 @@ def shortlist_of(b: Bucket, words: set[str], anchors: Collection[str] = (),
 
 def pool_of(b: Bucket, words: set[str], anchors: Collection[str] = (),
             signature: str = "") -> list[int]:
-    """A judge's candidates for a query (`judge.decide`): every recent variant filed
-    under its signature or one of its POOL_WORDS rarest words, most recent first."""
-    filed = [w for _, w in block_words(b.df, words, anchors, POOL_WORDS)]
+    """A judge's candidates: the recent variants under the `signature` or POOL_WORDS words."""
+    filed = block_words(b.df, words, anchors, POOL_WORDS)
     if signature in b.postings:
         filed.insert(0, signature)
     recent = (vid for w in filed for vid in reversed(b.postings[w][-POSTING_CAP:]))

@@ -1,13 +1,5 @@
-"""Normalising a note's text for matching: its words, stemmed, and its technical words.
-
-Words are lower case, split on anything not a letter or digit, stopwords dropped and common
-suffixes stripped, so a score sees wording, not inflection. Anchors are the words of technical
-tokens (paths, flags, numbers, `code`, key=value, camelCase); the strict ones are flags, numbers
-inside a technical token (`PORT=3000`, `-j2`) and the subcommand after a known CLI (`pnpm lint`,
-`uv run pytest`); a lone number (`3.11`, `14s`) is a measurement or version, and a runner (`run`)
-names no command. The signature is the anchors of the tokens technical by shape (paths, flags,
-key=value, numbers but measurements): notes naming the same such terms are filed together.
-"""
+"""Normalising a note's text for matching: its words, stemmed, and its technical words (anchors,
+the strict ones, the signature: docs/curator.md)."""
 
 from __future__ import annotations
 
@@ -16,7 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 # Raise on any change to what `normalize` returns: the curator database re-keys the judge's
-# recorded answers by it (`curatordb`), and clusters the candidate record again.
+# answers by it and clusters the candidate record again (`curatordb`).
 NORMALISER_VERSION = 1
 STOPWORDS = frozenset(
     "a an the to of in on at by for with and or is are was were be been being it its this "
@@ -24,9 +16,8 @@ STOPWORDS = frozenset(
     "my me he she they them there here which who what where how do does did doing done has "
     "have had having can could should would will shall may might must any some all each every "
     "very too quite again once run running runs ran use using used".split())
-# The word after one of these CLIs is a subcommand ("pnpm lint" vs "pnpm typecheck"), unless an
-# article shows the name is used as a noun ("the git folder"). After a runner subcommand
-# ("uv run", "npm exec") the next word is the program run, a command word too.
+# The word after one of these CLIs is a subcommand ("pnpm lint"), unless an article makes the
+# name a noun ("the git folder"); after a runner ("uv run") so is the program run.
 LAUNCHERS = frozenset(
     "git gh docker compose podman kubectl helm terraform npm pnpm yarn bun npx bunx deno cargo "
     "uv uvx pip pipx poetry alembic systemctl apt apt-get aws gcloud supabase prisma "
@@ -60,9 +51,8 @@ def stem(word: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Norm:
-    """A normalised text, each field space-joined words: `packed` is the anchors with each
-    strict one marked "!"; `signature` starts with "=" (no word does, so the index files a
-    phrasing under it as under a word), or is "" for none."""
+    """A normalised text, each field space-joined words: `packed` is the anchors, strict ones
+    marked "!"; `signature` starts with "=" (no word does: it is filed as a word) or is ""."""
 
     key: str
     anchors: str = ""
@@ -73,8 +63,7 @@ class Norm:
 
 @lru_cache(maxsize=1 << 14)  # tokens recur far more than texts do
 def _step(token: str, in_code: bool, after_launcher: bool) -> tuple:
-    """What `token` adds in its context: (words, None or (anchors, strict words, signature
-    words), whether it is a launcher, whether it is an article, whether a command follows)."""
+    """(words, None or (anchors, strict, signature words), launcher?, article?, command next?)."""
     token = token.lstrip("\"'([{").rstrip(".,;:!?\"')]}")
     low = token.lower()
     flag = low.startswith("-")
@@ -96,9 +85,8 @@ def _step(token: str, in_code: bool, after_launcher: bool) -> tuple:
     return every, (every, strict, shaped), launcher, article, runner
 
 
-
-# a pass looks its due lessons up in identity after clustering every note: most are still
-# here then (at 300k entries: 0.35 s less, 23 MiB more)
+# big enough that a pass's due lessons, looked up in identity after every note is clustered,
+# are mostly still here (at 300k entries: 0.35 s less, 23 MiB more)
 @lru_cache(maxsize=1 << 16)
 def normalize(text: str) -> Norm:
     """Normalise a note's text for matching (see the module docstring)."""
