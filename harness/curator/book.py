@@ -235,9 +235,8 @@ class MemoryBook:
     def compact(self) -> Compacted:
         """The bounded MEMORY.md and summary.md, and the old lines that left MEMORY.md."""
         caps = self.bounds.shares()
-        live = [i for i in self._lessons.values() if not i.in_history]
-        lessons = sorted(live, key=Item.rank)[: caps["Lessons"] + caps["History"]]
-        decisions = _newest_first(self._current)[: caps["Decisions"] + caps["History"]]
+        lessons = sorted((i for i in self._lessons.values() if not i.in_history), key=Item.rank)
+        decisions = _newest_first(self._current)
         context = _newest_first(self._context)
         history = [*lessons[caps["Lessons"]:], *decisions[caps["Decisions"]:],
                    *_newest_first([*self._superseded_old, *self._superseded_new]),
