@@ -24,9 +24,7 @@ _ID = re.compile(r"^- \[([LDC]\d+)\]")
 class CuratorSettings:
     """Curator knobs (`curator:` in docs/configuration.md)."""
 
-    # rapidfuzz's 0-100 score that joins two notes: 70 merges near misses, 80 loses
-    # paraphrases of the labelled corpus (tests/test_curate.py measures it)
-    similarity: float = 75.0
+    similarity: float = 75.0  # rapidfuzz 0-100: 70 joins near misses, 80 splits paraphrases
     raw_keep: int = 10
     bounds: Bounds = field(default_factory=Bounds)
     topic_similarity: float = 70.0
