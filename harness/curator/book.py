@@ -250,11 +250,10 @@ class MemoryBook:
                 self.next_ids[item.letter] += 1
         lines = {name: [i.line(compressed=name == "History") for i in items]
                  for name, items in sections.items()}
-        summary = build_summary(sections["Lessons"], sections["Decisions"], self.bounds)
         kept = set(written)
-        archived = [i.old_line for i in self._old if i not in kept]
-        return Compacted(memory.render_sections("Memory", lines, memory.MEMORY_SECTIONS), summary,
-                         archived, dict(self.next_ids))
+        return Compacted(memory.render_sections("Memory", lines, memory.MEMORY_SECTIONS),
+                         build_summary(sections["Lessons"], sections["Decisions"], self.bounds),
+                         [i.old_line for i in self._old if i not in kept], dict(self.next_ids))
 
 
 def _newest_first(items: Iterable[Item]) -> list[Item]:
@@ -263,11 +262,9 @@ def _newest_first(items: Iterable[Item]) -> list[Item]:
 
 def build_summary(lessons: list[Item], decisions: list[Item], bounds: Bounds) -> str:
     """summary.md: the top lessons, current decisions and things to avoid, sections in turn."""
-    queues = {
-        "Lessons": deque(_summary_line(i) for i in lessons if i.kind not in AVOID_KINDS),
-        "Decisions (current)": deque(_summary_line(i) for i in decisions),
-        "Avoid": deque(_summary_line(i) for i in lessons if i.kind in AVOID_KINDS),
-    }
+    queues = {"Lessons": deque(_summary_line(i) for i in lessons if i.kind not in AVOID_KINDS),
+              "Decisions (current)": deque(map(_summary_line, decisions)),
+              "Avoid": deque(_summary_line(i) for i in lessons if i.kind in AVOID_KINDS)}
     sections: dict[str, list[str]] = {name: [] for name in memory.SUMMARY_SECTIONS}
     while any(queues.values()):
         for name, queue in queues.items():
