@@ -389,10 +389,10 @@ def test_clip() -> None:
 
 
 def test_topic_prefix() -> None:
-    assert topic_of("db: use postgres 16") == (True, "db")
-    assert topic_of("package manager: pnpm 9") == (True, "package manager")
-    assert topic_of("F-023 verified via curl on staging: ok")[0] is False
-    assert topic_of("use pnpm 9") == (False, "use pnpm 9")
+    assert topic_of("db: use postgres 16") == "db"
+    assert topic_of("Package  Manager: pnpm 9") == "package manager"
+    assert topic_of("F-023 verified via curl on staging: ok") is None
+    assert topic_of("use pnpm 9") is None
 
 
 def test_a_later_decision_on_the_same_topic_supersedes() -> None:

@@ -1,9 +1,7 @@
 """L3 MEMORY.md and L2 summary.md: their lines as items, and their pure compaction.
 
-Entries go in, bounded texts come out (the line grammar: docs/memory.md). An item keeps an id
-that summary.md points to; a decision replaces its topic's last one, which goes to History;
-old lines that leave MEMORY.md come back as `archived`, verbatim, so nothing is lost.
-"""
+Entries go in, bounded texts come out (the grammar and rules: docs/memory.md); old lines that
+leave MEMORY.md come back as `archived`, verbatim, so nothing is lost."""
 
 from __future__ import annotations
 
@@ -42,12 +40,10 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def topic_of(text: str) -> tuple[bool, str]:
-    """A decision's topic: (True, prefix) for `topic: ...` texts, else (False, whole text)."""
+def topic_of(text: str) -> str | None:
+    """A decision's short `topic:` prefix, lowercased; None when it has none."""
     m = _TOPIC.match(text)
-    if m and len(m[1].split()) <= 3:
-        return True, " ".join(m[1].lower().split())
-    return False, text
+    return " ".join(m[1].lower().split()) if m and len(m[1].split()) <= 3 else None
 
 
 @dataclass(eq=False, slots=True)
@@ -190,10 +186,9 @@ class MemoryBook:
                          for letter in "LDC"}
 
     def _load(self, item: Item, section: str) -> None:
-        """Take an item of the old MEMORY.md; old items never merge with each other."""
         self._old.append(item)
         item.in_history = section == "History" or item.superseded or not item.letter
-        if item.letter == "L":  # its cluster in the candidate record, unless an old one has it
+        if item.letter == "L":  # its record's cluster, unless another old lesson has it
             bucket, norm = (item.role, item.kind), normalize(item.text)
             cid = self.clusters.find(bucket, norm)
             if cid is None or cid in self._lessons:
@@ -212,27 +207,24 @@ class MemoryBook:
             return
         if cluster is None:
             cluster = self.clusters.assign_text((role, kind), text)
-        ref, lesson = entry.run or entry.feature, self._lessons.get(cluster)
+        lesson = self._lessons.get(cluster)
         if lesson is None:
-            self._lessons[cluster] = Item("L", kind, role, clip(text, TEXT_MAX), day, self._seq,
-                                          ids=(ref,) if ref != "-" else ())
-        else:
-            lesson.note(ref, day, text)
+            lesson = self._lessons[cluster] = Item("L", kind, role, clip(text, TEXT_MAX), day,
+                                                   self._seq, count=0)
+        lesson.note(entry.run or entry.feature, day, text)
 
     def _place(self, item: Item, load: bool = False) -> None:
-        """A note joins Context; a decision replaces its topic's current one, which goes to
-        History. A loaded one supersedes nothing: loading must not change what a pass decided."""
+        # a loaded decision supersedes nothing: loading must not change what a pass decided
         if item.letter == "C":
             self._context.append(item)
             return
-        explicit, topic = topic_of(item.text)
-        tid = len(self._current)
-        if explicit:
+        topic, tid = topic_of(item.text), len(self._current)
+        if topic:
             tid = self._explicit.setdefault(topic, tid)
         elif load:
-            self._topics.add("topic", normalize(topic), tid)
+            self._topics.add("topic", normalize(item.text), tid)
         else:
-            tid = self._topics.assign("topic", normalize(topic), tid)
+            tid = self._topics.assign("topic", normalize(item.text), tid)
         if load or tid == len(self._current):
             self._current.append(item)
             return
@@ -243,9 +235,8 @@ class MemoryBook:
     def compact(self) -> Compacted:
         """The bounded MEMORY.md and summary.md, and the old lines that left MEMORY.md."""
         caps = self.bounds.shares()
-        live = [i for i in self._lessons.values() if not i.in_history]
-        lessons = sorted(live, key=Item.rank)[: caps["Lessons"] + caps["History"]]
-        decisions = _newest_first(self._current)[: caps["Decisions"] + caps["History"]]
+        lessons = sorted((i for i in self._lessons.values() if not i.in_history), key=Item.rank)
+        decisions = _newest_first(self._current)
         context = _newest_first(self._context)
         history = [*lessons[caps["Lessons"]:], *decisions[caps["Decisions"]:],
                    *_newest_first([*self._superseded_old, *self._superseded_new]),
@@ -259,11 +250,10 @@ class MemoryBook:
                 self.next_ids[item.letter] += 1
         lines = {name: [i.line(compressed=name == "History") for i in items]
                  for name, items in sections.items()}
-        summary = build_summary(sections["Lessons"], sections["Decisions"], self.bounds)
         kept = set(written)
-        archived = [i.old_line for i in self._old if i not in kept]
-        return Compacted(memory.render_sections("Memory", lines, memory.MEMORY_SECTIONS), summary,
-                         archived, dict(self.next_ids))
+        return Compacted(memory.render_sections("Memory", lines, memory.MEMORY_SECTIONS),
+                         build_summary(sections["Lessons"], sections["Decisions"], self.bounds),
+                         [i.old_line for i in self._old if i not in kept], dict(self.next_ids))
 
 
 def _newest_first(items: Iterable[Item]) -> list[Item]:
@@ -271,13 +261,10 @@ def _newest_first(items: Iterable[Item]) -> list[Item]:
 
 
 def build_summary(lessons: list[Item], decisions: list[Item], bounds: Bounds) -> str:
-    """summary.md: the top lessons, current decisions and things to avoid. Sections take turns
-    adding a line while both bounds hold, so a long section cannot starve the others."""
-    queues = {
-        "Lessons": deque(_summary_line(i) for i in lessons if i.kind not in AVOID_KINDS),
-        "Decisions (current)": deque(_summary_line(i) for i in decisions),
-        "Avoid": deque(_summary_line(i) for i in lessons if i.kind in AVOID_KINDS),
-    }
+    """summary.md: the top lessons, current decisions and things to avoid, sections in turn."""
+    queues = {"Lessons": deque(_summary_line(i) for i in lessons if i.kind not in AVOID_KINDS),
+              "Decisions (current)": deque(map(_summary_line, decisions)),
+              "Avoid": deque(_summary_line(i) for i in lessons if i.kind in AVOID_KINDS)}
     sections: dict[str, list[str]] = {name: [] for name in memory.SUMMARY_SECTIONS}
     while any(queues.values()):
         for name, queue in queues.items():

@@ -22,13 +22,9 @@ _ID = re.compile(r"^- \[([LDC]\d+)\]")
 
 @dataclass
 class CuratorSettings:
-    """Curator knobs. `similarity` is the rapidfuzz score (0-100) at which two notes are
-    one lesson: 75 merges the paraphrases of the labelled corpus and keeps every near miss
-    apart (70 merges near misses, 80 loses paraphrases; tests/test_curate.py measures it).
-    `topic_similarity` decides when a decision without a `topic:` prefix replaces an
-    earlier one."""
+    """Curator knobs (`curator:` in docs/configuration.md)."""
 
-    similarity: float = 75.0
+    similarity: float = 75.0  # rapidfuzz 0-100: 70 joins near misses, 80 splits paraphrases
     raw_keep: int = 10
     bounds: Bounds = field(default_factory=Bounds)
     topic_similarity: float = 70.0
@@ -100,13 +96,8 @@ Refine = Callable[[str, str, list[Promotion]], ModelResult | str | None]
 def check_model_result(result: ModelResult, *, rules_memory: str,
                        rules_promotions: Sequence[Promotion], identity: Mapping[str, str],
                        bounds: Bounds, similarity: float) -> list[str]:
-    """Why a model's summary, MEMORY.md and promotions cannot stand; empty when they can.
-
-    Every item of `rules_memory` (the rules-only MEMORY.md for the same input) survives
-    with its count, and none is invented. The model may reword the rules' promotions,
-    never add or drop one: the new words must still be that lesson, and one `identity`
-    (role -> identity file text) does not hold yet.
-    """
+    """Why a model's answer cannot stand against the rules' for the same input (the checks:
+    docs/curator.md); empty when it can. `identity` maps a role to its file's text."""
     texts = [("summary.md", result.summary), ("MEMORY.md", result.memory),
              *((f"promotion {p.number}", p.text) for p in result.promotions or ())]
     # JSON can carry a lone surrogate, which no file can hold: caught here, not mid-commit
