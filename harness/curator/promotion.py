@@ -40,10 +40,8 @@ class Evidence:
 
     def note(self, day: str, ts: str, mission: str, feature: str, run: str | None) -> None:
         """Count one more note of this lesson (`day` is ts[:10], interned)."""
-        if not self.first or day < self.first:
-            self.first = day
-        if day > self.last:
-            self.last = day
+        self.first = min(self.first or day, day)
+        self.last = max(self.last, day)
         self.count += 1
         # missions and features recur in many lessons: each kept as one string
         mission, feature = sys.intern(mission), sys.intern(feature)
