@@ -1,10 +1,6 @@
-"""`run.sh curator --explain TEXT`: why a lesson was promoted to identity, or why not.
-
-The lesson a pass would file a note saying TEXT under (the judge's recorded answers
-included), told with its evidence against its kind's rule, where it is now (identity,
-archive or neither), the judge's answers about it, and the raw.md lines no pass has read yet
-that say it. Nothing is written.
-"""
+"""`run.sh curator --explain TEXT`, read-only: the lesson a note saying TEXT would join, its
+evidence against its kind's rule, where it is now, the judge's answers about it, and the
+raw.md lines no pass has read yet that say it."""
 
 from __future__ import annotations
 
@@ -30,8 +26,7 @@ from harness.state import memory
 CLOSEST = 3  # lessons named when nothing matches
 CLOSEST_SCORE = 60.0  # WRatio below this is not "close"
 SHOWN = 3  # unread notes of the lesson quoted
-# kind -> its rule; why it is met, in two missions or more and in one; why it is missed, with
-# one note and with more (fields: `rule`'s)
+# kind -> its rule; met in two missions or more, in one; missed with one note (or ""), more
 RULES = {
     "TRICK": ("A TRICK is promoted once two distinct workers report it: notes from different "
               "features, or from different missions.",
@@ -42,8 +37,7 @@ RULES = {
               "second worker; a note from another feature or mission would promote it."),
     "FAIL": ("A FAIL is promoted once it happens in two missions.",
              "it happened in missions {missions}.", "",  # two missions: never met in one
-             "it was seen only in mission {mission} ({notes}); it needs a second mission.",
-             "it was seen only in mission {mission} ({notes}); it needs a second mission."),
+             "", "it was seen only in mission {mission} ({notes}); it needs a second mission."),
     "FORGOT": ("A FORGOT is promoted once it is forgotten on two occasions (different runs).",
                "it was forgotten in missions {missions}.", "it was forgotten in runs {runs}.",
                "it was forgotten once ({occasion}); it needs another run.",
@@ -89,7 +83,7 @@ def rule(ev: Evidence) -> str:
     if ev.due():
         why = met_in_missions if len(ev.missions) > 1 else met_in_one
     else:
-        why = missed_once if ev.count == 1 else missed
+        why = missed_once if ev.count == 1 and missed_once else missed
     why = why.format(
         missions=ev.show("missions"), features=ev.show("features"), runs=ev.show("runs"),
         mission=ev.missions[0], worker=ev.worker, occasion=ev.occasion, notes=_notes(ev.count),
@@ -122,8 +116,7 @@ def place(identity: Path, ev: Evidence, similarity: float) -> str:
 
 def describe(tracker: PromotionTracker, cid: int, answers: verdicts.Answers,
              where: str) -> str:
-    """Lesson `cid`: its first words, its evidence, what the judge's recorded `answers` say
-    about its phrasings, its rule and `where` it is now."""
+    """Lesson `cid`: its words, evidence, the judge's `answers` about it, rule and `where`."""
     ev = tracker.lessons[cid]
     seen = ev.first if ev.first == ev.last else f"{ev.first}..{ev.last}"
     keys = {key for c, key, _ in tracker.clusters.index.phrasings((ev.role, ev.kind)) if c == cid}
@@ -139,8 +132,7 @@ def describe(tracker: PromotionTracker, cid: int, answers: verdicts.Answers,
 
 
 def no_lesson(tracker: PromotionTracker, buckets: list, text: str) -> str:
-    """What to say when no lesson of `buckets` says `text`: that, and up to CLOSEST lessons
-    whose words come nearest it, scored on the phrasings the index keeps (stored ones too)."""
+    """That no lesson of `buckets` says `text`, and the CLOSEST whose phrasings come nearest."""
     phrasings = [(key, ev) for bucket in buckets
                  for cid, key, _ in tracker.clusters.index.phrasings(bucket)
                  if (ev := tracker.lesson(cid)) is not None]
@@ -168,8 +160,7 @@ def pending(lines: int, said: list[memory.Entry]) -> str:
 
 
 def unread(paths: CuratorPaths) -> tuple[int, list[memory.Entry]]:
-    """How many raw.md lines the next pass reads that no pass counted, and the promotable
-    notes among them, read as that pass reads them (nothing staged)."""
+    """How many raw.md lines no pass counted yet, and their promotable notes (nothing staged)."""
     start, counted = cursor_start(paths, read_json(paths.cursor))
     raw = RawPass(paths.raw, start or 0, counted=counted)
     notes = [memory.Entry._make(fields) for fields in raw.entries() if fields[3] in PROMOTABLE]

@@ -1,9 +1,6 @@
-"""Identity files bounded to what a prompt shows (every prompt of a role shows all of
-`identity/<role>.md`): past the bound, the weakest promoted lines (by their provenance's
-missions, features, notes, then the day last seen) move word for word to
-`identity/archive/<role>.md`; a person's lines (no provenance) never move. With a judge, a
-due lesson that identity does not hold is looked for in the archive, and comes back in its
-words (`promotion.returning`)."""
+"""Identity files bounded to what a prompt shows (all of `identity/<role>.md`): past the
+bound the weakest promoted lines (`strength`) move word for word to the role's archive, a
+person's lines never. A judge looks a due lesson up there (`promotion.returning`)."""
 
 from __future__ import annotations
 
@@ -32,8 +29,7 @@ _PROMOTED = re.compile(
 
 
 def provenance(line: str) -> re.Match[str] | None:
-    """A promoted line's parts (kind, text, count, first: None when seen on one day, last,
-    missions, features, runs: None when not listed), or None for a line a person wrote."""
+    """A promoted line's parts (`_PROMOTED`'s groups), or None for a line a person wrote."""
     return _PROMOTED.match(line.rstrip("\n"))
 
 
@@ -88,8 +84,7 @@ def bound_role_file(identity: Path, role: str, bound: int) -> int:
 
 
 def _split(lines: list[str], bound: int) -> tuple[list[str], list[str]]:
-    """The lines kept, and those moving (stripped): the promoted ones but the strongest that
-    fit in what a person's lines leave of `bound` (of two equal, the newer stays)."""
+    """The lines kept, and those moving (stripped): the weakest promoted; of equals, the older."""
     strengths = [strength(line) for line in lines]
     keep = {i for i, s in enumerate(strengths) if s is None}
     room = bound - sum(len(lines[i]) for i in keep)
@@ -107,8 +102,7 @@ def bound_identity(identity: Path, bound: int) -> int:
 
 
 def check_role_files(identity: Path) -> None:
-    """UsageError naming the first `<identity>/<role>.md` that is not UTF-8 text (or is a
-    folder): checked before a pass, so a damaged one stops it with nothing changed."""
+    """UsageError naming the first role file not UTF-8 text: before a pass changes anything."""
     for path in sorted(identity.glob("*.md")) if identity.is_dir() else []:
         reading.read_text(path)
 
@@ -138,8 +132,7 @@ def identity_file(bucket: str) -> str:
 
 
 class IdentityIndex:
-    """What each role's identity file says, to refuse a lesson it holds in other words; and,
-    with a judge and the identity folder, which archived line says a lesson."""
+    """What each role's identity file says, in any words; with a judge, its archive's too."""
 
     def __init__(self, similarity: float, *, judge: Judgments | None = None,
                  folder: Path | None = None) -> None:
@@ -178,18 +171,14 @@ class IdentityIndex:
         return None if hit is None else self._lines[hit]
 
     def archived_line_of(self, role: str, kind: str, lesson: str) -> str | None:
-        """The `kind` line of `role`'s archive that says this lesson, or None. Only with a
-        judge: a due lesson is one the rules did not join to the lesson promoted before,
-        and they would not join it to that one's line either. The CANDIDATES archived lines
-        nearest the lesson (the archive read once a pass) are indexed, and the judge asked."""
+        """The `kind` line of `role`'s archive that says this lesson, or None. Only with a judge:
+        the rules kept the lesson apart from the one promoted then, so from its line too."""
         if self._folder is None:
             return None
         prefix = f"- {kind}: "
-        if (role, kind) not in self._archived:
-            try:
-                text = archive_path(self._folder, role).read_text("utf-8", errors="replace")
-            except FileNotFoundError:
-                text = ""
+        if (role, kind) not in self._archived:  # read once a pass
+            path = archive_path(self._folder, role)
+            text = path.read_text("utf-8", errors="replace") if path.exists() else ""
             found = [line for line in text.split("\n") if line.startswith(prefix)]
             self._archived[role, kind] = found, [
                 utils.default_process(line[len(prefix):].partition(" [promoted ")[0])

@@ -1,13 +1,8 @@
 """Promotion to identity: which lessons have earned a line in identity/<role>.md.
 
-A lesson is the notes of one role and kind that say one thing (`matching`), its `Evidence`.
-One noted in this pass (`clusters.PromotionTracker.due`: a deleted line stays out until the
-lesson recurs) is promoted when its kind's rule holds (TRICK: two workers, FAIL: two missions,
-FORGOT: two occasions; docs/curator.md) and identity does not hold it in any words. Its line
-carries its provenance, lists capped at LISTED values, the count exact:
-
-    - TRICK: <text> [promoted 2026-05-01; seen 3x 2026-04-12..2026-04-20;
-      missions: shop, blog; features: F-003, F-007; runs: R1, R2, R3]
+A lesson noted in this pass (`clusters.PromotionTracker.due`) is promoted when its kind's
+rule holds and identity does not hold it in any words; its line carries its provenance, each
+list capped at LISTED values, the count exact. The rules and the line: docs/curator.md.
 """
 
 from __future__ import annotations
@@ -24,8 +19,7 @@ _BITS = {"missions": 1, "features": 2, "runs": 4}  # `Evidence.more`: values wer
 
 @dataclass(eq=False, slots=True)
 class Evidence:
-    """One lesson's notes across missions, stored as `row()`: its provenance, and of the
-    first note a run wrote the worker, occasion and mission, with whether a second came."""
+    """One lesson's notes, stored as `row()`; worker, occasion and mission: its first run's."""
 
     role: str
     kind: str
@@ -46,10 +40,8 @@ class Evidence:
 
     def note(self, day: str, ts: str, mission: str, feature: str, run: str | None) -> None:
         """Count one more note of this lesson (`day` is ts[:10], interned)."""
-        if not self.first or day < self.first:
-            self.first = day
-        if day > self.last:
-            self.last = day
+        self.first = min(self.first or day, day)
+        self.last = max(self.last, day)
         self.count += 1
         # missions and features recur in many lessons: each kept as one string
         mission, feature = sys.intern(mission), sys.intern(feature)
@@ -66,7 +58,6 @@ class Evidence:
         self.two_missions = self.two_missions or mission != self.sourced
 
     def _listed(self, values: tuple[str, ...], value: str, bit: int) -> tuple[str, ...]:
-        """`values` with `value` added while fewer than LISTED, else `more` marked."""
         if value in values:
             return values
         if len(values) < LISTED:
@@ -114,9 +105,7 @@ class Promotion:
 
 def plan_promotions(due: Iterable[Evidence], identity: IdentityIndex,
                     promoted_on: str) -> list[Promotion]:
-    """The due lessons that neither identity nor a promotion before it holds yet (the rules
-    keep two restatements of one note apart when each names a detail the other lacks, and
-    both may be due); one that an archived line says comes back (`returning`)."""
+    """The due lessons that neither identity nor an earlier promotion holds (`returning`)."""
     out, returned = [], set()
     for ev in due:
         if identity.knows(ev.role, ev.text):
@@ -131,21 +120,20 @@ def plan_promotions(due: Iterable[Evidence], identity: IdentityIndex,
 
 
 def returning(ev: Evidence, line: str | None, promoted_on: str) -> Promotion:
-    """The promotion of a due lesson; in the words of the archived `line` that says it, if
-    any, with the evidence of both: only `ev`'s when it counts the line's notes already (the
-    lesson promoted then, recurring)."""
+    """A due lesson's promotion, in the words of the archived `line` if any, with the evidence
+    of both (only `ev`'s when it counts the line's notes already: promoted then, recurring)."""
     old = None if line is None else provenance(line)
     if old is None:  # none; or a person's (never moved, but a person may put one there)
         return Promotion(ev.role, ev.kind, ev.text, ev, promoted_on)
     lists = {name: listed_values(old[name]) for name in _BITS}
     first, count = old["first"] or old["last"], int(old["count"])
-    if ev.first <= first and ev.count >= count and all(
+    if ev.first > first or ev.count < count or not all(
             set(values) <= set(getattr(ev, name)) for name, (values, _) in lists.items()):
-        return Promotion(ev.role, ev.kind, old["text"], ev, promoted_on)
-    merged = Evidence(ev.role, ev.kind, old["text"], ev.count + count, min(first, ev.first),
-                      max(old["last"], ev.last), more=ev.more)
-    for name, (values, cut) in lists.items():
-        for value in [*values, *getattr(ev, name)]:
-            setattr(merged, name, merged._listed(getattr(merged, name), value, _BITS[name]))
-        merged.more |= _BITS[name] if cut else 0
-    return Promotion(ev.role, ev.kind, old["text"], merged, promoted_on)
+        merged = Evidence(ev.role, ev.kind, old["text"], ev.count + count, min(first, ev.first),
+                          max(old["last"], ev.last), more=ev.more)
+        for name, (values, cut) in lists.items():
+            union = list(dict.fromkeys([*values, *getattr(ev, name)]))
+            setattr(merged, name, tuple(union[:LISTED]))
+            merged.more |= _BITS[name] if cut or len(union) > LISTED else 0
+        ev = merged
+    return Promotion(ev.role, ev.kind, old["text"], ev, promoted_on)
