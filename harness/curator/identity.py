@@ -177,8 +177,10 @@ class IdentityIndex:
             return None
         prefix = f"- {kind}: "
         if (role, kind) not in self._archived:  # read once a pass
-            path = archive_path(self._folder, role)
-            text = path.read_text("utf-8", errors="replace") if path.exists() else ""
+            try:  # not exists() first: a person may delete it in between
+                text = archive_path(self._folder, role).read_text("utf-8", errors="replace")
+            except FileNotFoundError:
+                text = ""
             found = [line for line in text.split("\n") if line.startswith(prefix)]
             self._archived[role, kind] = found, [
                 utils.default_process(line[len(prefix):].partition(" [promoted ")[0])

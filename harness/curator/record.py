@@ -84,9 +84,11 @@ class RecordRead:
 
 def read_record(identity: Path, read: RecordRead) -> Iterator[Candidate]:
     """The candidates after `read.end`, each batch's lines once; `read` then covers them."""
-    if not (identity / RECORD).exists():
+    try:  # not exists() first: a person may delete it in between
+        f = open(identity / RECORD, "rb")  # noqa: SIM115 - closed by the with below
+    except FileNotFoundError:
         return
-    with open(identity / RECORD, "rb") as f:
+    with f:
         f.seek(read.end)
         offset = read.end
         for raw in f:
