@@ -514,8 +514,9 @@ def test_a_lesson_identity_holds_in_other_words_is_not_promoted(state, identity)
 def test_what_identity_gained_since_the_plan_is_not_promoted_again(state, identity,
                                                                    monkeypatch) -> None:
     # another mission's curator appends one of the lessons, in other words, between this
-    # run's plan and its commit; the skipped one is the second staged, and the report must
-    # drop that one
+    # run's plan and its commit; three staged promotions a line, so the skipped one is the
+    # second on the first line and the report must drop that one, not the line's first
+    monkeypatch.setattr(curate_commit, "STAGED_ROWS", 3)
     identity.mkdir()
     (identity / "worker.md").write_text("# worker\n\n")
     tools = ["make -n", "pnpm lint", "cargo check", "go vet"]

@@ -28,6 +28,7 @@ from harness.state.store import atomic_write, hold_lock, read_head, sha256, writ
 
 FORMAT_VERSION = 1
 CHUNK = 1 << 20
+STAGED_ROWS = 1000  # staged promotions per line: a JSON call per line, not per promotion
 
 
 class CuratorPaths:
@@ -140,14 +141,16 @@ def opening(current: str, role: str) -> str:
 
 
 def stage_promotions(path: Path, promotions: list[Promotion]) -> None:
-    """Write the plan's promotions to `path`, their rows one JSON line, for `_promote`."""
+    """Write the plan's promotions to `path`, STAGED_ROWS rows a line, for `_promote`."""
     if promotions:
         with _durable(path, "wb") as out:
-            out.write(orjson.dumps([(p.role, p.kind, p.text, p.line) for p in promotions]) + b"\n")
+            for first in range(0, len(promotions), STAGED_ROWS):
+                out.write(orjson.dumps([(p.role, p.kind, p.text, p.line)
+                                        for p in promotions[first:first + STAGED_ROWS]]) + b"\n")
 
 
 def _staged_rows(staged: Iterable[str]) -> Iterator[list[str]]:
-    # one row a line, or a thousand, is how earlier versions staged them (a crash, an upgrade)
+    # a line of one row is how an earlier version staged them (a run crashed before an upgrade)
     for chunk in staged:
         rows = orjson.loads(chunk)
         yield from [rows] if rows and isinstance(rows[0], str) else rows
