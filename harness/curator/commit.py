@@ -28,7 +28,7 @@ from harness.state.store import atomic_write, hold_lock, read_head, sha256, writ
 
 FORMAT_VERSION = 1
 CHUNK = 1 << 20
-STAGED_ROWS = 1000  # staged promotions per line: a JSON call per line, not per promotion
+STAGED_ROWS = 1000  # promotions per staged line: all in one line peaked 11 MiB higher at 300k
 
 
 class CuratorPaths:
