@@ -298,7 +298,7 @@ def judge_cost_rows(history: int = 100_000, passes: int = 5) -> list[Row]:
     median = {k: float(v) for k, v in re.findall(r"^median (\w+): (\S+)$", out, re.M)}
     lessons = history // 10
     return [Row(f"judged cron pass, {CRON_NEW} new entries, {lessons:,} lessons of history: "
-                f"input / output tokens of its call (median of {passes})",
+                f"input / output tokens of its calls (median of {passes})",
                 f"{median['input_tokens']:,.0f} / {median['output_tokens']:,.0f}",
                 "≤ 3,000 input", median["input_tokens"] <= 3000),
             Row(f"judged cron pass: notes asked, wall time (median of {passes})",
