@@ -232,6 +232,4 @@ class PerfectJudge(Judgments):
 
     def ask(self, question: Question) -> bool:
         self.asked.append(question)
-        family = self.family.get(question.key)
-        same = family is not None and family == self.family.get(question.other)
-        return not same if self.error and self.draw.random() < self.error else same
+        return self.confirm(question.key, question.other)  # one pair, answered at once
