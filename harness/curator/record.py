@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from harness.state.memory import TIME, real_day
-from harness.state.store import named, sha256
+from harness.state.store import named, sha256, write_all
 
 LESSON_KINDS = ("TRICK", "GOTCHA", "FAIL", "FORGOT")
 PROMOTABLE = ("TRICK", "FAIL", "FORGOT")
@@ -134,9 +134,7 @@ def append_locked(identity: Path, staged: Path) -> tuple[int, int, str]:
             if before and os.pread(fd, 1, before - 1) != b"\n":
                 os.write(fd, b"\n")
             while chunk := f.read(CHUNK):
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(fd, view):]
+                write_all(fd, chunk)
             os.fsync(fd)
             end = os.fstat(fd).st_size
             return before, end, _tail_sha(fd, end)

@@ -68,7 +68,8 @@ def write_json(path: Path, obj: object) -> None:
     atomic_write(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of `data` to `fd` (os.write may write less than asked)."""
     view = memoryview(data)
     while view:
         written = os.write(fd, view)
@@ -93,7 +94,7 @@ def _append(path: Path, data: bytes) -> None:
         if size and os.pread(fd, 1, size - 1) != b"\n":
             data = b"\n" + data  # a half line left by a crash must not swallow this one
         try:
-            _write_all(fd, data)
+            write_all(fd, data)
         except OSError as e:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, size)
