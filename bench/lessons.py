@@ -20,7 +20,7 @@ A mission's raw.md of N entries (about 65% TRICK, FAIL and FORGOT notes from wor
 (`harness.curator.curate.curate`, default settings), after a candidate record of N/10
 notes from three other missions. Then the candidate record the run wrote is read back
 (`record.read_record`: the other missions' lines, then this run's notes in raw.md order)
-and clustered with the curator's own `Clusters.assign_text` per role and kind, in that
+and clustered with the curator's own `PromotionTracker.assign_text` per role and kind, in that
 order: what the run's planner did (`PromotionTracker.add` for the record, then the pass's
 notes). The sizes of those clusters are checked against the digest the run wrote (each
 lesson's evidence count), so a replay that drifted from the run stops the benchmark
@@ -51,10 +51,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from corpus_quality import PerfectJudge  # noqa: E402 - after the path is set
 
-from harness.curator.clusters import Clusters  # noqa: E402
 from harness.curator.curate import CuratorSettings, curate  # noqa: E402
 from harness.curator.judge import Judgments  # noqa: E402
-from harness.curator.lessondb import stored  # noqa: E402
+from harness.curator.promotion import PromotionTracker, stored  # noqa: E402
 from harness.curator.record import RecordRead, read_record  # noqa: E402
 
 
@@ -372,7 +371,7 @@ def curator_clusters(identity: Path, notes: list[Note], similarity: float,
     """Each note's cluster as the run made it, (role, kind, cluster id), from the record it
     wrote (see the module docstring), with the run's `judge`; checked against the run's
     digest."""
-    clusters = Clusters(similarity)
+    clusters = PromotionTracker(similarity)
     clusters.index.judge = judge
     out = []
     candidates = list(read_record(identity, RecordRead()))

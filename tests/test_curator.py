@@ -15,10 +15,9 @@ import pytest
 from harness.curator import matching
 from harness.curator import text as norm_text
 from harness.curator.book import Bounds, MemoryBook, clip, memory_ids, parse_item, topic_of
-from harness.curator.clusters import PromotionTracker
 from harness.curator.identity import IdentityIndex, identity_lessons
 from harness.curator.matching import LessonIndex, same_lesson
-from harness.curator.promotion import Evidence, Promotion, plan_promotions
+from harness.curator.promotion import Evidence, Promotion, PromotionTracker, plan_promotions
 from harness.curator.record import Candidate, parse_candidate
 from harness.curator.settings import ModelResult, ProposedPromotion, check_model_result
 from harness.curator.text import normalize, stem

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.curator import curatordb, lessondb, lessonstore, verdicts
+from harness.curator import curatordb, lessondb, verdicts
 from harness.curator.curate import CuratorSettings, curate
 from harness.curator.judge import Judgments
 from harness.curator.text import NORMALISER_VERSION, normalize
@@ -247,7 +247,7 @@ def test_a_database_found_damaged_while_planning_stops_the_run_with_a_message(
     def damaged(*args: object) -> None:
         raise sqlite3.DatabaseError("database disk image is malformed")
 
-    monkeypatch.setattr(lessonstore.LessonStore, "fault", damaged)
+    monkeypatch.setattr(lessondb.LessonStore, "fault", damaged)
     note(state, FIRST, "TRICK", feature="F-002", run="r2")
     raw = (state / "raw.md").read_bytes()
     with pytest.raises(UsageError, match="without --dry-run sets it aside"):

@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harness.curator import curatordb, lessondb, lessonstore, planning, record
+from harness.curator import curatordb, lessondb, planning, promotion, record
 from harness.curator.curate import CuratorSettings, curate
 from tests.test_curate import note
 from tests.test_curator import CROWDED, crowd
@@ -100,8 +100,8 @@ def test_passes_over_the_database_agree_with_passes_over_all_history(tmp_path) -
 def test_a_pass_reads_only_the_lessons_its_notes_join(tmp_path, monkeypatch) -> None:
     state, identity = curated_shop(tmp_path, 400)
     asked: list[int] = []
-    real = lessonstore.LessonStore.lesson_row
-    monkeypatch.setattr(lessonstore.LessonStore, "lesson_row",
+    real = lessondb.LessonStore.lesson_row
+    monkeypatch.setattr(lessondb.LessonStore, "lesson_row",
                         lambda self, cid: (cid < self.first_cluster and asked.append(cid))
                         or real(self, cid))
     note(state, "tool3 --opt3 needs the fixtures first", "TRICK", feature="F-900", run="x")
@@ -144,10 +144,10 @@ def test_a_database_another_curator_wrote_meanwhile_is_left_alone(tmp_path,
     counted = {k[3] for k in lessons(identity) if k[:3] == key}
     assert counted == {2}  # shop's first and blog's: shop's second is not in it yet
     # what the next pass sees: the database, then the record after it
-    tracker, read = lessondb.load(identity, CuratorSettings().similarity, write=False)
+    tracker, read = promotion.load(identity, CuratorSettings().similarity, write=False)
     for candidate in record.read_record(identity, read):
         tracker.add(candidate)
-    counts = {ev.text: ev.count for cid in range(tracker.clusters.count)
+    counts = {ev.text: ev.count for cid in range(tracker.count)
               if (ev := tracker.lesson(cid))}
     tracker.store.close()
     assert counts == {"helm lint --strict before each release": 3,
@@ -243,16 +243,15 @@ def test_a_note_of_more_words_than_one_query_takes_is_matched(tmp_path) -> None:
 def traced(monkeypatch) -> list[str]:
     """The statements the passes from now on run on the lesson database."""
     statements: list[str] = []
-    real = lessondb._open
+    real = lessondb.open_store
 
-    def open_traced(identity: Path, rule: str, write: bool,
-                    said: list[str] | None) -> lessonstore.LessonStore:
-        store = real(identity, rule, write, said)
+    def open_traced(identity: Path, similarity: float, **kwargs) -> lessondb.LessonStore:
+        store = real(identity, similarity, **kwargs)
         if store.conn is not None:
             store.conn.set_trace_callback(statements.append)
         return store
 
-    monkeypatch.setattr(lessondb, "_open", open_traced)
+    monkeypatch.setattr(lessondb, "open_store", open_traced)
     return statements
 
 
@@ -286,7 +285,7 @@ def test_a_first_pass_asks_its_empty_store_nothing(tmp_path, monkeypatch) -> Non
     def asked(*args: object) -> None:
         raise AssertionError("a store with no rows was asked for some")
 
-    monkeypatch.setattr(lessonstore.LessonStore, "_rows", asked)
+    monkeypatch.setattr(lessondb.LessonStore, "_rows", asked)
     state, identity = curated_shop(tmp_path, 3)  # no database before: an empty store
     note(state, "tool1 --opt1 needs its fixtures first", "TRICK", feature="F-900", run="x")
     for suffix in ("", "-wal", "-shm"):  # and none again: the whole record, read once more

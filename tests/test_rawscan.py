@@ -10,8 +10,7 @@ import pytest
 
 from harness.curator.book import Bounds, MemoryBook
 from harness.curator.curate import CuratorSettings, curate
-from harness.curator.record import RecordRead, read_record
-from harness.curator.scan import RawPass
+from harness.curator.record import RawPass, RecordRead, read_record
 from harness.state.memory import append_entry, make_entry
 
 ROOT = Path(__file__).resolve().parent.parent

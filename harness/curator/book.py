@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
 
-from harness.curator.clusters import Clusters
 from harness.curator.matching import LessonIndex
+from harness.curator.promotion import PromotionTracker
 from harness.curator.record import LESSON_KINDS
 from harness.curator.text import normalize
 from harness.state import memory
@@ -160,11 +160,11 @@ class MemoryBook:
 
     def __init__(self, memory_text: str, bounds: Bounds, *, similarity: float,
                  topic_similarity: float, next_ids: dict[str, int] | None = None,
-                 clusters: Clusters | None = None) -> None:
+                 clusters: PromotionTracker | None = None) -> None:
         self.bounds = bounds
         caps = bounds.shares()
         self._seq = 0
-        self.clusters = clusters or Clusters(similarity)
+        self.clusters = clusters or PromotionTracker(similarity)
         self._lessons: dict[int, Item] = {}  # by cluster id
         self._topics = LessonIndex(topic_similarity, anchored=False)
         self._explicit: dict[str, int] = {}  # topic prefix -> index in _current

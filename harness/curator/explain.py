@@ -10,15 +10,12 @@ from pathlib import Path
 from rapidfuzz import fuzz, process
 
 from harness.curator import verdicts
-from harness.curator.clusters import PromotionTracker
 from harness.curator.commit import CuratorPaths, cursor_start, read_json, read_text
 from harness.curator.identity import IdentityIndex, archive_path, provenance
 from harness.curator.judge import Judgments
-from harness.curator.lessondb import load
 from harness.curator.matching import same_lesson
-from harness.curator.promotion import Evidence
-from harness.curator.record import PROMOTABLE, read_record
-from harness.curator.scan import RawPass
+from harness.curator.promotion import Evidence, PromotionTracker, load
+from harness.curator.record import PROMOTABLE, RawPass, read_record
 from harness.curator.text import normalize
 from harness.errors import UsageError
 from harness.state import memory
@@ -60,19 +57,19 @@ def explain(state: Path, identity: Path, text: str, similarity: float,
     answers = verdicts.read_all(identity)
     tracker, read = load(identity, similarity, write=False)
     if answers:  # a note the model judged one lesson with another is in it
-        tracker.clusters.index.judge = Judgments(answers)
+        tracker.index.judge = Judgments(answers)
     with closing(tracker.store):
         for candidate in read_record(identity, read):
             tracker.add(candidate)
-        buckets = sorted(b for b in tracker.clusters.index.buckets()
+        buckets = sorted(b for b in tracker.index.buckets()
                          if role in (None, b[0]) and kind in (None, b[1]))
-        cids = [tracker.clusters.find(bucket, normalize(text)) for bucket in buckets]
+        cids = [tracker.find(bucket, normalize(text)) for bucket in buckets]
         found = {cid: ev for cid in cids if cid is not None and (ev := tracker.lesson(cid))}
         blocks = [describe(tracker, cid, answers, place(identity, ev, similarity))
                   for cid, ev in found.items()] or [no_lesson(tracker, buckets, text)]
         lines, notes = unread(CuratorPaths(state, identity))
         notes = [n for n in notes if role in (None, n.role) and kind in (None, n.kind)]
-        said = [n for n in notes if tracker.clusters.find((n.role, n.kind), normalize(n.text))
+        said = [n for n in notes if tracker.find((n.role, n.kind), normalize(n.text))
                 in found or same_lesson(text, n.text, similarity)]
     return "\n\n".join([*blocks, *([pending(lines, said)] if lines else [])])
 
@@ -119,7 +116,7 @@ def describe(tracker: PromotionTracker, cid: int, answers: verdicts.Answers,
     """Lesson `cid`: its words, evidence, the judge's `answers` about it, rule and `where`."""
     ev = tracker.lessons[cid]
     seen = ev.first if ev.first == ev.last else f"{ev.first}..{ev.last}"
-    keys = {key for c, key, _ in tracker.clusters.index.phrasings((ev.role, ev.kind)) if c == cid}
+    keys = {key for c, key, _ in tracker.index.phrasings((ev.role, ev.kind)) if c == cid}
     about = [same for (bucket, key, other), same in answers.items()
              if bucket == (ev.role, ev.kind) and (key in keys or other in keys)]
     return "\n".join([
@@ -134,7 +131,7 @@ def describe(tracker: PromotionTracker, cid: int, answers: verdicts.Answers,
 def no_lesson(tracker: PromotionTracker, buckets: list, text: str) -> str:
     """That no lesson of `buckets` says `text`, and the CLOSEST whose phrasings come nearest."""
     phrasings = [(key, ev) for bucket in buckets
-                 for cid, key, _ in tracker.clusters.index.phrasings(bucket)
+                 for cid, key, _ in tracker.index.phrasings(bucket)
                  if (ev := tracker.lesson(cid)) is not None]
     hits = process.extract(normalize(text).key, [key for key, _ in phrasings],
                            scorer=fuzz.WRatio, limit=4 * CLOSEST, score_cutoff=CLOSEST_SCORE)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.curator.lessonstore import Variant
+from harness.curator.lessondb import Variant
 from harness.curator.text import Norm
 
 # Chosen on the development corpora (`bench/judge_bound.py`, each "same" looked at twice): of

@@ -10,14 +10,13 @@ from typing import Any
 from rapidfuzz import fuzz
 
 from harness.curator.judge import Judgments
-from harness.curator.lessonstore import Bucket, LessonStore, Variant
+from harness.curator.lessondb import POSTING_CAP, Bucket, LessonStore, Variant
 from harness.curator.text import Norm, normalize
 
 MAX_VARIANTS = 2  # phrasings indexed per cluster: more recall, bounded drift
 LENGTH_FLOOR = 0.5  # shorter side must have at least half the words of the longer
 AGREE_BONUS = 10.0  # same technical words on both sides: the prose may differ this much more
 BLOCK_WORDS = 3  # a query looks up the variants under these many of its words only
-POSTING_CAP = 24  # per word, only the most recent variants are looked at
 SHORTLIST = 4  # variants sharing the most of those words get scored by rapidfuzz
 POOL_WORDS = 5  # a judge's candidates come from under these many words (`pool_of`)
 _STRICT = re.compile(r"!(\S+)")  # a flag, number or subcommand in `text.Norm.packed`

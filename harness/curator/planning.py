@@ -10,14 +10,12 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from harness.curator import commit, lessondb, verdicts
+from harness.curator import commit, record, verdicts
 from harness.curator.book import Compacted, MemoryBook
-from harness.curator.clusters import PromotionTracker
 from harness.curator.commit import CuratorPaths, read_text
+from harness.curator.identity import IdentityIndex
 from harness.curator.judge import Judgments
-from harness.curator.promotion import IdentityIndex, Promotion, plan_promotions
-from harness.curator.record import LESSON_KINDS, PROMOTABLE, RecordRead, mission_token, read_record
-from harness.curator.scan import HEAD_BYTES, RawPass, Scan
+from harness.curator.promotion import Promotion, PromotionTracker, load, plan_promotions
 from harness.curator.settings import CuratorReport, CuratorSettings, Refine, check_model_result
 from harness.curator.text import normalize
 from harness.names import escape_controls
@@ -30,13 +28,13 @@ class Planner:
                  today: str, report: CuratorReport, refine: Refine | None = None, *,
                  judge: Judgments | None = None) -> None:
         self.paths, self.settings, self.refine, self.today = paths, settings, refine, today
-        self.judge, self.mission = judge or Judgments(), mission_token(mission)
+        self.judge, self.mission = judge or Judgments(), record.mission_token(mission)
         self.report, self.dry_run = report, report.dry_run  # the report fills in as it goes
         self.batch = secrets.token_hex(6)
         self.tracker: PromotionTracker | None = None
         self._texts_about_identity: dict[str, dict[str, str]] = {}  # see `text_of`
         self.recorded: verdicts.Recorded | None = None
-        self.record_read: RecordRead | None = None  # how far the candidate record was read
+        self.record_read: record.RecordRead | None = None  # how far the candidate record was read
 
     def plan(self) -> dict | None:
         """The journal of what to change, or None when nothing would (or in a dry run)."""
@@ -71,7 +69,7 @@ class Planner:
         commit.stage_promotions(self.paths.staged_promotions, promotions)
         return self._journal(scan, compacted, changed, len(promotions), cursor)
 
-    def _journal(self, scan: Scan, compacted: Compacted, changed: dict[str, str],
+    def _journal(self, scan: record.Scan, compacted: Compacted, changed: dict[str, str],
                  promotions: int, cursor: dict) -> dict:
         last_month = scan.months[-1][1] if scan.months else cursor.get("last_month", "unparsed")
         return {
@@ -85,7 +83,7 @@ class Planner:
             "archive_sizes": commit.archive_sizes(
                 self.paths.archive, [m for _, m in scan.months], bool(compacted.archived)),
             "raw": {"end": scan.end, "cut": scan.cut, "inode": scan.inode,
-                    "head_sha": sha256(scan.head[: min(scan.cut, HEAD_BYTES)]),
+                    "head_sha": sha256(scan.head[: min(scan.cut, record.HEAD_BYTES)]),
                     "months": scan.months},
             "cursor": {"version": commit.FORMAT_VERSION, "next_ids": compacted.next_ids,
                        "last_month": last_month, "counted": scan.counted},
@@ -119,33 +117,33 @@ class Planner:
         return {"summary.md": answer.summary, "MEMORY.md": answer.memory}, promotions
 
     def _read(self, start: int, counted: list[list[str]], cursor: dict,
-              old_memory: str) -> tuple[Scan, MemoryBook]:
+              old_memory: str) -> tuple[record.Scan, MemoryBook]:
         paths, settings = self.paths, self.settings
         if not self.dry_run:
             paths.own.mkdir(parents=True, exist_ok=True)
-        self.tracker, self.record_read = lessondb.load(
+        self.tracker, self.record_read = load(
             paths.identity, settings.similarity, write=not self.dry_run, said=self.report.changes)
         self.recorded = verdicts.open_recorded(paths.identity, write=not self.dry_run)
         if self.recorded is not None:
             self.judge.recorded = self.recorded.about
         if self.judge.active():
-            self.tracker.clusters.index.judge = self.judge
-        for c in read_record(paths.identity, self.record_read):
+            self.tracker.index.judge = self.judge
+        for c in record.read_record(paths.identity, self.record_read):
             self.tracker.add(c, cluster=self._cluster_of((c.role, c.kind), c.text))
-        raw_pass = RawPass(paths.raw, start, raw_keep=settings.raw_keep,
+        raw_pass = record.RawPass(paths.raw, start, raw_keep=settings.raw_keep,
                            month=cursor.get("last_month", "unparsed"),
                            staged=None if self.dry_run else paths.staged_candidates,
                            batch=self.batch, mission=self.mission, counted=counted)
         book = MemoryBook(old_memory, settings.bounds, similarity=settings.similarity,
                           topic_similarity=settings.topic_similarity,
-                          next_ids=cursor.get("next_ids"), clusters=self.tracker.clusters)
+                          next_ids=cursor.get("next_ids"), clusters=self.tracker)
         for e in map(memory.Entry._make, raw_pass.entries()):
-            if e.kind not in LESSON_KINDS:
+            if e.kind not in record.LESSON_KINDS:
                 book.add(e)
                 continue
             cid = self._cluster_of((e.role, e.kind), e.text)
             book.add(e, cid)
-            if e.kind in PROMOTABLE:
+            if e.kind in record.PROMOTABLE:
                 self.tracker.note(cid, e.role, e.kind, e.text, e.ts[:10], e.ts, self.mission,
                                   e.feature, e.run)
         scan = raw_pass.scan
@@ -158,7 +156,7 @@ class Planner:
 
     def _cluster_of(self, bucket: tuple[str, str], text: str) -> int:
         asked = len(self.judge.questions)
-        cid = self.tracker.clusters.assign_text(bucket, text)
+        cid = self.tracker.assign_text(bucket, text)
         if len(self.judge.questions) > asked:  # the words a model is shown for `text`
             self.judge.texts[normalize(text).key] = text
         return cid
@@ -170,7 +168,7 @@ class Planner:
                 self._texts_about_identity[bucket] = verdicts.identity_texts(
                     bucket, self.tracker.due(), self.identity_texts)
             return self._texts_about_identity[bucket].get(key)
-        return (self.tracker.clusters.texts.get((bucket, key))
+        return (self.tracker.texts.get((bucket, key))
                 or self.tracker.store.text_of(bucket, key))
 
     def _promotions(self) -> list[Promotion]:
@@ -189,7 +187,7 @@ class Planner:
                 identity.line)
         return promotions
 
-    def _tell_appends(self, scan: Scan, memory_archived: list[str],
+    def _tell_appends(self, scan: record.Scan, memory_archived: list[str],
                       promotions: list[Promotion]) -> None:
         """A dry run's identity diffs, and a line for each append and for the cut."""
         paths, said = self.paths, self.report.changes

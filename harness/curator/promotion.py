@@ -1,8 +1,9 @@
-"""Promotion to identity: which lessons have earned a line in identity/<role>.md.
+"""Lessons and their promotion to identity: which have earned a line in identity/<role>.md.
 
-A lesson noted in this pass (`clusters.PromotionTracker.due`) is promoted when its kind's
-rule holds and identity does not hold it in any words; its line carries its provenance, each
-list capped at LISTED values, the count exact. The rules and the line: docs/curator.md.
+Notes are clustered into lessons (`PromotionTracker`, over the lesson database). A lesson noted in
+this pass is promoted when its kind's rule holds and identity does not hold it in any words; its
+line carries its provenance, each list capped at LISTED values, the count exact. The rules and the
+line: docs/curator.md.
 """
 
 from __future__ import annotations
@@ -10,8 +11,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
+from harness.curator import lessondb
 from harness.curator.identity import IdentityIndex, listed_values, provenance
+from harness.curator.matching import LessonIndex
+from harness.curator.record import Candidate, RecordRead
+from harness.curator.text import Norm, normalize
 
 LISTED = 3  # provenance values listed per field; the count stays exact
 _BITS = {"missions": 1, "features": 2, "runs": 4}  # `Evidence.more`: values were dropped
@@ -81,6 +88,91 @@ class Evidence:
     def show(self, name: str) -> str:
         """One provenance field as listed, `...` when some values were dropped."""
         return ", ".join(getattr(self, name)) + (", ..." if self.more & _BITS[name] else "")
+
+
+class PromotionTracker:
+    """Candidates clustered into lessons per role and kind, over the lessons of `store`; the
+    cluster ids MEMORY.md shares too (`find`, `new`, `assign_text`)."""
+
+    def __init__(self, similarity: float, store: lessondb.LessonStore | None = None) -> None:
+        self.store = store or lessondb.LessonStore(lessondb.rule(similarity))
+        self.index = LessonIndex(similarity, store=self.store)
+        self.count = self.store.first_cluster  # the next new cluster id
+        self._seen: dict[tuple[Any, str], int] = {}  # a repeated text skips normalising
+        # (bucket, key) -> the first text normalised to `key`: a phrasing or a judge's answer
+        # is recorded with it, so that a new normaliser can key it again (`curatordb`)
+        self.texts: dict[tuple[Any, str], str] = {}
+        self.lessons: dict[int, Evidence] = {}  # cluster id -> evidence, as read or noted
+        self.noted: set[int] = set()  # clusters given a note in this pass
+
+    def assign_text(self, bucket: Any, text: str) -> int:
+        """The cluster `text` belongs to, a new one when none matches."""
+        cid = self._seen.get((bucket, text))
+        if cid is None:
+            norm = normalize(text)
+            cid = self._seen[bucket, text] = self.index.assign(bucket, norm, self.count)
+            if cid == self.count:
+                self.count += 1
+            self.texts.setdefault((bucket, norm.key), text)
+        return cid
+
+    def find(self, bucket: Any, norm: Norm) -> int | None:
+        """The cluster `norm` belongs to, or None."""
+        return self.index.find(bucket, norm)
+
+    def new(self, bucket: Any, norm: Norm) -> int:
+        """A new cluster for `norm`, never merged into an existing one."""
+        self.count += 1
+        self.index.add(bucket, norm, self.count - 1)
+        return self.count - 1
+
+    def add(self, c: Candidate, cluster: int | None = None) -> Evidence:
+        """File one candidate under its lesson; `cluster` if the caller already matched it."""
+        if cluster is None:
+            cluster = self.assign_text((c.role, c.kind), c.text)
+        return self.note(cluster, c.role, c.kind, c.text, c.ts[:10], c.ts, c.mission,
+                         c.feature, c.run)
+
+    def note(self, cluster: int, role: str, kind: str, text: str, day: str, ts: str,
+             mission: str, feature: str, run: str | None) -> Evidence:
+        """`add` for a note matched to `cluster` already, given by its fields."""
+        ev = self.lesson(cluster) or self.lessons.setdefault(cluster, Evidence(role, kind, text))
+        ev.note(day, ts, mission, feature, run)
+        self.noted.add(cluster)
+        return ev
+
+    def lesson(self, cluster: int) -> Evidence | None:
+        """The evidence of `cluster`, read from the store the first time; None if none."""
+        ev = self.lessons.get(cluster)
+        if ev is None and (row := self.store.lesson_row(cluster)) is not None:
+            ev = self.lessons[cluster] = Evidence.from_row(row)
+        return ev
+
+    def text_of(self, cluster: int) -> str | None:
+        """The text a lesson is known by (its first note's), or None when it has none."""
+        return None if (ev := self.lesson(cluster)) is None else ev.text
+
+    def due(self) -> list[Evidence]:
+        """Lessons noted in this pass whose rule holds, in cluster order (one only read was planned
+        when it became due; a line deleted from identity stays out until noted again)."""
+        return [ev for cid in sorted(self.noted) if (ev := self.lessons[cid]).due()]
+
+
+def load(identity: Path, similarity: float, *, write: bool = True,
+         said: list[str] | None = None) -> tuple[PromotionTracker, RecordRead]:
+    """A tracker over the stored lessons, how far they reach; `write=False` changes nothing."""
+    store = lessondb.open_store(identity, similarity, write=write, said=said)
+    return PromotionTracker(similarity, store), store.read
+
+
+def stored(identity: Path, similarity: float) -> list[Evidence]:
+    """Every lesson the database holds for `similarity`'s rule, in cluster order."""
+    store = lessondb.open_store(identity, similarity, write=False)
+    try:
+        return [Evidence.from_row(row) for cid in range(store.first_cluster)
+                if (row := store.lesson_row(cid))]
+    finally:
+        store.close()
 
 
 @dataclass

@@ -15,7 +15,7 @@ from typing import Any
 from harness.curator import curatordb
 from harness.curator.identity import archive_bucket, identity_lessons
 from harness.curator.judge import about_identity
-from harness.curator.lessonstore import TextOf
+from harness.curator.lessondb import TextOf
 from harness.curator.text import normalize
 
 Answers = dict[tuple[Any, str, str], bool]
