@@ -49,11 +49,11 @@ from typing import NamedTuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from corpus_quality import PerfectJudge  # noqa: E402 - after the path is set
+from corpus_quality import PerfectJudge, stored_lessons  # noqa: E402 - after the path is set
 
 from harness.curator.curate import CuratorSettings, curate  # noqa: E402
 from harness.curator.judge import Judgments  # noqa: E402
-from harness.curator.promotion import PromotionTracker, stored  # noqa: E402
+from harness.curator.promotion import PromotionTracker  # noqa: E402
 from harness.curator.record import RecordRead, read_record  # noqa: E402
 
 
@@ -379,7 +379,7 @@ def curator_clusters(identity: Path, notes: list[Note], similarity: float,
         raise SystemExit("bench: the candidate record does not hold the generated notes")
     for c in candidates:
         out.append((c.role, c.kind, clusters.assign_text((c.role, c.kind), c.text)))
-    kept = Counter((ev.role, ev.kind, ev.count) for ev in stored(identity, similarity))
+    kept = Counter((ev.role, ev.kind, ev.count) for ev in stored_lessons(identity, similarity))
     replayed = Counter((role, kind, n) for (role, kind, _), n in Counter(out).items())
     if kept != replayed:
         raise SystemExit("bench: the replayed clusters differ from the run's lesson database")

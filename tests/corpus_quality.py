@@ -29,7 +29,8 @@ from pathlib import Path
 from harness.curator.curate import CuratorReport, CuratorSettings, curate, preview_for_model
 from harness.curator.identity import identity_lessons
 from harness.curator.judge import Judgments, Question
-from harness.curator.promotion import Promotion
+from harness.curator.lessondb import open_store
+from harness.curator.promotion import Evidence, Promotion
 from harness.curator.text import normalize
 from harness.state.memory import parse_entry
 
@@ -198,6 +199,16 @@ def families_in_identity(identity: Path, family_of: dict[str, str]) -> set[tuple
     """(role, family) of each lesson the role files hold now (not those in the archive)."""
     return {(path.stem, family_of.get(lesson, "?")) for path in identity.glob("*.md")
             for lesson in identity_lessons(path.read_text(encoding="utf-8"))}
+
+
+def stored_lessons(identity: Path, similarity: float) -> list[Evidence]:
+    """Every lesson the curator database holds for `similarity`'s rule, in cluster order."""
+    store = open_store(identity, similarity, write=False)
+    try:
+        return [Evidence.from_row(row) for cid in range(store.first_cluster)
+                if (row := store.lesson_row(cid))]
+    finally:
+        store.close()
 
 
 class PerfectJudge(Judgments):

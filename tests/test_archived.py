@@ -47,7 +47,7 @@ def test_a_lesson_is_found_among_many_archived_lines_and_the_archive_is_read_as_
 def due(text: str, runs: tuple[str, ...], count: int = 2) -> Evidence:
     ev = Evidence("worker", "TRICK", text)
     for n, run in enumerate(runs):
-        ev.note(f"2026-04-0{n + 1}", f"2026-04-0{n + 1}T10:00:00Z", "blog", f"F-00{n + 5}", run)
+        ev.note(f"2026-04-0{n + 1}", "blog", f"F-00{n + 5}", run)
     return ev
 
 
@@ -76,7 +76,7 @@ def test_a_lesson_back_in_the_same_cluster_does_not_count_its_notes_twice(
     lesson = "`rg --hidden` finds the dotfiles the search skipped"
     ev = Evidence("worker", "TRICK", lesson)
     for day, feature, run in (("01", "F-001", "r1"), ("03", "F-002", "r2"), ("20", "F-008", "r9")):
-        ev.note(f"2026-02-{day}", f"2026-02-{day}T10:00:00Z", "shop", feature, run)
+        ev.note(f"2026-02-{day}", "shop", feature, run)
     archive(tmp_path, OLD)
     identity = IdentityIndex(75.0, judge=Judgments(budget=5),
                              folder=tmp_path)

@@ -129,8 +129,8 @@ def test_forgot_needs_a_second_occasion_not_a_restatement() -> None:
     from harness.curator.promotion import Evidence
 
     ev = Evidence("worker", "FORGOT", "the verify command runs one test file only")
-    ev.note("2026-11-18", "2026-11-18T10:00:00Z", "textstats", "F-001", "R1")
-    ev.note("2026-11-18", "2026-11-18T10:05:00Z", "textstats", "F-001", "R1")
+    ev.note("2026-11-18", "textstats", "F-001", "R1")
+    ev.note("2026-11-18", "textstats", "F-001", "R1")
     assert "Missed: both notes came from one occasion (R1)" in rule(ev)
-    ev.note("2026-11-19", "2026-11-19T10:00:00Z", "textstats", "F-002", "R2")
+    ev.note("2026-11-19", "textstats", "F-002", "R2")
     assert rule(ev).endswith("Met: it was forgotten in runs R1, R2.")

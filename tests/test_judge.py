@@ -6,8 +6,9 @@ import sys
 from pathlib import Path
 
 from conftest import UNSURE_FIRST, UNSURE_SECOND
+from corpus_quality import stored_lessons
 
-from harness.curator import curatordb, promotion, verdicts
+from harness.curator import curatordb, verdicts
 from harness.curator.curate import CuratorSettings, curate, preview_for_model
 from harness.curator.identity import IdentityIndex
 from harness.curator.judge import Judgments, Question
@@ -180,7 +181,7 @@ def test_a_pass_asks_then_one_with_the_answer_promotes_records_it_and_a_rebuild_
         raw.write(raw_line("F-003", SECOND, 3))
     again = curate(state, identity, "shop", CuratorSettings())
     assert again.promoted == [] and again.questions == []
-    assert [ev.count for ev in promotion.stored(identity, 75.0)] == [3]
+    assert [ev.count for ev in stored_lessons(identity, 75.0)] == [3]
 
 
 def test_explain_finds_a_note_in_the_lesson_a_judge_joined_it_to(tmp_path: Path) -> None:

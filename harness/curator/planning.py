@@ -144,8 +144,8 @@ class Planner:
             cid = self._cluster_of((e.role, e.kind), e.text)
             book.add(e, cid)
             if e.kind in record.PROMOTABLE:
-                self.tracker.note(cid, e.role, e.kind, e.text, e.ts[:10], e.ts, self.mission,
-                                  e.feature, e.run)
+                self.tracker.add(record.Candidate(e.ts, self.mission, e.role, e.kind, e.feature,
+                                                  e.run, e.text), cid)
         scan = raw_pass.scan
         self.report.processed, self.report.unparsed = scan.processed, scan.unparsed
         if scan.recounted:

@@ -45,8 +45,8 @@ class Evidence:
     sourced: str = ""
     two_missions: bool = False
 
-    def note(self, day: str, ts: str, mission: str, feature: str, run: str | None) -> None:
-        """Count one more note of this lesson (`day` is ts[:10], interned)."""
+    def note(self, day: str, mission: str, feature: str, run: str | None) -> None:
+        """Count one more note of this lesson, of `day` (yyyy-mm-dd)."""
         self.first = min(self.first or day, day)
         self.last = max(self.last, day)
         self.count += 1
@@ -130,14 +130,10 @@ class PromotionTracker:
         """File one candidate under its lesson; `cluster` if the caller already matched it."""
         if cluster is None:
             cluster = self.assign_text((c.role, c.kind), c.text)
-        return self.note(cluster, c.role, c.kind, c.text, c.ts[:10], c.ts, c.mission,
-                         c.feature, c.run)
-
-    def note(self, cluster: int, role: str, kind: str, text: str, day: str, ts: str,
-             mission: str, feature: str, run: str | None) -> Evidence:
-        """`add` for a note matched to `cluster` already, given by its fields."""
-        ev = self.lesson(cluster) or self.lessons.setdefault(cluster, Evidence(role, kind, text))
-        ev.note(day, ts, mission, feature, run)
+        ev = self.lesson(cluster)
+        if ev is None:
+            ev = self.lessons[cluster] = Evidence(c.role, c.kind, c.text)
+        ev.note(c.ts[:10], c.mission, c.feature, c.run)
         self.noted.add(cluster)
         return ev
 
@@ -163,16 +159,6 @@ def load(identity: Path, similarity: float, *, write: bool = True,
     """A tracker over the stored lessons, how far they reach; `write=False` changes nothing."""
     store = lessondb.open_store(identity, similarity, write=write, said=said)
     return PromotionTracker(similarity, store), store.read
-
-
-def stored(identity: Path, similarity: float) -> list[Evidence]:
-    """Every lesson the database holds for `similarity`'s rule, in cluster order."""
-    store = lessondb.open_store(identity, similarity, write=False)
-    try:
-        return [Evidence.from_row(row) for cid in range(store.first_cluster)
-                if (row := store.lesson_row(cid))]
-    finally:
-        store.close()
 
 
 @dataclass
