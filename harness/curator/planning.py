@@ -1,5 +1,5 @@
-"""Phase one of a curator pass: stream the candidate record and raw.md (`scan`) into MEMORY.md
-(`book`) and the promotion evidence (`clusters`), stage the new candidate lines and promotions
+"""Phase one of a curator pass: stream the candidate record and raw.md (`record`) into MEMORY.md
+(`book`) and the lessons' evidence (`promotion`), stage the new candidate lines and promotions
 under `<state>/curator/` and return the journal `commit` carries out; nothing else changes."""
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ HEAD_BYTES = 65536  # how much of raw.md's head identifies it before the rewrite
 
 
 class Candidate(NamedTuple):
-    """One promotable note as recorded, written by the raw.md pass (`scan`)."""
+    """One promotable note as recorded, written by the raw.md pass (`RawPass`)."""
 
     ts: str
     mission: str
