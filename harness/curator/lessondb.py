@@ -136,6 +136,7 @@ class LessonStore:
         if self.conn is not None:
             self.conn.close()
 
+
 def open_store(identity: Path, similarity: float, *, write: bool = True,
                said: list[str] | None = None) -> LessonStore:
     """The stored lessons of `similarity`'s rule in one snapshot; `write=False` changes nothing."""
