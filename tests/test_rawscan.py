@@ -72,9 +72,7 @@ def test_the_pass_finds_the_cut_the_months_and_the_new_entries(tmp_path) -> None
     with open(raw, "a") as f:
         f.write("stray output\n")
     first = len(lines[0]) + 1
-    staged = tmp_path / "staged"
-    raw_pass = RawPass(raw, first, raw_keep=2, month="unparsed", staged=staged, batch="b1",
-                       mission="shop")
+    raw_pass = RawPass(raw, first, raw_keep=2, month="unparsed")
     records = list(raw_pass.entries())
     scan = raw_pass.scan
     assert records == [
@@ -85,17 +83,26 @@ def test_the_pass_finds_the_cut_the_months_and_the_new_entries(tmp_path) -> None
         ("2026-04-02T10:00:00Z", "worker", "F-003", "GOTCHA", "the CI cache expires after 7 days",
          "run3"),
         ("2026-04-03T10:00:00Z", "worker", "F-004", "DECISION", "db: use postgres 16", "run4")]
-    assert (scan.processed, scan.unparsed, scan.n_staged) == (5, 1, 2)
+    assert (scan.processed, scan.unparsed) == (5, 1)
     # the cut keeps the last two entries (and the stray line after them)
     assert scan.cut == sum(len(line) + 1 for line in lines[:3]) and scan.cut_line == 3
     april = first + len(lines[1]) + 1
     # the months of the archived entries: the first entry's overrides the one carried over
     assert scan.months == [(0, "2026-03"), (april, "2026-04")]
     assert scan.end == raw.stat().st_size and scan.head == raw.read_bytes()
-    assert staged.read_text().splitlines() == [
-        "b1:0\t2026-03-31T10:00:00Z\tshop\tworker\tTRICK\tF-001\trun1\t"
+
+
+def test_a_pass_records_each_promotable_entry_as_a_candidate_line(tmp_path) -> None:
+    state, identity = tmp_path / "state", tmp_path / "identity"
+    state.mkdir()
+    write_notes(state)
+    curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    lines = (identity / ".candidates.log").read_text().splitlines()
+    batch = lines[0].split(":")[0]
+    assert lines == [
+        f"{batch}:0\t2026-03-31T10:00:00Z\tshop\tworker\tTRICK\tF-001\trun1\t"
         "uv run pytest -x stops at the first failure",
-        "b1:1\t2026-04-01T10:00:00Z\tshop\tworker\tTRICK\tF-002\trun2\t"
+        f"{batch}:1\t2026-04-01T10:00:00Z\tshop\tworker\tTRICK\tF-002\trun2\t"
         "uv run pytest -x stops at the first failure"]
 
 

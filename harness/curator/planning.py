@@ -5,10 +5,12 @@ under `<state>/curator/` and return the journal `commit` carries out; nothing el
 from __future__ import annotations
 
 import difflib
+import os
 import secrets
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
+from typing import TextIO
 
 from harness.curator import commit, record, verdicts
 from harness.curator.book import Compacted, MemoryBook
@@ -35,6 +37,7 @@ class Planner:
         self._texts_about_identity: dict[str, dict[str, str]] = {}  # see `text_of`
         self.recorded: verdicts.Recorded | None = None
         self.record_read: record.RecordRead | None = None  # how far the candidate record was read
+        self.staged = 0  # candidate lines staged
 
     def plan(self) -> dict | None:
         """The journal of what to change, or None when nothing would (or in a dry run)."""
@@ -62,7 +65,7 @@ class Planner:
         if self.dry_run:  # only a dry run tells the appends: their line counts read raw.md
             self._tell_appends(scan, compacted.archived, promotions)
             return None
-        if not (changed or scan.n_staged or promotions or compacted.archived or self.judge.fresh
+        if not (changed or self.staged or promotions or compacted.archived or self.judge.fresh
                 or scan.cut or scan.end != start or cursor.get("next_ids") != compacted.next_ids):
             self.paths.staged_candidates.unlink(missing_ok=True)
             return None
@@ -74,7 +77,7 @@ class Planner:
         last_month = scan.months[-1][1] if scan.months else cursor.get("last_month", "unparsed")
         return {
             "version": commit.FORMAT_VERSION, "batch": self.batch,
-            "files": changed, "candidates": scan.n_staged, "promotions": promotions,
+            "files": changed, "candidates": self.staged, "promotions": promotions,
             "judgments": verdicts.rows(self.judge.fresh, memory.utc_now(), self.mission,
                                        self.text_of),
             "identity_sizes": {role: len(text.encode())  # the sizes the plan was checked on
@@ -131,21 +134,16 @@ class Planner:
         for c in record.read_record(paths.identity, self.record_read):
             self.tracker.add(c, cluster=self._cluster_of((c.role, c.kind), c.text))
         raw_pass = record.RawPass(paths.raw, start, raw_keep=settings.raw_keep,
-                           month=cursor.get("last_month", "unparsed"),
-                           staged=None if self.dry_run else paths.staged_candidates,
-                           batch=self.batch, mission=self.mission, counted=counted)
+                                  month=cursor.get("last_month", "unparsed"), counted=counted)
         book = MemoryBook(old_memory, settings.bounds, similarity=settings.similarity,
                           topic_similarity=settings.topic_similarity,
                           next_ids=cursor.get("next_ids"), clusters=self.tracker)
-        for e in map(memory.Entry._make, raw_pass.entries()):
-            if e.kind not in record.LESSON_KINDS:
-                book.add(e)
-                continue
-            cid = self._cluster_of((e.role, e.kind), e.text)
-            book.add(e, cid)
-            if e.kind in record.PROMOTABLE:
-                self.tracker.add(record.Candidate(e.ts, self.mission, e.role, e.kind, e.feature,
-                                                  e.run, e.text), cid)
+        with open(os.devnull if self.dry_run else paths.staged_candidates, "w",
+                  encoding="utf-8") as staged:
+            self.staged = self._take(raw_pass, book, staged)
+            if not self.dry_run:
+                staged.flush()
+                os.fsync(staged.fileno())
         scan = raw_pass.scan
         self.report.processed, self.report.unparsed = scan.processed, scan.unparsed
         if scan.recounted:
@@ -153,6 +151,23 @@ class Planner:
                                        "earlier run: read again, not counted again")
         self.report.archived = scan.cut_line
         return scan, book
+
+    def _take(self, raw_pass: record.RawPass, book: MemoryBook, staged: TextIO) -> int:
+        """Feed raw.md's new entries to `book` and the tracker, the promotable ones staged as
+        candidate lines (`batch:seq`); how many were staged."""
+        n = 0
+        for e in map(memory.Entry._make, raw_pass.entries()):
+            if e.kind not in record.LESSON_KINDS:
+                book.add(e)
+                continue
+            cid = self._cluster_of((e.role, e.kind), e.text)
+            book.add(e, cid)
+            if e.kind in record.PROMOTABLE:
+                c = record.Candidate(e.ts, self.mission, e.role, e.kind, e.feature, e.run, e.text)
+                staged.write(c.line(f"{self.batch}:{n}") + "\n")
+                n += 1
+                self.tracker.add(c, cid)
+        return n
 
     def _cluster_of(self, bucket: tuple[str, str], text: str) -> int:
         asked = len(self.judge.questions)
@@ -203,7 +218,7 @@ class Planner:
             appended[paths.archive / f"{month}.md"] += sum(
                 chunk.count(b"\n") for chunk in commit.read_span(paths.raw, offset, stop))
         appended[paths.archive / "memory-history.md"] = len(memory_archived)
-        appended[paths.record] = scan.n_staged
+        appended[paths.record] = self.staged
         said += [f"would append {n:,} line{'s' * (n != 1)} to {path}"
                  for path, n in appended.items() if n]
 

@@ -164,20 +164,17 @@ class Scan:
     months: list[tuple[int, str]] = field(default_factory=list)  # (offset, month) before cut
     processed: int = 0  # lines from `start` on
     unparsed: int = 0  # of those, lines that did not parse
-    n_staged: int = 0  # candidate lines written
     counted: list[list[str]] = field(default_factory=list)  # `note_keys` of the cut on
     recounted: int = 0  # entries not handed over again: counted by an earlier run
 
 
 class RawPass:
-    """Iterate `entries()`, then read `scan`. Candidate lines (`batch:seq`) go to `staged` (None:
-    nowhere); the entries of `counted` (`note_keys`), an earlier run's, are not handed over."""
+    """Iterate `entries()`, then read `scan`; the entries of `counted` (`note_keys`), an earlier
+    run's, are not handed over."""
 
     def __init__(self, raw: Path, start: int = 0, *, raw_keep: int = 0, month: str = "",
-                 staged: Path | None = None, batch: str = "", mission: str = "",
                  counted: list[list[str]] | None = None) -> None:
         self.raw, self.start, self.raw_keep, self.month = raw, start, raw_keep, month
-        self.staged, self.batch, self.mission = staged, batch, mission
         self.counted = counted or []
         self.scan = Scan()
 
@@ -187,19 +184,9 @@ class RawPass:
             f = open(self.raw, "rb")
         except FileNotFoundError:
             return
-        scan = self.scan
-        with f, open(self.staged or os.devnull, "w", encoding="utf-8") as staged:
-            scan.inode = os.fstat(f.fileno()).st_ino
-            for fields in self._entries(f):
-                ts, role, feature, kind, text, run = fields
-                if kind in PROMOTABLE:
-                    staged.write(Candidate(ts, self.mission, role, kind, feature, run, text)
-                                 .line(f"{self.batch}:{scan.n_staged}") + "\n")
-                    scan.n_staged += 1
-                yield fields
-            if self.staged:
-                staged.flush()
-                os.fsync(staged.fileno())
+        with f:
+            self.scan.inode = os.fstat(f.fileno()).st_ino
+            yield from self._entries(f)
 
     def _entries(self, f: Iterator[bytes]) -> Iterator[tuple]:
         scan, start, months = self.scan, self.start, [(0, self.month)]
