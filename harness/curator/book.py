@@ -1,7 +1,5 @@
-"""L3 MEMORY.md and L2 summary.md: their lines as items, and their pure compaction.
-
-Entries go in, bounded texts come out (the grammar and rules: docs/memory.md); old lines that
-leave MEMORY.md come back as `archived`, verbatim, so nothing is lost."""
+"""L3 MEMORY.md and L2 summary.md: entries in, bounded texts out (docs/memory.md); old lines
+that leave MEMORY.md come back as `archived`, verbatim, so nothing is lost."""
 
 from __future__ import annotations
 
@@ -48,9 +46,7 @@ def topic_of(text: str) -> str | None:
 
 @dataclass(eq=False, slots=True)
 class Item:
-    """One MEMORY.md line: a lesson (L), a decision (D), a plain note (C) or a foreign line."""
-
-    letter: str  # L, D, C, or "" for a line the curator did not write
+    letter: str  # L lesson, D decision, C plain note, "" a line the curator did not write
     kind: str
     role: str
     text: str
@@ -132,8 +128,6 @@ def memory_ids(text: str) -> dict[str, int]:
 
 @dataclass
 class Bounds:
-    """The line and token budgets of L2 and L3."""
-
     summary_max_lines: int = 40
     summary_max_tokens: int = 800
     memory_max_lines: int = 200
@@ -147,8 +141,6 @@ class Bounds:
 
 @dataclass
 class Compacted:
-    """The result of a curator pass over L3 and L2."""
-
     memory: str
     summary: str
     archived: list[str]  # old MEMORY.md lines that left it, verbatim
