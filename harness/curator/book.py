@@ -59,9 +59,8 @@ class Item:
     run: str | None = None
     id: int = 0
     in_history: bool = False
-    superseded: bool = False
     superseded_by: Item | None = None
-    tail: str = ""  # the "(...)" after the text as read back, e.g. "superseded by D4"
+    tail: str = ""  # the "(...)" after the text as read back; "superseded..." once replaced
     old_line: str | None = None  # the line it came from in the previous MEMORY.md
 
     def note(self, ref: str, day: str, text: str) -> None:
@@ -97,8 +96,7 @@ class Item:
                 return head
             return f"{head} (from: {', '.join(self.ids)}{', ...' if self.more else ''})"
         head = f"- [{self.ref()}] {self.day} {self.role} {self.feature}: {text}"
-        if self.superseded:
-            by = self.superseded_by
+        if (by := self.superseded_by) or self.tail.startswith("superseded"):
             tail = f"superseded by {by.ref()}" if by and by.id else self.tail or "superseded"
             return f"{head} ({tail})"
         return head if compressed or not self.run else f"{head} (run {self.run})"
@@ -117,7 +115,7 @@ def parse_item(line: str) -> Item:
         return Item(m["letter"], "DECISION" if m["letter"] == "D" else "-", m["role"], m["text"],
                     m["date"], OLD_SEQ + n, feature=m["feature"], id=n,
                     run=tail[len("run "):] if tail.startswith("run ") else None,
-                    superseded=tail.startswith("superseded"), tail=tail, old_line=line)
+                    tail=tail, old_line=line)
     return Item("", "", "", line, "0001-01-01", OLD_SEQ, old_line=line)
 
 
@@ -179,7 +177,8 @@ class MemoryBook:
 
     def _load(self, item: Item, section: str) -> None:
         self._old.append(item)
-        item.in_history = section == "History" or item.superseded or not item.letter
+        item.in_history = (section == "History" or item.tail.startswith("superseded")
+                           or not item.letter)
         if item.letter == "L":  # its record's cluster, unless another old lesson has it
             bucket, norm = (item.role, item.kind), normalize(item.text)
             cid = self.clusters.find(bucket, norm)
@@ -221,7 +220,7 @@ class MemoryBook:
             self._current.append(item)
             return
         old, self._current[tid] = self._current[tid], item
-        old.superseded, old.superseded_by = True, item
+        old.superseded_by = item
         (self._superseded_old if old.old_line else self._superseded_new).append(old)
 
     def compact(self) -> Compacted:
