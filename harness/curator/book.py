@@ -1,7 +1,5 @@
-"""L3 MEMORY.md and L2 summary.md: their lines as items, and their pure compaction.
-
-Entries go in, bounded texts come out (the grammar and rules: docs/memory.md); old lines that
-leave MEMORY.md come back as `archived`, verbatim, so nothing is lost."""
+"""L3 MEMORY.md and L2 summary.md: entries in, bounded texts out (docs/memory.md); old lines
+that leave MEMORY.md come back as `archived`, verbatim, so nothing is lost."""
 
 from __future__ import annotations
 
@@ -48,9 +46,7 @@ def topic_of(text: str) -> str | None:
 
 @dataclass(eq=False, slots=True)
 class Item:
-    """One MEMORY.md line: a lesson (L), a decision (D), a plain note (C) or a foreign line."""
-
-    letter: str  # L, D, C, or "" for a line the curator did not write
+    letter: str  # L lesson, D decision, C plain note, "" a line the curator did not write
     kind: str
     role: str
     text: str
@@ -63,9 +59,8 @@ class Item:
     run: str | None = None
     id: int = 0
     in_history: bool = False
-    superseded: bool = False
     superseded_by: Item | None = None
-    tail: str = ""  # the "(...)" after the text as read back, e.g. "superseded by D4"
+    tail: str = ""  # the "(...)" after the text as read back; "superseded..." once replaced
     old_line: str | None = None  # the line it came from in the previous MEMORY.md
 
     def note(self, ref: str, day: str, text: str) -> None:
@@ -101,8 +96,7 @@ class Item:
                 return head
             return f"{head} (from: {', '.join(self.ids)}{', ...' if self.more else ''})"
         head = f"- [{self.ref()}] {self.day} {self.role} {self.feature}: {text}"
-        if self.superseded:
-            by = self.superseded_by
+        if (by := self.superseded_by) or self.tail.startswith("superseded"):
             tail = f"superseded by {by.ref()}" if by and by.id else self.tail or "superseded"
             return f"{head} ({tail})"
         return head if compressed or not self.run else f"{head} (run {self.run})"
@@ -121,7 +115,7 @@ def parse_item(line: str) -> Item:
         return Item(m["letter"], "DECISION" if m["letter"] == "D" else "-", m["role"], m["text"],
                     m["date"], OLD_SEQ + n, feature=m["feature"], id=n,
                     run=tail[len("run "):] if tail.startswith("run ") else None,
-                    superseded=tail.startswith("superseded"), tail=tail, old_line=line)
+                    tail=tail, old_line=line)
     return Item("", "", "", line, "0001-01-01", OLD_SEQ, old_line=line)
 
 
@@ -132,8 +126,6 @@ def memory_ids(text: str) -> dict[str, int]:
 
 @dataclass
 class Bounds:
-    """The line and token budgets of L2 and L3."""
-
     summary_max_lines: int = 40
     summary_max_tokens: int = 800
     memory_max_lines: int = 200
@@ -147,8 +139,6 @@ class Bounds:
 
 @dataclass
 class Compacted:
-    """The result of a curator pass over L3 and L2."""
-
     memory: str
     summary: str
     archived: list[str]  # old MEMORY.md lines that left it, verbatim
@@ -187,7 +177,8 @@ class MemoryBook:
 
     def _load(self, item: Item, section: str) -> None:
         self._old.append(item)
-        item.in_history = section == "History" or item.superseded or not item.letter
+        item.in_history = (section == "History" or item.tail.startswith("superseded")
+                           or not item.letter)
         if item.letter == "L":  # its record's cluster, unless another old lesson has it
             bucket, norm = (item.role, item.kind), normalize(item.text)
             cid = self.clusters.find(bucket, norm)
@@ -229,7 +220,7 @@ class MemoryBook:
             self._current.append(item)
             return
         old, self._current[tid] = self._current[tid], item
-        old.superseded, old.superseded_by = True, item
+        old.superseded_by = item
         (self._superseded_old if old.old_line else self._superseded_new).append(old)
 
     def compact(self) -> Compacted:

@@ -1,6 +1,5 @@
 """`run.sh curator --explain TEXT`, read-only: the lesson a note saying TEXT would join, its
-evidence against its kind's rule, where it is now, the judge's answers about it, and the
-raw.md lines no pass has read yet that say it."""
+evidence, rule, place and the judge's answers, and unread raw.md lines that say it."""
 
 from __future__ import annotations
 
@@ -65,13 +64,13 @@ def explain(state: Path, identity: Path, text: str, similarity: float,
                          if role in (None, b[0]) and kind in (None, b[1]))
         cids = [tracker.find(bucket, normalize(text)) for bucket in buckets]
         found = {cid: ev for cid in cids if cid is not None and (ev := tracker.lesson(cid))}
-        blocks = [describe(tracker, cid, answers, place(identity, ev, similarity))
-                  for cid, ev in found.items()] or [no_lesson(tracker, buckets, text)]
-        lines, notes = unread(CuratorPaths(state, identity))
+        blocks = [_describe(tracker, cid, answers, _place(identity, ev, similarity))
+                  for cid, ev in found.items()] or [_no_lesson(tracker, buckets, text)]
+        lines, notes = _unread(CuratorPaths(state, identity))
         notes = [n for n in notes if role in (None, n.role) and kind in (None, n.kind)]
         said = [n for n in notes if tracker.find((n.role, n.kind), normalize(n.text))
                 in found or same_lesson(text, n.text, similarity)]
-    return "\n\n".join([*blocks, *([pending(lines, said)] if lines else [])])
+    return "\n\n".join([*blocks, *([_pending(lines, said)] if lines else [])])
 
 
 def rule(ev: Evidence) -> str:
@@ -92,8 +91,7 @@ def _notes(count: int) -> str:
     return "1 note" if count == 1 else f"{count} notes"
 
 
-def place(identity: Path, ev: Evidence, similarity: float) -> str:
-    """Where the lesson is now: in the role's identity file, its archive, or neither."""
+def _place(identity: Path, ev: Evidence, similarity: float) -> str:
     role_file, archive = f"identity/{ev.role}.md", f"identity/archive/{ev.role}.md"
     index = IdentityIndex(similarity)
     if memory.NAME.fullmatch(ev.role):  # a role name from the record: no path of its own
@@ -111,9 +109,7 @@ def place(identity: Path, ev: Evidence, similarity: float) -> str:
     return f"now: not in {role_file}; the rule is not met yet."
 
 
-def describe(tracker: PromotionTracker, cid: int, answers: verdicts.Answers,
-             where: str) -> str:
-    """Lesson `cid`: its words, evidence, the judge's `answers` about it, rule and `where`."""
+def _describe(tracker: PromotionTracker, cid: int, answers: verdicts.Answers, where: str) -> str:
     ev = tracker.lessons[cid]
     seen = ev.first if ev.first == ev.last else f"{ev.first}..{ev.last}"
     keys = {key for c, key, _ in tracker.index.phrasings((ev.role, ev.kind)) if c == cid}
@@ -128,8 +124,7 @@ def describe(tracker: PromotionTracker, cid: int, answers: verdicts.Answers,
         f"  rule: {rule(ev)}", f"  {where}"])
 
 
-def no_lesson(tracker: PromotionTracker, buckets: list, text: str) -> str:
-    """That no lesson of `buckets` says `text`, and the CLOSEST whose phrasings come nearest."""
+def _no_lesson(tracker: PromotionTracker, buckets: list, text: str) -> str:
     phrasings = [(key, ev) for bucket in buckets
                  for cid, key, _ in tracker.index.phrasings(bucket)
                  if (ev := tracker.lesson(cid)) is not None]
@@ -144,8 +139,7 @@ def no_lesson(tracker: PromotionTracker, buckets: list, text: str) -> str:
         *(f"    {ev.role} {ev.kind}: {ev.text} ({_notes(ev.count)})" for ev in near)])
 
 
-def pending(lines: int, said: list[memory.Entry]) -> str:
-    """The raw.md lines the curator has not read yet, and those that say this."""
+def _pending(lines: int, said: list[memory.Entry]) -> str:
     head = (f"raw.md has {lines} line{'s' * (lines != 1)} the curator has not read yet, "
             "not in the record until the next curator pass.")
     if not said:
@@ -156,7 +150,7 @@ def pending(lines: int, said: list[memory.Entry]) -> str:
                       *(f"  {note.line()}" for note in said[:SHOWN]), *more])
 
 
-def unread(paths: CuratorPaths) -> tuple[int, list[memory.Entry]]:
+def _unread(paths: CuratorPaths) -> tuple[int, list[memory.Entry]]:
     """How many raw.md lines no pass counted yet, and their promotable notes (nothing staged)."""
     start, counted = cursor_start(paths, read_json(paths.cursor))
     raw = RawPass(paths.raw, start or 0, counted=counted)

@@ -1,5 +1,4 @@
-"""What a curator run is given and gives back: the knobs, the report, and the model hook
-with the check a model's answer must pass before its words replace the rules'."""
+"""A curator run's knobs and report, and the check a model's rewrite must pass."""
 
 from __future__ import annotations
 
@@ -21,9 +20,7 @@ _ID = re.compile(r"^- \[([LDC]\d+)\]")
 
 
 @dataclass
-class CuratorSettings:
-    """Curator knobs (`curator:` in docs/configuration.md)."""
-
+class CuratorSettings:  # `curator:` in docs/configuration.md
     similarity: float = 75.0  # rapidfuzz 0-100: 70 joins near misses, 80 splits paraphrases
     raw_keep: int = 10
     bounds: Bounds = field(default_factory=Bounds)
@@ -33,8 +30,6 @@ class CuratorSettings:
 
 @dataclass
 class CuratorReport:
-    """What a curator run did, or in a dry run would do."""
-
     processed: int = 0  # new raw.md lines read
     archived: int = 0  # raw.md lines moved to the archive
     unparsed: int = 0  # new lines that did not parse (moved like any other)
@@ -74,19 +69,15 @@ class CuratorReport:
 
 @dataclass
 class ProposedPromotion:
-    """A model's words for the rules' promotion `number` (1-based, as the prompt lists them)."""
-
-    number: int
+    number: int  # the rules' promotion it words, 1-based as the prompt lists them
     text: str  # identity gets it on one line (`memory.fold`)
 
 
 @dataclass
 class ModelResult:
-    """What the curator model answers with; `promotions` None leaves the rules' words."""
-
     summary: str
     memory: str
-    promotions: list[ProposedPromotion] | None = None
+    promotions: list[ProposedPromotion] | None = None  # None leaves the rules' words
 
 
 # shown the rules' summary.md, MEMORY.md and promotions: a rewrite, or why there is none
@@ -96,8 +87,7 @@ Refine = Callable[[str, str, list[Promotion]], ModelResult | str | None]
 def check_model_result(result: ModelResult, *, rules_memory: str,
                        rules_promotions: Sequence[Promotion], identity: Mapping[str, str],
                        bounds: Bounds, similarity: float) -> list[str]:
-    """Why a model's answer cannot stand against the rules' for the same input (the checks:
-    docs/curator.md); empty when it can. `identity` maps a role to its file's text."""
+    """Why a model's answer cannot replace the rules' (docs/curator.md); empty when it can."""
     texts = [("summary.md", result.summary), ("MEMORY.md", result.memory),
              *((f"promotion {p.number}", p.text) for p in result.promotions or ())]
     # JSON can carry a lone surrogate, which no file can hold: caught here, not mid-commit
