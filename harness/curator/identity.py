@@ -15,7 +15,7 @@ from harness.curator.judge import Judgments
 from harness.curator.matching import LessonIndex
 from harness.curator.text import normalize
 from harness.state import reading
-from harness.state.store import atomic_write
+from harness.state.store import atomic_write, read_tail
 
 ARCHIVE = "archive"
 CANDIDATES = 8  # archived lines, the nearest a due lesson, that its judge may be asked about
@@ -68,13 +68,11 @@ def bound_role_file(identity: Path, role: str, bound: int) -> int:
         return 0
     archive = archive_path(identity, role)
     archive.parent.mkdir(parents=True, exist_ok=True)
-    with open(archive, "a+b") as out:
-        # a crashed move's lines are at the end: the rest (every line ever moved) is not read
-        size = out.seek(0, os.SEEK_END)
-        out.seek(max(0, size - 4 * sum(map(len, moving)) - 1))  # UTF-8: 4 bytes at most
-        there = set(out.read().decode("utf-8", "replace").split("\n")[1:])
+    # a crashed move's lines are at the end: the rest (every line ever moved) is not read
+    there = set(read_tail(archive, len(moving)))
+    with open(archive, "ab") as out:
         heading = f"# {role}: lessons moved out of identity/{role}.md for room\n\n"
-        out.write(((heading if size == 0 else "") + "".join(
+        out.write(((heading if out.tell() == 0 else "") + "".join(
             f"{line}\n" for line in moving if line not in there)).encode())
         out.flush()
         os.fsync(out.fileno())
