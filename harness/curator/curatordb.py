@@ -53,8 +53,7 @@ def _import_answers(conn: sqlite3.Connection, identity: Path, said: Said) -> lis
             said.append(f"{old} could not be read ({e}): its answers were not imported; "
                         "the file is left as it was")
         return []
-    conn.executemany("INSERT OR IGNORE INTO answer VALUES (?, ?, ?, ?, ?, ?, ?, NULL, NULL)",
-                     rows)
+    conn.executemany("INSERT OR IGNORE INTO answer VALUES (?, ?, ?, ?, ?, ?, ?, NULL, NULL)", rows)
     return _with_wal(old)
 
 
