@@ -2,8 +2,7 @@
 missions: the judge's answers (`verdicts`) and the record's lessons (`lessondb`). Named
 MIGRATIONS run once each, in order, in one transaction (`migration` records which). A new
 `text.NORMALISER_VERSION` keys the answers again from their texts and empties the caches. A
-damaged database is set aside as `.curator.db.damaged` and made anew, with a message.
-"""
+damaged database is set aside as `.curator.db.damaged` and made anew, with a message."""
 
 from __future__ import annotations
 
@@ -20,9 +19,10 @@ NAME = ".curator.db"
 DAMAGED = ".curator.db.damaged"
 OLD_CACHES = (".candidates.v*.db", ".archive.db", ".candidates.digest")
 CACHES = ("lesson", "variant", "word", "lesson_meta")  # made again from the record
+Said = list[str] | None  # where a migration or a damaged database says what it could not do
 
 
-def _tables(conn: sqlite3.Connection, identity: Path, said: list[str] | None) -> list[Path]:
+def _tables(conn: sqlite3.Connection, identity: Path, said: Said) -> list[Path]:
     conn.execute("""CREATE TABLE answer(role TEXT, kind TEXT, key TEXT, other TEXT,
         same INTEGER, ts TEXT, mission TEXT, text TEXT, other_text TEXT,
         PRIMARY KEY(role, kind, key, other)) WITHOUT ROWID""")
@@ -38,8 +38,7 @@ def _tables(conn: sqlite3.Connection, identity: Path, said: list[str] | None) ->
     return []
 
 
-def _import_answers(conn: sqlite3.Connection, identity: Path,
-                    said: list[str] | None) -> list[Path]:
+def _import_answers(conn: sqlite3.Connection, identity: Path, said: Said) -> list[Path]:
     """The answers of `.judgments.db` (harness 2026-11), without texts; an unreadable file stays."""
     old = identity / ".judgments.db"
     if not old.is_file():
@@ -54,28 +53,25 @@ def _import_answers(conn: sqlite3.Connection, identity: Path,
             said.append(f"{old} could not be read ({e}): its answers were not imported; "
                         "the file is left as it was")
         return []
-    conn.executemany("INSERT OR IGNORE INTO answer VALUES (?, ?, ?, ?, ?, ?, ?, NULL, NULL)",
-                     rows)
+    conn.executemany("INSERT OR IGNORE INTO answer VALUES (?, ?, ?, ?, ?, ?, ?, NULL, NULL)", rows)
     return _with_wal(old)
 
 
-def _drop_old_caches(conn: sqlite3.Connection, identity: Path,
-                     said: list[str] | None) -> list[Path]:
+def _drop_old_caches(conn: sqlite3.Connection, identity: Path, said: Said) -> list[Path]:
     """Earlier versions' lesson database and archive index: caches of files that stay."""
     return [path for pattern in OLD_CACHES for found in identity.glob(pattern)
             for path in _with_wal(found)]
 
 
-def _drop_archive_index(conn: sqlite3.Connection, identity: Path,
-                        said: list[str] | None) -> list[Path]:
+def _drop_archive_index(conn: sqlite3.Connection, identity: Path, said: Said) -> list[Path]:
     """The index of identity/archive/ (harness 2026-11): the archive is read whole now."""
     for table in ("archive_lines", "archive_words", "archive_read"):
         conn.execute(f"DROP TABLE IF EXISTS {table}")
     return []
 
 
-# each returns the files to delete once it is committed, and may say what it could not do
-Migration = Callable[[sqlite3.Connection, Path, list[str] | None], list[Path]]
+# each returns the files to delete once it is committed
+Migration = Callable[[sqlite3.Connection, Path, Said], list[Path]]
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("1-tables", _tables),
     ("2-import-judgments-db", _import_answers),
@@ -89,8 +85,7 @@ def _with_wal(path: Path) -> list[Path]:
     return [path, Path(f"{path}-wal"), Path(f"{path}-shm")]
 
 
-def connect(identity: Path, *, write: bool = True,
-            said: list[str] | None = None) -> sqlite3.Connection | None:
+def connect(identity: Path, *, write: bool = True, said: Said = None) -> sqlite3.Connection | None:
     """The database, migrated, in autocommit; without `write` (a dry run) None unless current.
     Locked past the timeout: sqlite3.OperationalError; not writable (a full disk): OSError."""
     path = identity / NAME
@@ -107,13 +102,9 @@ def connect(identity: Path, *, write: bool = True,
     identity.mkdir(parents=True, exist_ok=True)
     try:
         return _migrated(path, identity, said)
-    except sqlite3.OperationalError as e:
-        if "locked" in str(e):
-            raise
-        if not path.is_dir():  # a full disk, say: not damage
-            raise unwritable(identity, e) from None
-    except sqlite3.DatabaseError:
-        pass
+    except sqlite3.DatabaseError as e:
+        if isinstance(e, sqlite3.OperationalError) and not path.is_dir():  # a lock, a full disk
+            raise e if "locked" in str(e) else unwritable(identity, e) from None
     set_aside(identity, said)
     return _migrated(path, identity, said)
 
@@ -123,7 +114,7 @@ def unwritable(identity: Path, error: sqlite3.Error) -> OSError:
     return OSError(errno.EIO, f"cannot write ({error})", str(identity / NAME))
 
 
-def _migrated(path: Path, identity: Path, said: list[str] | None) -> sqlite3.Connection:
+def _migrated(path: Path, identity: Path, said: Said) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None, timeout=30)
     try:
         if not _current(conn):
@@ -136,15 +127,11 @@ def _migrated(path: Path, identity: Path, said: list[str] | None) -> sqlite3.Con
 
 def _current(conn: sqlite3.Connection) -> bool:
     (version,), = conn.execute("PRAGMA user_version")
-    return version == SCHEMA_VERSION and _normaliser(conn) == str(NORMALISER_VERSION)
+    return version == SCHEMA_VERSION and conn.execute(
+        "SELECT v FROM setting WHERE k='normaliser'").fetchone() == (str(NORMALISER_VERSION),)
 
 
-def _normaliser(conn: sqlite3.Connection) -> str | None:
-    row = conn.execute("SELECT v FROM setting WHERE k='normaliser'").fetchone()
-    return None if row is None else row[0]
-
-
-def _migrate(conn: sqlite3.Connection, identity: Path, said: list[str] | None) -> None:
+def _migrate(conn: sqlite3.Connection, identity: Path, said: Said) -> None:
     """Migrate and re-key in one transaction: two curators starting at once migrate once."""
     conn.execute("PRAGMA journal_mode=WAL")
     gone: list[Path] = []
@@ -157,7 +144,7 @@ def _migrate(conn: sqlite3.Connection, identity: Path, said: list[str] | None) -
             if name not in done:
                 gone += migration(conn, identity, said)
                 conn.execute("INSERT INTO migration VALUES (?)", (name,))
-        old = _normaliser(conn)
+        (old,), = conn.execute("SELECT max(v) FROM setting WHERE k='normaliser'")
         if old is not None and old != str(NORMALISER_VERSION):
             kept = _rekey(conn)
             conn.execute("INSERT OR IGNORE INTO migration VALUES (?)",
@@ -186,13 +173,11 @@ def _rekey(conn: sqlite3.Connection) -> int:
     return sum(text is None or other_text is None for *_, text, other_text in rows)
 
 
-def set_aside(identity: Path, said: list[str] | None) -> None:
+def set_aside(identity: Path, said: Said) -> None:
     """Move a damaged database out of the way, in place of the one set aside before."""
     path, damaged = identity / NAME, identity / DAMAGED
-    if damaged.is_dir() and not damaged.is_symlink():
-        shutil.rmtree(damaged)
-    else:
-        damaged.unlink(missing_ok=True)
+    shutil.rmtree(damaged, ignore_errors=True)  # a folder (never a link's target)
+    damaged.unlink(missing_ok=True)  # a file or a link
     path.replace(damaged)
     for extra in _with_wal(path)[1:]:
         extra.unlink(missing_ok=True)

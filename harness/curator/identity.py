@@ -15,7 +15,7 @@ from harness.curator.judge import Judgments
 from harness.curator.matching import LessonIndex
 from harness.curator.text import normalize
 from harness.state import reading
-from harness.state.store import atomic_write
+from harness.state.store import atomic_write, read_tail
 
 ARCHIVE = "archive"
 CANDIDATES = 8  # archived lines, the nearest a due lesson, that its judge may be asked about
@@ -41,8 +41,7 @@ def listed_values(field: str | None) -> tuple[list[str], bool]:
 
 def strength(line: str) -> tuple[int, int, int, str] | None:
     """A promoted line's missions, features (`...` counts one), notes, last day; else None."""
-    m = provenance(line)
-    if m is None:
+    if (m := provenance(line)) is None:
         return None
     missions, features = (len(values) + cut for values, cut in
                           map(listed_values, m.group("missions", "features")))
@@ -68,13 +67,11 @@ def bound_role_file(identity: Path, role: str, bound: int) -> int:
         return 0
     archive = archive_path(identity, role)
     archive.parent.mkdir(parents=True, exist_ok=True)
-    with open(archive, "a+b") as out:
-        # a crashed move's lines are at the end: the rest (every line ever moved) is not read
-        size = out.seek(0, os.SEEK_END)
-        out.seek(max(0, size - 4 * sum(map(len, moving)) - 1))  # UTF-8: 4 bytes at most
-        there = set(out.read().decode("utf-8", "replace").split("\n")[1:])
+    # a crashed move's lines are at the end: the rest (every line ever moved) is not read
+    there = set(read_tail(archive, len(moving)))
+    with open(archive, "ab") as out:
         heading = f"# {role}: lessons moved out of identity/{role}.md for room\n\n"
-        out.write(((heading if size == 0 else "") + "".join(
+        out.write(((heading if out.tell() == 0 else "") + "".join(
             f"{line}\n" for line in moving if line not in there)).encode())
         out.flush()
         os.fsync(out.fileno())
@@ -141,7 +138,7 @@ class IdentityIndex:
         self._index = LessonIndex(similarity, judge=judge, sure=False, near=judge is None)
         self._lines: list[str] = []  # indexed lesson -> the line that says it
         self._folder = None if judge is None else folder  # whose archive lookups read
-        self._archived: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
+        self._archived: dict[str, tuple[list[str], list[str]]] = {}
         self._indexed: set[str] = set()  # archived lines indexed already
 
     def add_text(self, role: str, text: str) -> None:
@@ -175,21 +172,20 @@ class IdentityIndex:
         the rules kept the lesson apart from the one promoted then, so from its line too."""
         if self._folder is None:
             return None
-        prefix = f"- {kind}: "
-        if (role, kind) not in self._archived:  # read once a pass
+        bucket, prefix = archive_bucket(role, kind), f"- {kind}: "
+        if bucket not in self._archived:  # read once a pass
             try:  # not exists() first: a person may delete it in between
                 text = archive_path(self._folder, role).read_text("utf-8", errors="replace")
             except FileNotFoundError:
                 text = ""
             found = [line for line in text.split("\n") if line.startswith(prefix)]
-            self._archived[role, kind] = found, [
+            self._archived[bucket] = found, [
                 utils.default_process(line[len(prefix):].partition(" [promoted ")[0])
                 for line in found]
-        lines, lessons = self._archived[role, kind]
+        lines, lessons = self._archived[bucket]
         for _, _, i in process.extract(utils.default_process(lesson), lessons,
                                        scorer=fuzz.token_set_ratio, limit=CANDIDATES):
             if lines[i] not in self._indexed:
                 self._indexed.add(lines[i])
-                self.add(archive_bucket(role, kind),
-                         _PROVENANCE.sub("", lines[i][len(prefix):]), lines[i])
-        return self.line_of(archive_bucket(role, kind), lesson)
+                self.add(bucket, _PROVENANCE.sub("", lines[i][len(prefix):]), lines[i])
+        return self.line_of(bucket, lesson)

@@ -2,8 +2,7 @@
 the bucket (kind `-` for a role's identity file), the two `text.normalize` keys, same lesson or
 not, when, in which mission, and the two texts when known (a new normaliser keys it again from
 them). A pass writes them as a journal step (INSERT OR IGNORE: a redo adds nothing twice) and
-nothing changes them after. Passes read them by note: the cost does not grow with their number.
-"""
+nothing changes them after. Passes read them by note: the cost does not grow with their number."""
 
 from __future__ import annotations
 
@@ -25,16 +24,13 @@ class Recorded:
     """The recorded answers, read by the note they are about."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
+        self.conn, self.close = conn, conn.close
 
     def about(self, bucket: Any, key: str) -> dict[str, bool]:
         """The answers about the note `key` in `bucket`: other key -> same lesson."""
         return {other: bool(same) for other, same in self.conn.execute(
             "SELECT other, same FROM answer WHERE role=? AND kind=? AND key=?",
             (*_columns(bucket), key))}
-
-    def close(self) -> None:
-        self.conn.close()
 
 
 def open_recorded(identity: Path, *, write: bool = False) -> Recorded | None:
@@ -47,8 +43,7 @@ def open_recorded(identity: Path, *, write: bool = False) -> Recorded | None:
     return None if conn is None else Recorded(conn)
 
 
-def rows(answers: Answers, ts: str, mission: str,
-         text_of: TextOf | None = None) -> list[list]:
+def rows(answers: Answers, ts: str, mission: str, text_of: TextOf | None = None) -> list[list]:
     """`answers` as the journal holds them, with the texts `text_of` knows."""
     text = text_of or (lambda bucket, key: None)
     return [[*_columns(bucket), key, other, int(same), ts, mission, text(bucket, key),
@@ -66,21 +61,18 @@ def append(identity: Path, new_rows: list[list], said: list[str] | None = None) 
     """Record `new_rows` in one transaction (an answer recorded before stands), past damage."""
     new_rows = [[*row, None, None][:9] for row in new_rows]  # an older journal's: no texts
     for attempt in range(2):
-        conn = curatordb.connect(identity, said=said)
-        assert conn is not None
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            conn.executemany("INSERT OR IGNORE INTO answer VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                             new_rows)
-            conn.execute("COMMIT")
-            return
+            with closing(curatordb.connect(identity, said=said)) as conn:  # type: ignore[arg-type]
+                conn.execute("BEGIN IMMEDIATE")
+                conn.executemany("INSERT OR IGNORE INTO answer VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                 new_rows)
+                conn.execute("COMMIT")
+                return
         except sqlite3.OperationalError as e:  # the journal step is redone by the next run
             raise e if "locked" in str(e) else curatordb.unwritable(identity, e) from None
         except sqlite3.DatabaseError:
             if attempt:
                 raise
-        finally:
-            conn.close()
         curatordb.set_aside(identity, said)
 
 
