@@ -31,8 +31,7 @@ def same_lesson(a: str, b: str, threshold: float) -> bool:
 
 def _joins(a: Norm, a_words: set[str], b: Norm | Variant, threshold: float, sure: bool = True,
            near: bool = False) -> bool:
-    """The rule (docs/curator.md) on `a`, of words `a_words`, and `b`; `sure`: no swap joins;
-    `near`: half the words in common join."""
+    """The rule (docs/curator.md); `sure`: no swap joins; `near`: half the words shared join."""
     if "!" in b.packed and not a_words.issuperset(_STRICT.findall(b.packed)):
         return False
     b_words = set(b.key.split())
@@ -99,16 +98,12 @@ class LessonIndex:
         b.variants[vid] = Variant(norm.key, norm.packed, norm.signature, cluster)
         if norm.signature:
             words.add(norm.signature)
-        df, postings = b.df, b.postings
         for w in words:
-            df[w] = df.get(w, 0) + 1
-            plist = postings.get(w)
-            if plist is None:
-                postings[w] = [vid]
-            else:
-                plist.append(vid)
-                if len(plist) > 2 * POSTING_CAP:
-                    del plist[:-POSTING_CAP]
+            b.df[w] = b.df.get(w, 0) + 1
+            plist = b.postings.setdefault(w, [])
+            plist.append(vid)
+            if len(plist) > 2 * POSTING_CAP:
+                del plist[:-POSTING_CAP]
         return cluster
 
     def add(self, bucket: Any, norm: Norm, cluster: int) -> None:
@@ -165,40 +160,32 @@ class LessonIndex:
         return [b for b in self._buckets.values() if b.stored]
 
 
-def block_words(df: dict[str, int], words: set[str], anchors: Collection[str],
+def block_words(b: Bucket, words: set[str], anchors: Collection[str], signature: str,
                 limit: int) -> list[str]:
-    """The `limit` rarest of a query's `anchors` (among `words`), then of its other words; ties
-    by the word, not by a set's order, which changes with the hash seed."""
-    get = df.get
+    """The query's `signature` if filed, then the `limit` rarest of its `anchors` (among `words`),
+    then of its other words: ties by the word, as a set's order changes with the hash seed."""
+    get = b.df.get
     counted = sorted([(n, w) for w in anchors if (n := get(w))])[:limit]
     if len(counted) < limit:
         others = sorted([(n, w) for w in words if (n := get(w)) and w not in anchors])
         counted += others[:limit - len(counted)]
-    return [w for _, w in counted]
+    return [signature] * (signature in b.postings) + [w for _, w in counted]
 
 
 def shortlist_of(b: Bucket, words: set[str], anchors: Collection[str] = (),
                  signature: str = "") -> list[int]:
-    """Recent variants under the `signature` and `block_words` of a query, best first: under
-    the first word, those also under the second and third first; then under the others."""
-    counted = block_words(b.df, words, anchors, BLOCK_WORDS)
-    if signature in b.postings:
-        counted = [signature, *counted[:BLOCK_WORDS - 1]]
-    first, second, third = ([b.postings[w][-POSTING_CAP:] for w in counted] + [[], [], []])[:3]
-    in_second, in_third = set(second), set(third)
-    best = sorted(first, key=lambda v: (v not in in_second, v not in in_third))
-    if len(best) < SHORTLIST:
-        in_first = set(first)
-        best += sorted((v for v in second if v not in in_first), key=lambda v: v not in in_third)
-        best += [v for v in third if v not in in_first and v not in in_second]
-    return best[:SHORTLIST]
+    """Recent variants under the first BLOCK_WORDS `block_words` of a query, best first: being
+    under the first weighs 4, the second 2, the third 1; ties in order of first appearance."""
+    score: dict[int, int] = {}
+    filed = block_words(b, words, anchors, signature, BLOCK_WORDS)
+    for weight, w in zip((4, 2, 1), filed, strict=False):
+        for vid in b.postings[w][-POSTING_CAP:]:
+            score[vid] = score.get(vid, 0) + weight
+    return sorted(score, key=score.__getitem__, reverse=True)[:SHORTLIST]  # reverse: stable
 
 
 def pool_of(b: Bucket, words: set[str], anchors: Collection[str] = (),
             signature: str = "") -> list[int]:
     """A judge's candidates: the recent variants under the `signature` or POOL_WORDS words."""
-    filed = block_words(b.df, words, anchors, POOL_WORDS)
-    if signature in b.postings:
-        filed.insert(0, signature)
-    recent = (vid for w in filed for vid in reversed(b.postings[w][-POSTING_CAP:]))
-    return list(dict.fromkeys(recent))
+    filed = block_words(b, words, anchors, signature, POOL_WORDS)
+    return list(dict.fromkeys(vid for w in filed for vid in reversed(b.postings[w][-POSTING_CAP:])))
