@@ -119,8 +119,9 @@ class LessonIndex:
             if (_joins(norm, a_words, v, self.threshold, self.sure, self.near) if self.anchored
                     else fuzz.token_set_ratio(norm.key, v.key, score_cutoff=self.threshold)):
                 return v.owner
-        judge = self.judge
-        if not self.anchored or judge is None or not judge.wanted(b.name, norm.key, ask):
+        judge = self.judge  # no pool for a note it has no answer about and asks no more about
+        if judge is None or not (judge.about(b.name, norm.key)
+                                 or ask and judge.asking(b.name, norm.key)):
             return None
         pool = pool_of(b, a_words, a_anchors, norm.signature)
         self._fault_variants(b, pool)
@@ -162,8 +163,7 @@ class LessonIndex:
 
 def block_words(b: Bucket, words: set[str], anchors: Collection[str], signature: str,
                 limit: int) -> list[str]:
-    """The query's `signature` if filed, then the `limit` rarest of its `anchors` (among `words`),
-    then of its other words: ties by the word, as a set's order changes with the hash seed."""
+    """`signature` if filed, the `limit` rarest `anchors`, then `words`; ties by word, not seed."""
     get = b.df.get
     counted = sorted([(n, w) for w in anchors if (n := get(w))])[:limit]
     if len(counted) < limit:
@@ -174,8 +174,7 @@ def block_words(b: Bucket, words: set[str], anchors: Collection[str], signature:
 
 def shortlist_of(b: Bucket, words: set[str], anchors: Collection[str] = (),
                  signature: str = "") -> list[int]:
-    """Recent variants under the first BLOCK_WORDS `block_words` of a query, best first: being
-    under the first weighs 4, the second 2, the third 1; ties in order of first appearance."""
+    """Recent variants under 3 `block_words`, best first (weights 4, 2, 1; ties: first seen)."""
     score: dict[int, int] = {}
     filed = block_words(b, words, anchors, signature, BLOCK_WORDS)
     for weight, w in zip((4, 2, 1), filed, strict=False):
