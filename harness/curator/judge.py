@@ -55,23 +55,22 @@ class Judgments:
         self._asked: list[set[str]] = [set(), set()]  # notes asked about: clustering, identity
         self.texts: dict[str, str] = {}  # a question's note key -> its words (`shown`)
         self.fresh = dict(answers or {})
-        self._answers: dict[tuple[Any, str], dict[str, bool]] = {}  # note -> other -> same
+        self._fresh: dict[tuple[Any, str], dict[str, bool]] = {}  # note -> other -> same
         for (bucket, key, other), same in self.fresh.items():
-            self._answers.setdefault((bucket, key), {})[other] = same
-        self._looked: set[tuple[Any, str]] = set()  # notes whose recorded answers are in
+            self._fresh.setdefault((bucket, key), {})[other] = same
+        self._answers: dict[tuple[Any, str], dict[str, bool]] = {}  # `_fresh` over recorded
 
     def active(self) -> bool:
         """Whether there is anything to answer or ask: else a pass leaves the judge out."""
-        return bool(self._answers) or self.budget > 0 or self.recorded is not None
+        return bool(self.fresh) or self.budget > 0 or self.recorded is not None
 
     def about(self, bucket: Any, key: str) -> dict[str, bool]:
         """The answers about the note `key`, other key -> same; this pass's over recorded ones."""
         note = (bucket, key)
-        if self.recorded is not None and note not in self._looked:
-            self._looked.add(note)
-            if found := self.recorded(bucket, key):
-                self._answers[note] = {**found, **self._answers.get(note, {})}
-        return self._answers.get(note, {})
+        if note not in self._answers:
+            found = {} if self.recorded is None else self.recorded(bucket, key)
+            self._answers[note] = {**found, **self._fresh.get(note, {})}
+        return self._answers[note]
 
     def asking(self, bucket: Any = None, key: str | None = None) -> bool:
         """Whether this pass still asks about the note `key` in `bucket`."""

@@ -71,8 +71,7 @@ class LessonIndex:
 
     def find(self, bucket: Any, norm: Norm, ask: bool = False) -> int | None:
         """The cluster id `norm` belongs to in `bucket`, or None; `ask`: a judge may be asked."""
-        if bucket not in self._buckets and not (self.store is not None
-                                                and self.store.covers(bucket)):
+        if not (bucket in self._buckets or self.store and self.store.covers(bucket)):
             return None
         b = self._bucket(bucket, norm)
         hit = b.exact.get(norm.key)  # most queries of a big log are exact repeats
@@ -87,12 +86,11 @@ class LessonIndex:
         if match and (found := self._match(b, norm, words, ask=True)) is not None:
             cluster = found
         b.exact[norm.key] = cluster
-        count = self._variants.get(cluster)
-        if count is None:
-            count = self.store.variant_count(cluster) if b.stored else 0
-        self._variants[cluster] = min(count + 1, MAX_VARIANTS)
-        if count >= MAX_VARIANTS:
+        if cluster not in self._variants:
+            self._variants[cluster] = self.store.variant_count(cluster) if b.stored else 0
+        if self._variants[cluster] >= MAX_VARIANTS:
             return cluster
+        self._variants[cluster] += 1
         vid = self.next_vid
         self.next_vid += 1
         b.variants[vid] = Variant(norm.key, norm.packed, norm.signature, cluster)
