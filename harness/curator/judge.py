@@ -1,5 +1,4 @@
-"""A judge's answers to "same lesson?" for what the rule (`matching`) leaves unsure: each note's
-K lessons most alike (`similarity`), asked of the curator role's model (`harness.run.judging`)."""
+"""A model's answers (`harness.run.judging`) to "same lesson?" where the rule is unsure."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The match rule (`_joins`) and its blocked index: what a query is scored against
-(`shortlist_of`) and a judge's candidates (`pool_of`), with their figures in docs/curator.md."""
+"""The match rule (`_joins`) and its blocked index (`shortlist_of`, `pool_of`): docs/curator.md."""
 
 from __future__ import annotations
 

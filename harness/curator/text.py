@@ -1,5 +1,4 @@
-"""Normalising a note's text for matching: its words, stemmed, and its technical words (anchors,
-the strict ones, the signature: docs/curator.md)."""
+"""Normalising a note's text for matching: stemmed words, technical ones (docs/curator.md)."""
 
 from __future__ import annotations
 
@@ -28,7 +27,6 @@ _WORD = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"[a-z][A-Z]")
 _TECH_CHARS = re.compile(r"[/._=:@~$<>|*#\\\[\]{}()0-9]|^-")
 _QUANTITY = re.compile(r"\d+(?:[.,]\d+)*[a-z]*")  # 3.11, 5432, 14s, 3min
-_PROSE = ((), (), ())  # a prose word's anchors, strict ones and signature words
 
 
 @lru_cache(maxsize=1 << 14)
@@ -52,8 +50,8 @@ def stem(word: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Norm:
-    """A normalised text, each field space-joined words: `packed` is the anchors, strict ones
-    marked "!"; `signature` starts with "=" (no word does: it is filed as a word) or is ""."""
+    """Space-joined words; `packed`: anchors, strict ones "!"-marked; `signature`: "" or "=..."
+    (no word starts with "=": it is filed as a word)."""
 
     key: str
     anchors: str = ""
@@ -76,7 +74,7 @@ def _step(token: str, in_code: bool, after_launcher: bool, after_article: bool) 
     technical = flag or bool(_TECH_CHARS.search(token) or _CAMEL.search(token))
     if not (in_code or subcommand or technical):
         content = tuple(s for w, s in zip(found, every, strict=True) if w not in STOPWORDS)
-        return content, _PROSE, launches, article
+        return content, ((), (), ()), launches, article
     quantity = low[:1].isdigit() and _QUANTITY.fullmatch(low) is not None
     strict = (every if flag or (subcommand and not runner)
               else () if quantity else tuple(w for w in every if w[0].isdigit()))
