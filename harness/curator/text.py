@@ -62,7 +62,7 @@ class Norm:
 
 @lru_cache(maxsize=1 << 14)  # tokens recur far more than texts do
 def _step(token: str, in_code: bool, after_launcher: bool, after_article: bool) -> tuple:
-    """(words, (anchors, strict, signature words), command next?, article?)."""
+    """(words, None or (anchors, strict, signature words), command next?, article?)."""
     token = token.lstrip("\"'([{").rstrip(".,;:!?\"')]}")
     low = token.lower()
     flag = low.startswith("-")
@@ -74,7 +74,7 @@ def _step(token: str, in_code: bool, after_launcher: bool, after_article: bool) 
     technical = flag or bool(_TECH_CHARS.search(token) or _CAMEL.search(token))
     if not (in_code or subcommand or technical):
         content = tuple(s for w, s in zip(found, every, strict=True) if w not in STOPWORDS)
-        return content, ((), (), ()), launches, article
+        return content, None, launches, article
     quantity = low[:1].isdigit() and _QUANTITY.fullmatch(low) is not None
     strict = (every if flag or (subcommand and not runner)
               else () if quantity else tuple(w for w in every if w[0].isdigit()))
@@ -94,7 +94,8 @@ def normalize(text: str) -> Norm:
         for token in segment.split():
             more, tech, launched, article = _step(token, i % 2 == 1, launched, article)
             words += more
-            techs.append(tech)
+            if tech:
+                techs.append(tech)
     anchors, strict, shape = ({w for t in techs for w in t[n]} for n in range(3))
     ordered = sorted(anchors)
     packed = " ".join("!" + w if w in strict else w for w in ordered)
