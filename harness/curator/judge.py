@@ -1,5 +1,4 @@
-"""A judge's answers to "same lesson?" for what the rule (`matching`) leaves unsure: each note's
-K lessons most alike (`similarity`), asked of the curator role's model (`harness.run.judging`)."""
+"""A model's answers (`harness.run.judging`) to "same lesson?" where the rule is unsure."""
 
 from __future__ import annotations
 
@@ -38,8 +37,7 @@ def about_identity(bucket: Any) -> bool:
 
 
 def similarity(a: str, b: str, df: dict[str, int]) -> float:
-    """The share (0-100) of the two texts' word weight they share, rarer words (`df`) weighing
-    more; summed exactly (fsum), as a set's order, and a plain sum's last bit, varies by seed."""
+    """The share (0-100) of word weight in common, rare words (`df`) more; fsum: any seed's sum."""
     wa, wb = set(a.split()), set(b.split())
     weight = {w: 1.0 / (1.0 + math.log1p(df.get(w, 0))) for w in wa | wb}
     union = math.fsum(weight.values())
@@ -47,38 +45,31 @@ def similarity(a: str, b: str, df: dict[str, int]) -> float:
 
 
 class Judgments:
-    """Answers (`fresh`: this pass's; `recorded`: earlier ones), and the questions a pass asks
-    about `budget` notes at most, and as many due lessons beside identity."""
+    """Answers (`fresh`, `recorded`), and questions about `budget` notes (and due lessons)."""
 
-    def __init__(self, answers: dict[tuple[Any, str, str], bool] | None = None, *,
-                 budget: int = 0,
+    def __init__(self, answers: dict[tuple[Any, str, str], bool] | None = None, *, budget: int = 0,
                  recorded: Callable[[Any, str], dict[str, bool]] | None = None) -> None:
         self.budget, self.recorded = budget, recorded
         self.questions: list[Question] = []
         self._asked: list[set[str]] = [set(), set()]  # notes asked about: clustering, identity
         self.texts: dict[str, str] = {}  # a question's note key -> its words (`shown`)
         self.fresh = dict(answers or {})
-        self._answers: dict[tuple[Any, str], dict[str, bool]] = {}  # note -> other -> same
+        self._fresh: dict[tuple[Any, str], dict[str, bool]] = {}  # note -> other -> same
         for (bucket, key, other), same in self.fresh.items():
-            self._answers.setdefault((bucket, key), {})[other] = same
-        self._looked: set[tuple[Any, str]] = set()  # notes whose recorded answers are in
+            self._fresh.setdefault((bucket, key), {})[other] = same
+        self._answers: dict[tuple[Any, str], dict[str, bool]] = {}  # `_fresh` over recorded
 
     def active(self) -> bool:
         """Whether there is anything to answer or ask: else a pass leaves the judge out."""
-        return bool(self._answers) or self.budget > 0 or self.recorded is not None
-
-    def wanted(self, bucket: Any, key: str, may_ask: bool) -> bool:
-        """Whether the note `key` has answers or (`may_ask`) is still asked about."""
-        return bool(self.about(bucket, key)) or (may_ask and self.asking(bucket, key))
+        return bool(self.fresh) or self.budget > 0 or self.recorded is not None
 
     def about(self, bucket: Any, key: str) -> dict[str, bool]:
         """The answers about the note `key`, other key -> same; this pass's over recorded ones."""
         note = (bucket, key)
-        if self.recorded is not None and note not in self._looked:
-            self._looked.add(note)
-            if found := self.recorded(bucket, key):
-                self._answers[note] = {**found, **self._answers.get(note, {})}
-        return self._answers.get(note, {})
+        if note not in self._answers:
+            found = {} if self.recorded is None else self.recorded(bucket, key)
+            self._answers[note] = {**found, **self._fresh.get(note, {})}
+        return self._answers[note]
 
     def asking(self, bucket: Any = None, key: str | None = None) -> bool:
         """Whether this pass still asks about the note `key` in `bucket`."""
@@ -87,8 +78,7 @@ class Judgments:
 
     def decide(self, bucket: Any, norm: Norm, candidates: list[Variant], ask: bool,
                df: dict[str, int]) -> int | None:
-        """The first cluster, most similar first, the judge says `norm` is, or None; the best
-        K (IDENTITY_ASKED) clusters without an answer are asked about when `ask`."""
+        """The first cluster, most alike first, said to be `norm`'s; K unanswered ones asked."""
         identity = about_identity(bucket)
         may_ask, floor = (IDENTITY_ASKED, IDENTITY_MIN_SCORE) if identity else (K, MIN_SCORE)
         scored = [(score, v.owner, v.key) for v in candidates

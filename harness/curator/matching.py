@@ -1,5 +1,4 @@
-"""The match rule (`_joins`) and its blocked index: what a query is scored against
-(`shortlist_of`) and a judge's candidates (`pool_of`), with their figures in docs/curator.md."""
+"""The match rule (`_joins`) and its blocked index (`shortlist_of`, `pool_of`): docs/curator.md."""
 
 from __future__ import annotations
 
@@ -30,8 +29,7 @@ def same_lesson(a: str, b: str, threshold: float) -> bool:
 
 def _joins(a: Norm, a_words: set[str], b: Norm | Variant, threshold: float, sure: bool = True,
            near: bool = False) -> bool:
-    """The rule (docs/curator.md) on `a`, of words `a_words`, and `b`; `sure`: no swap joins;
-    `near`: half the words in common join."""
+    """The rule (docs/curator.md); `sure`: no swap joins; `near`: half the words shared join."""
     if "!" in b.packed and not a_words.issuperset(_STRICT.findall(b.packed)):
         return False
     b_words = set(b.key.split())
@@ -71,8 +69,7 @@ class LessonIndex:
 
     def find(self, bucket: Any, norm: Norm, ask: bool = False) -> int | None:
         """The cluster id `norm` belongs to in `bucket`, or None; `ask`: a judge may be asked."""
-        if bucket not in self._buckets and not (self.store is not None
-                                                and self.store.covers(bucket)):
+        if not (bucket in self._buckets or self.store and self.store.covers(bucket)):
             return None
         b = self._bucket(bucket, norm)
         hit = b.exact.get(norm.key)  # most queries of a big log are exact repeats
@@ -87,27 +84,22 @@ class LessonIndex:
         if match and (found := self._match(b, norm, words, ask=True)) is not None:
             cluster = found
         b.exact[norm.key] = cluster
-        count = self._variants.get(cluster)
-        if count is None:
-            count = self.store.variant_count(cluster) if b.stored else 0
-        self._variants[cluster] = min(count + 1, MAX_VARIANTS)
-        if count >= MAX_VARIANTS:
+        if cluster not in self._variants:
+            self._variants[cluster] = self.store.variant_count(cluster) if b.stored else 0
+        if self._variants[cluster] >= MAX_VARIANTS:
             return cluster
+        self._variants[cluster] += 1
         vid = self.next_vid
         self.next_vid += 1
         b.variants[vid] = Variant(norm.key, norm.packed, norm.signature, cluster)
         if norm.signature:
             words.add(norm.signature)
-        df, postings = b.df, b.postings
         for w in words:
-            df[w] = df.get(w, 0) + 1
-            plist = postings.get(w)
-            if plist is None:
-                postings[w] = [vid]
-            else:
-                plist.append(vid)
-                if len(plist) > 2 * POSTING_CAP:
-                    del plist[:-POSTING_CAP]
+            b.df[w] = b.df.get(w, 0) + 1
+            plist = b.postings.setdefault(w, [])
+            plist.append(vid)
+            if len(plist) > 2 * POSTING_CAP:
+                del plist[:-POSTING_CAP]
         return cluster
 
     def add(self, bucket: Any, norm: Norm, cluster: int) -> None:
@@ -123,8 +115,9 @@ class LessonIndex:
             if (_joins(norm, a_words, v, self.threshold, self.sure, self.near) if self.anchored
                     else fuzz.token_set_ratio(norm.key, v.key, score_cutoff=self.threshold)):
                 return v.owner
-        judge = self.judge
-        if not self.anchored or judge is None or not judge.wanted(b.name, norm.key, ask):
+        judge = self.judge  # no pool for a note it has no answer about and asks no more about
+        if judge is None or not (judge.about(b.name, norm.key)
+                                 or ask and judge.asking(b.name, norm.key)):
             return None
         pool = pool_of(b, a_words, a_anchors, norm.signature)
         self._fault_variants(b, pool)
@@ -164,40 +157,30 @@ class LessonIndex:
         return [b for b in self._buckets.values() if b.stored]
 
 
-def block_words(df: dict[str, int], words: set[str], anchors: Collection[str],
+def block_words(b: Bucket, words: set[str], anchors: Collection[str], signature: str,
                 limit: int) -> list[str]:
-    """The `limit` rarest of a query's `anchors` (among `words`), then of its other words; ties
-    by the word, not by a set's order, which changes with the hash seed."""
-    get = df.get
+    """`signature` if filed, the `limit` rarest `anchors`, then `words`; ties by word, not seed."""
+    get = b.df.get
     counted = sorted([(n, w) for w in anchors if (n := get(w))])[:limit]
     if len(counted) < limit:
         others = sorted([(n, w) for w in words if (n := get(w)) and w not in anchors])
         counted += others[:limit - len(counted)]
-    return [w for _, w in counted]
+    return [signature] * (signature in b.postings) + [w for _, w in counted]
 
 
 def shortlist_of(b: Bucket, words: set[str], anchors: Collection[str] = (),
                  signature: str = "") -> list[int]:
-    """Recent variants under the `signature` and `block_words` of a query, best first: under
-    the first word, those also under the second and third first; then under the others."""
-    counted = block_words(b.df, words, anchors, BLOCK_WORDS)
-    if signature in b.postings:
-        counted = [signature, *counted[:BLOCK_WORDS - 1]]
-    first, second, third = ([b.postings[w][-POSTING_CAP:] for w in counted] + [[], [], []])[:3]
-    in_second, in_third = set(second), set(third)
-    best = sorted(first, key=lambda v: (v not in in_second, v not in in_third))
-    if len(best) < SHORTLIST:
-        in_first = set(first)
-        best += sorted((v for v in second if v not in in_first), key=lambda v: v not in in_third)
-        best += [v for v in third if v not in in_first and v not in in_second]
-    return best[:SHORTLIST]
+    """Recent variants under 3 `block_words`, best first (weights 4, 2, 1; ties: first seen)."""
+    score: dict[int, int] = {}
+    filed = block_words(b, words, anchors, signature, BLOCK_WORDS)
+    for weight, w in zip((4, 2, 1), filed, strict=False):
+        for vid in b.postings[w][-POSTING_CAP:]:
+            score[vid] = score.get(vid, 0) + weight
+    return sorted(score, key=score.__getitem__, reverse=True)[:SHORTLIST]  # reverse: stable
 
 
 def pool_of(b: Bucket, words: set[str], anchors: Collection[str] = (),
             signature: str = "") -> list[int]:
     """A judge's candidates: the recent variants under the `signature` or POOL_WORDS words."""
-    filed = block_words(b.df, words, anchors, POOL_WORDS)
-    if signature in b.postings:
-        filed.insert(0, signature)
-    recent = (vid for w in filed for vid in reversed(b.postings[w][-POSTING_CAP:]))
-    return list(dict.fromkeys(recent))
+    filed = block_words(b, words, anchors, signature, POOL_WORDS)
+    return list(dict.fromkeys(vid for w in filed for vid in reversed(b.postings[w][-POSTING_CAP:])))

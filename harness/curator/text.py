@@ -1,5 +1,4 @@
-"""Normalising a note's text for matching: its words, stemmed, and its technical words (anchors,
-the strict ones, the signature: docs/curator.md)."""
+"""Normalising a note's text for matching: stemmed words, technical ones (docs/curator.md)."""
 
 from __future__ import annotations
 
@@ -51,8 +50,8 @@ def stem(word: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Norm:
-    """A normalised text, each field space-joined words: `packed` is the anchors, strict ones
-    marked "!"; `signature` starts with "=" (no word does: it is filed as a word) or is ""."""
+    """Space-joined words; `packed`: anchors, strict ones "!"-marked; `signature`: "" or "=..."
+    (no word starts with "=": it is filed as a word)."""
 
     key: str
     anchors: str = ""
@@ -62,27 +61,25 @@ class Norm:
 
 
 @lru_cache(maxsize=1 << 14)  # tokens recur far more than texts do
-def _step(token: str, in_code: bool, after_launcher: bool) -> tuple:
-    """(words, None or (anchors, strict, signature words), launcher?, article?, command next?)."""
+def _step(token: str, in_code: bool, after_launcher: bool, after_article: bool) -> tuple:
+    """(words, None or (anchors, strict, signature words), command next?, article?)."""
     token = token.lstrip("\"'([{").rstrip(".,;:!?\"')]}")
     low = token.lower()
     flag = low.startswith("-")
     found = _WORD.findall(low)
     every = tuple(stem(w) for w in found)
-    launcher, article = low in LAUNCHERS, low in ARTICLES
+    launches, article = low in LAUNCHERS and not after_article, low in ARTICLES
     runner = after_launcher and low in RUNNERS
     subcommand = after_launcher and not flag and (low not in STOPWORDS or runner)
     technical = flag or bool(_TECH_CHARS.search(token) or _CAMEL.search(token))
     if not (in_code or subcommand or technical):
         content = tuple(s for w, s in zip(found, every, strict=True) if w not in STOPWORDS)
-        return content, None, launcher, article, False
+        return content, None, launches, article
     quantity = low[:1].isdigit() and _QUANTITY.fullmatch(low) is not None
-    if flag or (subcommand and not runner):
-        strict = every
-    else:
-        strict = () if quantity else tuple(w for w in every if w[0].isdigit())
+    strict = (every if flag or (subcommand and not runner)
+              else () if quantity else tuple(w for w in every if w[0].isdigit()))
     shaped = every if technical and not (quantity and low[-1].isalpha()) else ()
-    return every, (every, strict, shaped), launcher, article, runner
+    return every, (every, strict, shaped), runner or launches, article
 
 
 # big enough that a pass's due lessons, looked up in identity after every note is clustered,
@@ -92,15 +89,13 @@ def normalize(text: str) -> Norm:
     """Normalise a note's text for matching (see the module docstring)."""
     words: list[str] = []
     techs: list[tuple] = []
-    prev_article = after_launcher = False
+    launched = article = False
     for i, segment in enumerate(text.split("`")):
         for token in segment.split():
-            more, tech, launcher, article, command_next = _step(token, i % 2 == 1, after_launcher)
+            more, tech, launched, article = _step(token, i % 2 == 1, launched, article)
             words += more
             if tech:
                 techs.append(tech)
-            after_launcher = command_next or (launcher and not prev_article)
-            prev_article = article
     anchors, strict, shape = ({w for t in techs for w in t[n]} for n in range(3))
     ordered = sorted(anchors)
     packed = " ".join("!" + w if w in strict else w for w in ordered)
