@@ -17,7 +17,7 @@ touch (`harness.curator.lessondb`) and, when it appends candidates, writes back 
 changed: "db-open-s" and "db-write-s" are the open and the write within the pass, "db-MiB"
 and "record-MiB" the sizes of the database and of the candidate record after the passes.
 With `--answers N`, each history's identity folder also holds N answers of a model-mode
-judge (`harness.curator.verdicts`), which every pass consults about the notes it is unsure
+judge (`harness.curator.curatordb`), which every pass consults about the notes it is unsure
 of. Last, one more pass over the biggest history runs under
 cProfile, and the top lines of its profile are printed.
 """
@@ -47,7 +47,7 @@ import curator  # noqa: E402 - bench/curator.py: the generators and the child pr
 # and at most 1.5x the same pass at 1k
 GOAL_RATIO, GOAL_SECONDS = 1.5, 0.3
 # harness.curator.lessondb's open and its write
-TIMED = ("load", "_write")
+TIMED = ("open_store", "_write")
 COLUMNS = ("history", "passes", "new", "seconds", "min-s", "max-s", "cpu-s", "db-open-s",
            "db-write-s", "db-MiB", "record-MiB", "history-s")
 WIDTH = {c: max(len(c), 7) for c in COLUMNS} | {"history": 10}
@@ -78,7 +78,7 @@ def child(state: str, identity: str, profile_lines: int) -> None:
     profiler = cProfile.Profile() if profile_lines else None
     with profiler or contextlib.nullcontext():
         result = curator.measure(state, identity)
-    result["open_s"] = spent["load"]
+    result["open_s"] = spent["open_store"]
     result["write_s"] = spent["_write"]
     if profiler:
         text = io.StringIO()
@@ -101,15 +101,16 @@ def build_history(folder: Path, n: int, answers: int = 0) -> tuple[int, dict]:
 
 def seed_answers(identity: Path, count: int) -> None:
     """`count` recorded answers about pairs of worker notes of six to ten words."""
-    from harness.curator import verdicts
+    from harness.curator import curatordb
 
     rng = random.Random(count)
     words = [f"w{i}" for i in range(5000)]
-    rows = verdicts.rows({(("worker", rng.choice(("TRICK", "FAIL", "FORGOT"))),
-                           " ".join(rng.sample(words, rng.randint(6, 10))),
-                           " ".join(rng.sample(words, rng.randint(6, 10)))): rng.random() < 0.5
-                          for _ in range(count)}, "2026-01-01T00:00:00Z", "other")
-    verdicts.append(identity, rows)
+    rows = curatordb.answer_rows({(("worker", rng.choice(("TRICK", "FAIL", "FORGOT"))),
+                                   " ".join(rng.sample(words, rng.randint(6, 10))),
+                                   " ".join(rng.sample(words, rng.randint(6, 10)))):
+                                  rng.random() < 0.5 for _ in range(count)},
+                                 "2026-01-01T00:00:00Z", "other")
+    curatordb.append_answers(identity, rows)
 
 
 def mib(path: Path) -> float:

@@ -179,7 +179,7 @@ def model_mode_curator(state: Path, role_yaml: str) -> None:
 
 def assert_unsure_pair_judged_one(identity: Path) -> None:
     """The model said the pair is one lesson: promoted, and its answer recorded."""
-    from harness.curator import verdicts
+    from harness.curator import curatordb
 
     assert f"- TRICK: {UNSURE_FIRST} [promoted" in (identity / "worker.md").read_text()
-    assert list(verdicts.read_all(identity).values()) == [True]
+    assert list(curatordb.read_answers(identity).values()) == [True]

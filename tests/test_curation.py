@@ -275,11 +275,11 @@ def test_model_mode_calls_the_model_outside_the_curator_lock_with_the_collector_
     assert backend.seen == {"gc": True, "lock_free": True}
     assert "model's rewrite: accepted" in result.output
     # the prompt asked "same lesson?" about pairs, but an answer without `same` records none
-    from harness.curator import verdicts
+    from harness.curator import curatordb
 
     assert "### Same lesson?" in (next(state.glob("runs/*-curator-mission")) / "prompt.md"
                                   ).read_text()
-    assert verdicts.read_all(isolated_env) == {}
+    assert curatordb.read_answers(isolated_env) == {}
     run = next(state.glob("runs/*-curator-mission"))
     assert json.loads((run / "manifest.json").read_text())["cost_usd"] == 0.25
     assert json.loads((state / "spend.json").read_text())["usd"] == 0.25
@@ -337,7 +337,7 @@ def test_model_mode_asks_same_lesson_and_its_answer_promotes_and_is_recorded(
     from conftest import UNSURE_FIRST, UNSURE_SECOND, unsure_pair_lines
 
     import harness.run.lifecycle
-    from harness.curator import verdicts
+    from harness.curator import curatordb
 
     with open(state / "raw.md", "a") as raw:
         raw.write(unsure_pair_lines())
@@ -352,7 +352,7 @@ def test_model_mode_asks_same_lesson_and_its_answer_promotes_and_is_recorded(
     run = next(state.glob("runs/*-curator-mission"))
     assert "its same-lesson answers" in json.loads(
         (run / "manifest.json").read_text())["curation"]
-    recorded = verdicts.read_all(isolated_env)
+    recorded = curatordb.read_answers(isolated_env)
     assert list(recorded.values()).count(True) == 1
     assert invoke("reconstruct", run.name, "--check").exit_code == 0
 
@@ -384,7 +384,7 @@ def test_model_mode_answers_reach_an_identity_folder_that_does_not_exist_yet(
     from conftest import UNSURE_SECOND, unsure_pair_lines
 
     import harness.run.lifecycle
-    from harness.curator import verdicts
+    from harness.curator import curatordb
 
     identity = isolated_env / "shared" / "identity"
     monkeypatch.setenv("HARNESS_IDENTITY_DIR", str(identity))
@@ -395,5 +395,5 @@ def test_model_mode_answers_reach_an_identity_folder_that_does_not_exist_yet(
                         lambda name: JudgingBackend(UNSURE_SECOND))
     result = invoke("curator")
     assert result.exit_code == 0, result.output
-    assert list(verdicts.read_all(identity).values()).count(True) == 1
+    assert list(curatordb.read_answers(identity).values()).count(True) == 1
     assert not list(state.glob("**/*journal*"))

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.curator import curatordb, lessondb, verdicts
+from harness.curator import curatordb, lessondb
 from harness.curator.curate import CuratorSettings, curate
 from harness.curator.judge import Judgments
 from harness.curator.text import NORMALISER_VERSION, normalize
@@ -106,7 +106,7 @@ def test_the_files_of_earlier_versions_are_imported_or_dropped(tmp_path) -> None
         note(state, FIRST, "TRICK", feature=f"F-00{n}", run=f"r{n}")
     report = curate(state, identity, "shop", CuratorSettings(), now=NOW)
     assert [p.text for p in report.promoted] == [FIRST]  # the lessons: made from the record
-    assert verdicts.read_all(identity) == {(BUCKET, "a b", "c d"): True}
+    assert curatordb.read_answers(identity) == {(BUCKET, "a b", "c d"): True}
     assert not [name for name in [*caches, ".judgments.db"] if (identity / name).exists()]
 
 
@@ -127,7 +127,7 @@ def test_answers_are_recorded_with_the_texts_they_are_about(tmp_path) -> None:
 def test_a_new_normaliser_keys_the_answers_again_from_their_texts(tmp_path,
                                                                   monkeypatch) -> None:
     identity = tmp_path / "identity"
-    verdicts.append(identity, verdicts.rows(
+    curatordb.append_answers(identity, curatordb.answer_rows(
         {(BUCKET, "first text", "second text"): True, (BUCKET, "x", "y"): False},
         NOW, "shop", lambda bucket, key: {"first text": "the First text",
                                           "second text": "the Second text"}.get(key)))
@@ -138,7 +138,7 @@ def test_a_new_normaliser_keys_the_answers_again_from_their_texts(tmp_path,
     monkeypatch.setattr(curatordb, "normalize", lambda text: SimpleNamespace(key=text.upper()))
     said: list[str] = []
     curatordb.connect(identity, said=said).close()
-    assert verdicts.read_all(identity) == {(BUCKET, "THE FIRST TEXT", "THE SECOND TEXT"): True,
+    assert curatordb.read_answers(identity) == {(BUCKET, "THE FIRST TEXT", "THE SECOND TEXT"): True,
                                            (BUCKET, "x", "y"): False}
     # the answer without its texts is kept under its old keys, and said so
     assert said == ["1 recorded answers have no texts to key again by the new normaliser: "
@@ -189,7 +189,7 @@ def test_an_old_answers_file_that_cannot_be_read_is_left_and_said(tmp_path) -> N
     curatordb.connect(tmp_path, said=said).close()
     assert (tmp_path / ".judgments.db").read_bytes() == b"not a database at all" * 100
     assert len(said) == 1 and "its answers were not imported" in said[0]
-    assert verdicts.read_all(tmp_path) == {}
+    assert curatordb.read_answers(tmp_path) == {}
 
 
 def test_a_lesson_database_locked_past_its_timeout_is_left_for_the_next_pass(
@@ -213,7 +213,8 @@ def test_a_lesson_database_locked_past_its_timeout_is_left_for_the_next_pass(
 
 
 def test_answers_met_by_a_damaged_database_go_to_a_new_one(tmp_path) -> None:
-    verdicts.append(tmp_path, verdicts.rows({(BUCKET, "a b", "c d"): True}, NOW, "shop"))
+    curatordb.append_answers(tmp_path,
+                             curatordb.answer_rows({(BUCKET, "a b", "c d"): True}, NOW, "shop"))
     path = tmp_path / curatordb.NAME
     with sqlite3.connect(path) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -222,9 +223,10 @@ def test_answers_met_by_a_damaged_database_go_to_a_new_one(tmp_path) -> None:
     data[4096:] = b"\xff" * (len(data) - 4096)  # every page past the first is garbage
     path.write_bytes(bytes(data))
     said: list[str] = []
-    verdicts.append(tmp_path, verdicts.rows({(BUCKET, "e f", "g h"): False}, NOW, "shop"),
-                    said)
-    assert verdicts.read_all(tmp_path) == {(BUCKET, "e f", "g h"): False}
+    curatordb.append_answers(tmp_path,
+                             curatordb.answer_rows({(BUCKET, "e f", "g h"): False}, NOW, "shop"),
+                             said)
+    assert curatordb.read_answers(tmp_path) == {(BUCKET, "e f", "g h"): False}
     assert "set aside" in said[0] and (tmp_path / curatordb.DAMAGED).exists()
 
 
@@ -233,7 +235,8 @@ def test_a_pass_with_recorded_answers_leaves_no_wal_file_behind(tmp_path) -> Non
     checkpoint the WAL and remove it, and every later open would read it through."""
     state, identity = tmp_path / "shop", tmp_path / "identity"
     state.mkdir()
-    verdicts.append(identity, verdicts.rows({(BUCKET, "a b", "c d"): True}, NOW, "shop"))
+    curatordb.append_answers(identity,
+                             curatordb.answer_rows({(BUCKET, "a b", "c d"): True}, NOW, "shop"))
     for n in range(2):
         note(state, FIRST, "TRICK", feature=f"F-00{n}", run=f"r{n}")
     curate(state, identity, "shop", CuratorSettings(), now=NOW)
@@ -273,4 +276,4 @@ def test_a_dry_run_before_the_first_pass_of_this_version_changes_no_file(tmp_pat
     assert [p.text for p in report.promoted] == [FIRST]  # clustered from the files alone
     assert sorted(p.name for p in identity.iterdir()) == before
     curate(state, identity, "shop", CuratorSettings(), now=NOW)
-    assert verdicts.read_all(identity) == {(BUCKET, "a b", "c d"): True}
+    assert curatordb.read_answers(identity) == {(BUCKET, "a b", "c d"): True}

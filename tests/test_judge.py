@@ -8,7 +8,7 @@ from pathlib import Path
 from conftest import UNSURE_FIRST, UNSURE_SECOND
 from corpus_quality import stored_lessons
 
-from harness.curator import curatordb, verdicts
+from harness.curator import curatordb
 from harness.curator.curate import CuratorSettings, curate, preview_for_model
 from harness.curator.identity import IdentityIndex
 from harness.curator.judge import Judgments, Question
@@ -137,13 +137,14 @@ def test_identity_knows_a_lesson_a_judge_said_it_holds() -> None:
 def test_answers_are_recorded_once_each_and_read_by_the_note_they_are_about(
         tmp_path: Path) -> None:
     answers = {PAIR: True, ("validator", "a b", "c d"): False}
-    rows = verdicts.rows(answers, "2026-06-01T00:00:00Z", "shop")
-    assert verdicts.open_recorded(tmp_path) is None
-    verdicts.append(tmp_path, rows)
-    verdicts.append(tmp_path, verdicts.rows({PAIR: False}, "2026-06-02T00:00:00Z", "shop"))
-    verdicts.append(tmp_path, rows)  # a redone journal step
-    assert verdicts.read_all(tmp_path) == answers  # the first answer stands
-    recorded = verdicts.open_recorded(tmp_path)
+    rows = curatordb.answer_rows(answers, "2026-06-01T00:00:00Z", "shop")
+    assert curatordb.open_recorded(tmp_path) is None
+    curatordb.append_answers(tmp_path, rows)
+    curatordb.append_answers(tmp_path,
+                             curatordb.answer_rows({PAIR: False}, "2026-06-02T00:00:00Z", "shop"))
+    curatordb.append_answers(tmp_path, rows)  # a redone journal step
+    assert curatordb.read_answers(tmp_path) == answers  # the first answer stands
+    recorded = curatordb.open_recorded(tmp_path)
     assert recorded is not None
     try:
         assert recorded.about(BUCKET, PAIR[1]) == {PAIR[2]: True}
@@ -173,7 +174,7 @@ def test_a_pass_asks_then_one_with_the_answer_promotes_records_it_and_a_rebuild_
     assert preview.questions == [(PAIR, SECOND, FIRST)]
     report = curate(state, identity, "shop", CuratorSettings(), judge=Judgments({PAIR: True}))
     assert [p.text for p in report.promoted] == [FIRST]
-    assert verdicts.read_all(identity) == {PAIR: True}
+    assert curatordb.read_answers(identity) == {PAIR: True}
     assert not (state / "curator" / "journal.json").exists()
     # the lesson database rebuilt from the record clusters the two notes as one again
     forget(identity)

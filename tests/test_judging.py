@@ -14,7 +14,7 @@ from conftest import (
 )
 from fake_api import text
 
-from harness.curator import verdicts
+from harness.curator import curatordb
 from harness.run.judging import parse, parse_pairs
 
 ROLE = ("template: curator.md.j2\nbackend: anthropic\nmodel: claude-haiku-4-5\n"
@@ -61,7 +61,7 @@ def test_the_judge_is_asked_and_its_same_asked_again_promotes_and_is_recorded(
             f"(asked in run {again['run_id']})") in result.output
     for run in (first, again):
         assert invoke("reconstruct", run["run_id"], "--check").exit_code == 0
-    assert list(verdicts.read_all(isolated_env).values()) == [True]
+    assert list(curatordb.read_answers(isolated_env).values()) == [True]
     more = invoke("curator")  # the answer is recorded: nothing is asked twice
     assert more.exit_code == 0 and len(api.requests) == 2
 
@@ -76,7 +76,7 @@ def test_a_same_the_second_look_denies_keeps_the_notes_apart_and_is_recorded(
     assert result.exit_code == 0, result.output
     assert '0 of 1 "same" confirmed' in result.output
     assert not (isolated_env / "worker.md").exists()
-    assert list(verdicts.read_all(isolated_env).values()) == [False]
+    assert list(curatordb.read_answers(isolated_env).values()) == [False]
 
 
 @pytest.mark.parametrize("second", [
@@ -97,7 +97,7 @@ def test_a_same_the_second_look_leaves_unanswered_is_left_to_the_rules(
     assert '0 of 1 "same" confirmed' in result.output
     assert "curator: 2 new lines" in result.output  # the pass itself went on
     assert not (isolated_env / "worker.md").exists()
-    assert verdicts.read_all(isolated_env) == {}  # neither answer recorded as the truth
+    assert curatordb.read_answers(isolated_env) == {}  # neither answer recorded as the truth
 
 
 def test_a_new_keeps_the_notes_apart_and_is_recorded_too(
@@ -106,7 +106,7 @@ def test_a_new_keeps_the_notes_apart_and_is_recorded_too(
     api.reply(text("Note 1: new"))
     assert invoke("curator").exit_code == 0
     assert not (isolated_env / "worker.md").exists()
-    assert list(verdicts.read_all(isolated_env).values()) == [False]
+    assert list(curatordb.read_answers(isolated_env).values()) == [False]
 
 
 @pytest.mark.parametrize("answer", [
@@ -127,7 +127,7 @@ def test_a_failed_or_unreadable_judge_leaves_the_rules_and_the_pass_goes_on(
     assert "the rules decided alone" in result.output
     assert "curator: 2 new lines" in result.output  # the pass itself went on
     assert not (isolated_env / "worker.md").exists()
-    assert verdicts.read_all(isolated_env) == {}  # nothing recorded
+    assert curatordb.read_answers(isolated_env) == {}  # nothing recorded
     assert len(judge_runs(state)) == 1  # the failed call is on record
 
 
@@ -139,7 +139,7 @@ def test_a_budget_the_first_call_spends_asks_nothing_more(
     assert result.exit_code == 0, result.output
     assert len(api.requests) == 1 and "budget $0.00 is spent" in result.output
     assert not (isolated_env / "worker.md").exists()
-    assert verdicts.read_all(isolated_env) == {}
+    assert curatordb.read_answers(isolated_env) == {}
 
 
 def test_without_a_key_the_rules_decide_alone_and_say_why(

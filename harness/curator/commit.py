@@ -17,7 +17,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from harness.curator import lessondb, verdicts
+from harness.curator import curatordb, lessondb
 from harness.curator import record as candidates
 from harness.curator.identity import IdentityIndex
 from harness.curator.promotion import Promotion
@@ -71,7 +71,7 @@ def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
     for name, text in journal["files"].items():
         atomic_write(paths.state / name, text)
     if journal.get("judgments"):  # before the candidates: whatever clusters them reads these
-        verdicts.append(paths.identity, journal["judgments"], said)
+        curatordb.append_answers(paths.identity, journal["judgments"], said)
     # staged files gone are a person's doing: carry out the rest rather than wedge every run
     gone = [path for path, count in ((paths.staged_candidates, journal["candidates"]),
                                      (paths.staged_promotions, journal["promotions"]))

@@ -1,5 +1,8 @@
 """The curator's one database, `<identity>/.curator.db` (SQLite, WAL), shared by an identity's
-missions: the judge's answers (`verdicts`) and the record's lessons (`lessondb`). Named
+missions: the record's lessons (`lessondb`) and the judge's answers, a row each: the bucket (kind
+`-` for a role's identity file), the two `text.normalize` keys, same lesson or not, when, in which
+mission, and the two texts when known. A pass writes answers as a journal step (INSERT OR IGNORE:
+a redo adds nothing twice), nothing changes them after, and passes read them by note. Named
 MIGRATIONS run once each, in order, in one transaction (`migration` records which). A new
 `text.NORMALISER_VERSION` keys the answers again from their texts and empties the caches. A
 damaged database is set aside as `.curator.db.damaged` and made anew, with a message."""
@@ -12,6 +15,7 @@ import shutil
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from harness.curator.text import NORMALISER_VERSION, normalize
 
@@ -20,6 +24,7 @@ DAMAGED = ".curator.db.damaged"
 OLD_CACHES = (".candidates.v*.db", ".archive.db", ".candidates.digest")
 CACHES = ("lesson", "variant", "word", "lesson_meta")  # made again from the record
 Said = list[str] | None  # where a migration or a damaged database says what it could not do
+TextOf = Callable[[Any, str], str | None]  # (bucket, key) -> the text normalised to `key`
 
 
 def _tables(conn: sqlite3.Connection, identity: Path, said: Said) -> list[Path]:
@@ -185,3 +190,71 @@ def set_aside(identity: Path, said: Said) -> None:
         said.append(f"{path} could not be read: set aside as {damaged.name} and made anew "
                     "from the candidate record and the identity archive; the judge's "
                     "answers recorded in it are not carried over")
+
+
+Answers = dict[tuple[Any, str, str], bool]
+
+
+class Recorded:
+    """The recorded answers, read by the note they are about."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn, self.close = conn, conn.close
+
+    def about(self, bucket: Any, key: str) -> dict[str, bool]:
+        """The answers about the note `key` in `bucket`: other key -> same lesson."""
+        return {other: bool(same) for other, same in self.conn.execute(
+            "SELECT other, same FROM answer WHERE role=? AND kind=? AND key=?",
+            (*_columns(bucket), key))}
+
+
+def open_recorded(identity: Path, *, write: bool = False) -> Recorded | None:
+    """The recorded answers, or None for none. A writing pass opens them read-write: a read-only
+    connection closing last leaves SQLite's WAL file behind for every later open to read."""
+    conn = connect(identity, write=write)
+    if conn is not None and conn.execute("SELECT 1 FROM answer LIMIT 1").fetchone() is None:
+        conn.close()
+        conn = None
+    return None if conn is None else Recorded(conn)
+
+
+def answer_rows(answers: Answers, ts: str, mission: str,
+                text_of: TextOf | None = None) -> list[list]:
+    """`answers` as the journal holds them, with the texts `text_of` knows."""
+    text = text_of or (lambda bucket, key: None)
+    return [[*_columns(bucket), key, other, int(same), ts, mission, text(bucket, key),
+             text(bucket, other)] for (bucket, key, other), same in answers.items()]
+
+
+def append_answers(identity: Path, new_rows: list[list], said: Said = None) -> None:
+    """Record `new_rows` in one transaction (an answer recorded before stands), past damage."""
+    new_rows = [[*row, None, None][:9] for row in new_rows]  # an older journal's: no texts
+    for attempt in range(2):
+        try:
+            with contextlib.closing(connect(identity, said=said)) as conn:  # type: ignore[arg-type]
+                conn.execute("BEGIN IMMEDIATE")
+                conn.executemany("INSERT OR IGNORE INTO answer VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                 new_rows)
+                conn.execute("COMMIT")
+                return
+        except sqlite3.OperationalError as e:  # the journal step is redone by the next run
+            raise e if "locked" in str(e) else unwritable(identity, e) from None
+        except sqlite3.DatabaseError:
+            if attempt:
+                raise
+        set_aside(identity, said)
+
+
+def read_answers(identity: Path) -> Answers:
+    """Every recorded answer, (bucket, key, other) -> same."""
+    recorded = open_recorded(identity)
+    if recorded is None:
+        return {}
+    with contextlib.closing(recorded):
+        return {(role if kind == "-" else (role, kind), key, other): bool(same)
+                for role, kind, key, other, same in recorded.conn.execute(
+                    "SELECT role, kind, key, other, same FROM answer")}
+
+
+def _columns(bucket: Any) -> tuple[str, str]:
+    return (bucket, "-") if isinstance(bucket, str) else bucket  # a role: its identity file

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rapidfuzz import fuzz, process
 
-from harness.curator import verdicts
+from harness.curator import curatordb
 from harness.curator.commit import CuratorPaths, cursor_start, read_json, read_text
 from harness.curator.identity import IdentityIndex, archive_path, provenance
 from harness.curator.judge import Judgments
@@ -53,7 +53,7 @@ def explain(state: Path, identity: Path, text: str, similarity: float,
         return (f"{'plain' if kind == '-' else kind} notes are never promoted to identity: "
                 "only TRICK, FAIL and FORGOT are. They stay in MEMORY.md and summary.md, "
                 "where the curator merges and bounds them.")
-    answers = verdicts.read_all(identity)
+    answers = curatordb.read_answers(identity)
     tracker, read = load(identity, similarity, write=False)
     if answers:  # a note the model judged one lesson with another is in it
         tracker.index.judge = Judgments(answers)
@@ -109,7 +109,7 @@ def _place(identity: Path, ev: Evidence, similarity: float) -> str:
     return f"now: not in {role_file}; the rule is not met yet."
 
 
-def _describe(tracker: PromotionTracker, cid: int, answers: verdicts.Answers, where: str) -> str:
+def _describe(tracker: PromotionTracker, cid: int, answers: curatordb.Answers, where: str) -> str:
     ev = tracker.lessons[cid]
     seen = ev.first if ev.first == ev.last else f"{ev.first}..{ev.last}"
     keys = {key for c, key, _ in tracker.index.phrasings((ev.role, ev.kind)) if c == cid}

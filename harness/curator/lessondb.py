@@ -9,7 +9,6 @@ log, a new normaliser or rule) it reads the whole log and writes all.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -18,6 +17,7 @@ import orjson
 
 from harness.curator import curatordb
 from harness.curator import record as log
+from harness.curator.curatordb import TextOf
 from harness.curator.record import PROMOTABLE, RecordRead
 from harness.state.store import hold_lock
 
@@ -25,7 +25,6 @@ VERSION = 6  # of the rows' meaning (6: sure joins only); other rows are made ag
 POSTING_CAP = 24  # per word, only the most recent variants are looked at, and stored
 
 
-TextOf = Callable[[Any, str], str | None]  # (bucket, key) -> the text normalised to `key`
 Tracker = Any  # a `promotion.PromotionTracker`, which imports this module
 
 

@@ -12,12 +12,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
-from harness.curator import commit, record, verdicts
+from harness.curator import commit, curatordb, record
 from harness.curator.book import Compacted, MemoryBook
 from harness.curator.commit import CuratorPaths, read_text
-from harness.curator.identity import IdentityIndex
+from harness.curator.identity import IdentityIndex, archive_bucket, identity_lessons
 from harness.curator.judge import Judgments
-from harness.curator.promotion import Promotion, PromotionTracker, load, plan_promotions
+from harness.curator.promotion import Evidence, Promotion, PromotionTracker, load, plan_promotions
 from harness.curator.settings import CuratorReport, CuratorSettings, Refine, check_model_result
 from harness.curator.text import normalize
 from harness.names import escape_controls
@@ -35,7 +35,7 @@ class Planner:
         self.batch = secrets.token_hex(6)
         self.tracker: PromotionTracker | None = None
         self._texts_about_identity: dict[str, dict[str, str]] = {}  # see `text_of`
-        self.recorded: verdicts.Recorded | None = None
+        self.recorded: curatordb.Recorded | None = None
         self.record_read: record.RecordRead | None = None  # how far the candidate record was read
         self.staged = 0  # candidate lines staged
 
@@ -78,7 +78,7 @@ class Planner:
         return {
             "version": commit.FORMAT_VERSION, "batch": self.batch,
             "files": changed, "candidates": self.staged, "promotions": promotions,
-            "judgments": verdicts.rows(self.judge.fresh, memory.utc_now(), self.mission,
+            "judgments": curatordb.answer_rows(self.judge.fresh, memory.utc_now(), self.mission,
                                        self.text_of),
             "identity_sizes": {role: len(text.encode())  # the sizes the plan was checked on
                                for role, text in self.identity_texts.items()},
@@ -126,7 +126,7 @@ class Planner:
             paths.own.mkdir(parents=True, exist_ok=True)
         self.tracker, self.record_read = load(
             paths.identity, settings.similarity, write=not self.dry_run, said=self.report.changes)
-        self.recorded = verdicts.open_recorded(paths.identity, write=not self.dry_run)
+        self.recorded = curatordb.open_recorded(paths.identity, write=not self.dry_run)
         if self.recorded is not None:
             self.judge.recorded = self.recorded.about
         if self.judge.active():
@@ -180,7 +180,7 @@ class Planner:
         """The text the pass normalised to `key` in `bucket`, or the lesson database's."""
         if isinstance(bucket, str):  # about identity: texts of due lessons and identity lines
             if bucket not in self._texts_about_identity:
-                self._texts_about_identity[bucket] = verdicts.identity_texts(
+                self._texts_about_identity[bucket] = identity_texts(
                     bucket, self.tracker.due(), self.identity_texts)
             return self._texts_about_identity[bucket].get(key)
         return (self.tracker.texts.get((bucket, key))
@@ -228,3 +228,10 @@ def rewrite_diff(path: Path, old: str, new: str) -> str:
     note must not drive the terminal of `curator --dry-run`."""
     lines = difflib.unified_diff(old.splitlines(True), new.splitlines(True), str(path), str(path))
     return "".join(escape_controls(line.removesuffix("\n")) + "\n" for line in lines)
+
+
+def identity_texts(bucket: str, due: list[Evidence], identity: dict[str, str]) -> dict[str, str]:
+    """key -> text of the due lessons and identity lines a question in `bucket` may be about."""
+    texts = [ev.text for ev in due if bucket in (ev.role, archive_bucket(ev.role, ev.kind))]
+    texts += identity_lessons(identity.get(bucket, ""))
+    return {normalize(text).key: text for text in reversed(texts)}
