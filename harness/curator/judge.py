@@ -52,7 +52,6 @@ class Judgments:
         self.budget, self.recorded = budget, recorded
         self.questions: list[Question] = []
         self._asked: list[set[str]] = [set(), set()]  # notes asked about: clustering, identity
-        self.texts: dict[str, str] = {}  # a question's note key -> its words (`shown`)
         self.fresh = dict(answers or {})
         self._fresh: dict[tuple[Any, str], dict[str, bool]] = {}  # note -> other -> same
         for (bucket, key, other), same in self.fresh.items():
@@ -103,15 +102,17 @@ class Judgments:
             self._asked[about_identity(question.bucket)].add(question.key)
         return None
 
-    def shown(self, lesson_text: Callable[[int], str | None], due_text: dict[str, str],
-              identity_line: Callable[[int], str]) -> list[tuple[tuple, str, str]]:
-        """The questions as a model is shown them: ((bucket, key, other), text, other text)."""
+    def shown(self, note_text: dict[tuple[Any, str], str], lesson_text: Callable[[int], str | None],
+              due_text: dict[str, str], identity_line: Callable[[int], str]
+              ) -> list[tuple[tuple, str, str]]:
+        """The questions as a model is shown them: ((bucket, key, other), text, other text);
+        `note_text`: (bucket, key) -> the words of a note the pass normalised to `key`."""
         out = []
         for q in self.questions:
             if about_identity(q.bucket):
                 text, other = due_text.get(q.key), identity_line(q.other_cluster)
             else:
-                text, other = self.texts.get(q.key), lesson_text(q.other_cluster)
+                text, other = note_text.get((q.bucket, q.key)), lesson_text(q.other_cluster)
             if text is not None and other is not None:
                 out.append(((q.bucket, q.key, q.other), text, other))
         return out

@@ -132,7 +132,7 @@ class Planner:
         if self.judge.active():
             self.tracker.index.judge = self.judge
         for c in record.read_record(paths.identity, self.record_read):
-            self.tracker.add(c, cluster=self._cluster_of((c.role, c.kind), c.text))
+            self.tracker.add(c, cluster=self.tracker.assign_text((c.role, c.kind), c.text))
         raw_pass = record.RawPass(paths.raw, start, raw_keep=settings.raw_keep,
                                   month=cursor.get("last_month", "unparsed"), counted=counted)
         book = MemoryBook(old_memory, settings.bounds, similarity=settings.similarity,
@@ -160,7 +160,7 @@ class Planner:
             if e.kind not in record.LESSON_KINDS:
                 book.add(e)
                 continue
-            cid = self._cluster_of((e.role, e.kind), e.text)
+            cid = self.tracker.assign_text((e.role, e.kind), e.text)
             book.add(e, cid)
             if e.kind in record.PROMOTABLE:
                 c = record.Candidate(e.ts, self.mission, e.role, e.kind, e.feature, e.run, e.text)
@@ -168,13 +168,6 @@ class Planner:
                 n += 1
                 self.tracker.add(c, cid)
         return n
-
-    def _cluster_of(self, bucket: tuple[str, str], text: str) -> int:
-        asked = len(self.judge.questions)
-        cid = self.tracker.assign_text(bucket, text)
-        if len(self.judge.questions) > asked:  # the words a model is shown for `text`
-            self.judge.texts[normalize(text).key] = text
-        return cid
 
     def text_of(self, bucket: tuple[str, str] | str, key: str) -> str | None:
         """The text the pass normalised to `key` in `bucket`, or the lesson database's."""
@@ -198,8 +191,8 @@ class Planner:
         promotions = plan_promotions(due, identity, self.today)
         if self.judge.questions:  # some asked while planning them: about due lessons' texts
             self.report.questions = self.judge.shown(
-                self.tracker.text_of, {normalize(ev.text).key: ev.text for ev in due},
-                identity.line)
+                self.tracker.texts, self.tracker.text_of,
+                {normalize(ev.text).key: ev.text for ev in due}, identity.line)
         return promotions
 
     def _tell_appends(self, scan: record.Scan, memory_archived: list[str],
