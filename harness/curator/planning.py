@@ -79,7 +79,7 @@ class Planner:
             "version": commit.FORMAT_VERSION, "batch": self.batch,
             "files": changed, "candidates": self.staged, "promotions": promotions,
             "judgments": curatordb.answer_rows(self.judge.fresh, memory.utc_now(), self.mission,
-                                       self.text_of),
+                                               self.text_of),
             "identity_sizes": {role: len(text.encode())  # the sizes the plan was checked on
                                for role, text in self.identity_texts.items()},
             "memory_archive": compacted.archived,

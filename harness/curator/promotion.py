@@ -99,8 +99,8 @@ class PromotionTracker:
         self.index = LessonIndex(similarity, store=self.store)
         self.count = self.store.first_cluster  # the next new cluster id
         self._seen: dict[tuple[Any, str], int] = {}  # a repeated text skips normalising
-        # (bucket, key) -> the first text normalised to `key`: a phrasing or a judge's answer
-        # is recorded with it, so that a new normaliser can key it again (`curatordb`)
+        # (bucket, key) -> the first text normalised to `key`: the words a judge is shown, and
+        # recorded with a phrasing or an answer so that a new normaliser can key it again
         self.texts: dict[tuple[Any, str], str] = {}
         self.lessons: dict[int, Evidence] = {}  # cluster id -> evidence, as read or noted
         self.noted: set[int] = set()  # clusters given a note in this pass
