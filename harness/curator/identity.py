@@ -9,8 +9,6 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from rapidfuzz import fuzz, process, utils
-
 from harness.curator.judge import Judgments
 from harness.curator.matching import LessonIndex
 from harness.curator.text import normalize
@@ -18,7 +16,6 @@ from harness.state import reading
 from harness.state.store import atomic_write, read_tail
 
 ARCHIVE = "archive"
-CANDIDATES = 8  # archived lines, the nearest a due lesson, that its judge may be asked about
 _PROVENANCE = re.compile(r" \[promoted \d{4}-\d\d-\d\d;[^\[\]]*\]$")
 _KIND_PREFIX = re.compile(r"^(?:TRICK|GOTCHA|DECISION|FAIL|FORGOT): ")
 _PROMOTED = re.compile(
@@ -138,8 +135,7 @@ class IdentityIndex:
         self._index = LessonIndex(similarity, judge=judge, sure=False, near=judge is None)
         self._lines: list[str] = []  # indexed lesson -> the line that says it
         self._folder = None if judge is None else folder  # whose archive lookups read
-        self._archived: dict[str, tuple[list[str], list[str]]] = {}
-        self._indexed: set[str] = set()  # archived lines indexed already
+        self._archives_read: set[str] = set()
 
     def add_text(self, role: str, text: str) -> None:
         """Index every line of `role`'s identity file."""
@@ -173,19 +169,13 @@ class IdentityIndex:
         if self._folder is None:
             return None
         bucket, prefix = archive_bucket(role, kind), f"- {kind}: "
-        if bucket not in self._archived:  # read once a pass
+        if bucket not in self._archives_read:  # read once a pass
+            self._archives_read.add(bucket)
             try:  # not exists() first: a person may delete it in between
                 text = archive_path(self._folder, role).read_text("utf-8", errors="replace")
             except FileNotFoundError:
                 text = ""
-            found = [line for line in text.split("\n") if line.startswith(prefix)]
-            self._archived[bucket] = found, [
-                utils.default_process(line[len(prefix):].partition(" [promoted ")[0])
-                for line in found]
-        lines, lessons = self._archived[bucket]
-        for _, _, i in process.extract(utils.default_process(lesson), lessons,
-                                       scorer=fuzz.token_set_ratio, limit=CANDIDATES):
-            if lines[i] not in self._indexed:
-                self._indexed.add(lines[i])
-                self.add(bucket, _PROVENANCE.sub("", lines[i][len(prefix):]), lines[i])
+            for line in text.split("\n"):
+                if line.startswith(prefix):
+                    self.add(bucket, _PROVENANCE.sub("", line[len(prefix):]), line)
         return self.line_of(bucket, lesson)
