@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 # the locks live in `locks`; named here too, where every writer has always found them
@@ -79,26 +81,33 @@ def write_all(fd: int, data: bytes) -> None:
 def locked_append(path: Path, text: str, lock: Path) -> None:
     """Append `text` in one write while holding `lock`, so concurrent lines never interleave."""
     with hold_lock(lock):
-        _append(path, text.encode())
+        append_lines(path, [text.encode()])
 
 
-def _append(path: Path, data: bytes) -> None:
-    """Append `data` as whole lines: after a crash's half line, a newline first; a write that
-    fails (a full disk) is cut back off, so the file stays whole lines. Errors name `path`."""
+def append_lines(path: Path, chunks: Iterable[bytes], *, sync: bool = False) -> tuple[int, int]:
+    """Append `chunks` as whole lines, the first in one write: after a crash's half line, with a
+    newline before it; a write that fails (a full disk) is cut back off, so the file stays whole
+    lines. The sizes before and after; `sync`: on disk first. Errors name `path`."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     except OSError as e:
         raise named(e, path) from None
     try:
         size = os.fstat(fd).st_size
+        chunks = iter(chunks)
+        first = next(chunks, b"")
         if size and os.pread(fd, 1, size - 1) != b"\n":
-            data = b"\n" + data  # a half line left by a crash must not swallow this one
+            first = b"\n" + first  # a half line left by a crash must not swallow this one
         try:
-            write_all(fd, data)
+            for chunk in itertools.chain([first], chunks):
+                write_all(fd, chunk)
+            if sync:
+                os.fsync(fd)
         except OSError as e:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, size)
             raise named(e, path) from None
+        return size, os.fstat(fd).st_size
     finally:
         os.close(fd)
 
@@ -131,7 +140,7 @@ def append_record(path: Path, text: str, lock: Path | None) -> None:
 
     data = redact(text)
     if lock is None:
-        _append(path, data.encode())
+        append_lines(path, [data.encode()])
     else:
         locked_append(path, data, lock)
 
