@@ -23,11 +23,6 @@ POSTING_CAP = 24  # per word, only the most recent variants are looked at, and s
 Tracker = Any  # a `promotion.PromotionTracker`, which imports this module
 
 
-def rule(similarity: float) -> str:
-    """The match rule the rows were clustered by."""
-    return f"s{similarity:g}"
-
-
 class Variant(NamedTuple):
     """A phrasing of a lesson: `text.Norm`'s key, packed anchors and signature; its cluster."""
 
@@ -54,9 +49,10 @@ class Bucket:
 class LessonStore:
     """The rows of one rule in one read transaction; empty, asking nothing, for none usable."""
 
-    def __init__(self, rule_name: str, conn: sqlite3.Connection | None = None,
+    def __init__(self, similarity: float, conn: sqlite3.Connection | None = None,
                  meta: dict[str, Any] | None = None) -> None:
-        self.rule, self.conn, meta = rule_name, conn, meta or {}
+        self.rule = f"s{similarity:g}"  # the match rule the rows were clustered by
+        self.conn, meta = conn, meta or {}
         self.generation: int = meta.get("generation", -1)
         self.first_cluster: int = meta.get("next_cluster", 0)  # below: in the database
         self.first_vid: int = meta.get("next_vid", 0)  # variants below: in the database
@@ -130,24 +126,24 @@ class LessonStore:
 def open_store(identity: Path, similarity: float, *, write: bool = True,
                said: list[str] | None = None) -> LessonStore:
     """The stored lessons of `similarity`'s rule in one snapshot; `write=False` changes nothing."""
-    rule_name = rule(similarity)
+    empty = LessonStore(similarity)
     try:
         conn = curatordb.connect(identity, write=write, said=said)
     except sqlite3.OperationalError:  # locked past the timeout: the log will do
         conn = None
     if conn is None:
-        return LessonStore(rule_name)
+        return empty
     try:
         conn.execute("BEGIN")  # one snapshot for the whole pass
         meta = {k: orjson.loads(v) for k, v in conn.execute(
-            "SELECT k, v FROM lesson_meta WHERE rule=?", (rule_name,))}
+            "SELECT k, v FROM lesson_meta WHERE rule=?", (empty.rule,))}
         if (meta.get("version") == VERSION
                 and log.covers(identity / log.RECORD, meta["end"], meta["tail_sha"])):
-            return LessonStore(rule_name, conn, meta)
+            return LessonStore(similarity, conn, meta)
     except (sqlite3.Error, ValueError, KeyError, TypeError):
         pass  # damaged rows: the log will do, and the pass writes them all again
     conn.close()
-    return LessonStore(rule_name)
+    return empty
 
 
 def append(identity: Path, staged: Path, *, tracker: Tracker | None = None,

@@ -90,7 +90,7 @@ class PromotionTracker:
     """Notes clustered into lessons per role and kind over `store`; MEMORY.md shares the ids."""
 
     def __init__(self, similarity: float, store: lessondb.LessonStore | None = None) -> None:
-        self.store = store or lessondb.LessonStore(lessondb.rule(similarity))
+        self.store = store or lessondb.LessonStore(similarity)
         self.index = LessonIndex(similarity, store=self.store)
         self.count = self.store.first_cluster  # the next new cluster id
         self._seen: dict[tuple[Any, str], int] = {}  # a repeated text skips normalising
