@@ -101,7 +101,6 @@ class Planner:
     def _refined(self, files: dict[str, str], promotions: list[Promotion]
                  ) -> tuple[dict[str, str], list[Promotion]]:
         """The model's files and promotion words if they pass every check, else the rules'."""
-        assert self.refine is not None
         answer = self.refine(files["summary.md"], files["MEMORY.md"], promotions)
         if answer is None or isinstance(answer, str):
             self.report.model = "rejected: " + (answer or "the model gave no answer")
