@@ -1,7 +1,5 @@
-"""The candidate record clustered into lessons, cached per match rule in the curator database.
-A pass reads one WAL snapshot (`LessonStore`), only the rows its notes touch: the cron figure
-rests on it; its commit writes what it added, or with no usable rows (a changed log, a new
-normaliser or rule) all again."""
+"""The candidate record's lessons, cached per match rule in the curator database: a pass reads
+only the rows its notes touch, in one WAL snapshot (`LessonStore`): the cron figure rests on it."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Phase one of a curator pass: stream the candidate record and raw.md (`record`) into MEMORY.md
-(`book`) and the lessons' evidence (`promotion`), stage the new candidate lines and promotions
-under `<state>/curator/` and return the journal `commit` carries out; nothing else changes."""
+"""Phase one of a curator pass: read the record and raw.md into MEMORY.md and the lessons, stage
+new candidate lines and promotions, and return the journal `commit` carries out; nothing else."""
 
 from __future__ import annotations
 

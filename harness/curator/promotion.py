@@ -1,6 +1,5 @@
-"""Lessons and their promotion to identity: which have earned a line in identity/<role>.md.
-The notes clustered into lessons (`PromotionTracker`, over the lesson database); the rules and
-the line: docs/curator.md."""
+"""Lessons (notes clustered by `PromotionTracker`) and which have earned a line in
+identity/<role>.md: the rules and the line are in docs/curator.md."""
 
 from __future__ import annotations
 
