@@ -162,6 +162,7 @@ def append(identity: Path, staged: Path, *, tracker: Tracker | None = None,
         except (sqlite3.OperationalError, OSError):
             pass  # locked past the timeout, a full disk: a cache; the next pass reads the log
         except sqlite3.DatabaseError:  # damaged: the next pass makes it again from the log
+            tracker.store.close()  # before its files move
             curatordb.set_aside(identity, said)
 
 
