@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.curator import curatordb, lessondb
+from harness.curator import curatordb, lessondb, promotion
 from harness.curator.curate import CuratorSettings, curate
 from harness.curator.judge import Judgments
 from harness.curator.text import NORMALISER_VERSION, normalize
@@ -210,6 +210,28 @@ def test_a_lesson_database_locked_past_its_timeout_is_left_for_the_next_pass(
     curate(state, identity, "shop", CuratorSettings(), now=NOW)
     rows = table(identity, "SELECT row FROM lesson")
     assert len(rows) == 1 and b'"F-003"' in rows[0][0] and b'"F-002"' in rows[0][0]
+
+
+@pytest.mark.parametrize("rebuild", [False, True])
+def test_a_database_found_damaged_at_the_write_is_set_aside_and_made_again(
+        tmp_path, monkeypatch, rebuild) -> None:
+    state, identity = after_one_pass(tmp_path)
+    if rebuild:
+        forget(identity)
+
+    def damaged(self: object) -> None:
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(promotion.Evidence, "row", damaged)
+    note(state, FIRST, "TRICK", feature="F-002", run="r2")
+    report = curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    assert [p.text for p in report.promoted] == [FIRST]
+    assert any("set aside as .curator.db.damaged" in c for c in report.changes)
+    monkeypatch.undo()
+    note(state, FIRST, "TRICK", feature="F-003", run="r3")
+    curate(state, identity, "shop", CuratorSettings(), now=NOW)
+    [(row,)] = table(identity, "SELECT row FROM lesson")
+    assert b'"F-001"' in row and b'"F-003"' in row
 
 
 def test_answers_met_by_a_damaged_database_go_to_a_new_one(tmp_path) -> None:

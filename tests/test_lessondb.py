@@ -19,7 +19,7 @@ from tests.test_curator import CROWDED, crowd
 
 NOW = "2026-05-01T00:00:00Z"
 DB = curatordb.NAME
-RULE = lessondb.rule(CuratorSettings().similarity)
+RULE = lessondb.LessonStore(CuratorSettings().similarity).rule
 TOOLS = ["pnpm", "cargo", "make", "go", "pytest", "docker", "helm", "terraform"]
 
 
@@ -190,10 +190,10 @@ def test_a_mission_at_another_similarity_makes_the_lessons_again(tmp_path) -> No
         with sqlite3.connect(identity / DB) as conn:
             rows = conn.execute("SELECT rule, row FROM lesson").fetchall()
             generations = conn.execute("SELECT rule, v FROM lesson_meta WHERE k='generation'")
-            assert generations.fetchall() == [(lessondb.rule(similarity), str(n))]
+            assert generations.fetchall() == [(lessondb.LessonStore(similarity).rule, str(n))]
         assert [(r, orjson.loads(row)[3]) for r, row in rows] == [
-            (lessondb.rule(similarity), n + 1)]
-    assert lessondb.rule(75.0) == "s75"
+            (lessondb.LessonStore(similarity).rule, n + 1)]
+    assert lessondb.LessonStore(75.0).rule == "s75"
 
 
 def test_lessons_of_another_version_are_made_again_from_the_record(tmp_path,

@@ -1,10 +1,5 @@
-"""The candidate record clustered into lessons, cached per match rule in the curator database:
-lessons, phrasings with texts, word postings, and how far into the log they reach. A pass reads
-one WAL snapshot (`LessonStore`), only the rows its notes touch: the cron figure rests on it. At
-its commit it writes what it added in one transaction, unless another curator wrote since (the
-generation tells; the next pass reads on from the older offset). With no usable rows (a changed
-log, a new normaliser or rule) it reads the whole log and writes all.
-"""
+"""The candidate record's lessons, cached per match rule in the curator database: a pass reads
+only the rows its notes touch, in one WAL snapshot (`LessonStore`): the cron figure rests on it."""
 
 from __future__ import annotations
 
@@ -23,14 +18,7 @@ from harness.state.store import hold_lock
 
 VERSION = 6  # of the rows' meaning (6: sure joins only); other rows are made again from the log
 POSTING_CAP = 24  # per word, only the most recent variants are looked at, and stored
-
-
 Tracker = Any  # a `promotion.PromotionTracker`, which imports this module
-
-
-def rule(similarity: float) -> str:
-    """The match rule the rows were clustered by."""
-    return f"s{similarity:g}"
 
 
 class Variant(NamedTuple):
@@ -59,9 +47,10 @@ class Bucket:
 class LessonStore:
     """The rows of one rule in one read transaction; empty, asking nothing, for none usable."""
 
-    def __init__(self, rule_name: str, conn: sqlite3.Connection | None = None,
+    def __init__(self, similarity: float, conn: sqlite3.Connection | None = None,
                  meta: dict[str, Any] | None = None) -> None:
-        self.rule, self.conn, meta = rule_name, conn, meta or {}
+        self.rule = f"s{similarity:g}"  # the match rule the rows were clustered by
+        self.conn, meta = conn, meta or {}
         self.generation: int = meta.get("generation", -1)
         self.first_cluster: int = meta.get("next_cluster", 0)  # below: in the database
         self.first_vid: int = meta.get("next_vid", 0)  # variants below: in the database
@@ -85,10 +74,8 @@ class LessonStore:
                               "kind=? AND key=?", *b.name, key).fetchall()
             if rows:
                 b.exact.setdefault(key, min(rows)[1])
-        if key in b.exact:
-            return
         new = [w for w in {*key.split(), signature} if w and w not in b.asked]
-        if not new:
+        if key in b.exact or not new:
             return
         b.asked.update(new)
         for word, df, postings in self._rows(
@@ -126,10 +113,8 @@ class LessonStore:
         return row[0] if row else None
 
     def buckets(self) -> list[Any]:
-        if not self.first_vid:
-            return []
-        return [tuple(r) for r in self._rows("SELECT DISTINCT role, kind FROM variant WHERE "
-                                             "rule=?")]
+        sql = "SELECT DISTINCT role, kind FROM variant WHERE rule=?"
+        return [tuple(r) for r in self._rows(sql)] if self.first_vid else []
 
     def close(self) -> None:
         if self.conn is not None:
@@ -139,24 +124,24 @@ class LessonStore:
 def open_store(identity: Path, similarity: float, *, write: bool = True,
                said: list[str] | None = None) -> LessonStore:
     """The stored lessons of `similarity`'s rule in one snapshot; `write=False` changes nothing."""
-    rule_name = rule(similarity)
+    empty = LessonStore(similarity)
     try:
         conn = curatordb.connect(identity, write=write, said=said)
     except sqlite3.OperationalError:  # locked past the timeout: the log will do
         conn = None
     if conn is None:
-        return LessonStore(rule_name)
+        return empty
     try:
         conn.execute("BEGIN")  # one snapshot for the whole pass
         meta = {k: orjson.loads(v) for k, v in conn.execute(
-            "SELECT k, v FROM lesson_meta WHERE rule=?", (rule_name,))}
+            "SELECT k, v FROM lesson_meta WHERE rule=?", (empty.rule,))}
         if (meta.get("version") == VERSION
                 and log.covers(identity / log.RECORD, meta["end"], meta["tail_sha"])):
-            return LessonStore(rule_name, conn, meta)
+            return LessonStore(similarity, conn, meta)
     except (sqlite3.Error, ValueError, KeyError, TypeError):
         pass  # damaged rows: the log will do, and the pass writes them all again
     conn.close()
-    return LessonStore(rule_name)
+    return empty
 
 
 def append(identity: Path, staged: Path, *, tracker: Tracker | None = None,
@@ -177,53 +162,43 @@ def append(identity: Path, staged: Path, *, tracker: Tracker | None = None,
         except (sqlite3.OperationalError, OSError):
             pass  # locked past the timeout, a full disk: a cache; the next pass reads the log
         except sqlite3.DatabaseError:  # damaged: the next pass makes it again from the log
+            tracker.store.close()  # before its files move
             curatordb.set_aside(identity, said)
 
 
-def _write(identity: Path, tracker: Tracker, read: RecordRead,
-           text_of: TextOf) -> None:
+def _write(identity: Path, tracker: Tracker, read: RecordRead, text_of: TextOf) -> None:
     """What the pass added, unless another curator wrote since; with no usable store, all."""
-    store = tracker.store
-    rebuild = store.conn is None
-    if store.conn is not None:
+    store, index, rebuild = tracker.store, tracker.index, tracker.store.conn is None
+    if rebuild:
+        store.conn = curatordb.connect(identity)  # closed with the store
+    else:
         store.conn.execute("COMMIT")  # the snapshot ends
-    conn = store.conn or curatordb.connect(identity)
-    assert conn is not None
-    try:
-        with conn:  # commits, or rolls back what raised
-            conn.execute("BEGIN IMMEDIATE")
-            # a rebuild counts on from every rule's: no pass that read before finds it again
-            (generation,), = conn.execute(
-                "SELECT coalesce(max(CAST(v AS INTEGER)), -1) FROM lesson_meta WHERE "
-                "k='generation' AND rule=coalesce(?, rule)", (None if rebuild else store.rule,))
-            if rebuild:
-                for table in curatordb.CACHES:
-                    conn.execute(f"DELETE FROM {table}")
-            if rebuild or generation == store.generation:
-                _write_rows(conn, tracker, read, generation + 1, text_of)
-    finally:
+    with store.conn as conn:  # commits, or rolls back what raised
+        conn.execute("BEGIN IMMEDIATE")
+        # a rebuild counts on from every rule's: no pass that read before finds it again
+        (generation,), = conn.execute(
+            "SELECT coalesce(max(CAST(v AS INTEGER)), -1) FROM lesson_meta WHERE "
+            "k='generation' AND rule=coalesce(?, rule)", (None if rebuild else store.rule,))
         if rebuild:
-            conn.close()
-
-
-def _write_rows(conn: sqlite3.Connection, tracker: Tracker, read: RecordRead,
-                generation: int, text_of: TextOf) -> None:
-    store, index = tracker.store, tracker.index
-    conn.executemany("INSERT OR REPLACE INTO lesson VALUES (?, ?, ?)", (
-        (store.rule, cid, orjson.dumps(ev.row())) for cid in sorted(tracker.noted)
-        if (ev := tracker.lessons[cid]).kind in PROMOTABLE))
-    for b in index.stored_buckets():
-        added = [(vid, v) for vid, v in b.variants.items() if vid >= store.first_vid]
-        conn.executemany("INSERT INTO variant VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", (
-            (store.rule, vid, *b.name, v.key, v.packed, v.signature, v.owner,
-             text_of(b.name, v.key)) for vid, v in added))
-        # the words and signatures filed under them: those whose postings changed
-        filed = {w for _, v in added for w in (*v.key.split(), v.signature) if w}
-        conn.executemany("INSERT OR REPLACE INTO word VALUES (?, ?, ?, ?, ?, ?)", (
-            (store.rule, *b.name, w, b.df.get(w, 0), orjson.dumps(b.postings[w][-POSTING_CAP:]))
-            for w in filed))
-    meta = {"version": VERSION, "end": read.end, "tail_sha": read.tail_sha,
-            "batches": read.batches, "latest": read.latest, "generation": generation,
-            "next_cluster": tracker.count, "next_vid": index.next_vid}
-    conn.executemany("INSERT OR REPLACE INTO lesson_meta VALUES (?, ?, ?)",
-                     [(store.rule, k, orjson.dumps(v).decode()) for k, v in meta.items()])
+            for table in curatordb.CACHES:
+                conn.execute(f"DELETE FROM {table}")
+        elif generation != store.generation:
+            return  # another curator wrote since: the next pass reads on from the older offset
+        conn.executemany("INSERT OR REPLACE INTO lesson VALUES (?, ?, ?)", (
+            (store.rule, cid, orjson.dumps(ev.row())) for cid in sorted(tracker.noted)
+            if (ev := tracker.lessons[cid]).kind in PROMOTABLE))
+        for b in index.stored_buckets():
+            added = [(vid, v) for vid, v in b.variants.items() if vid >= store.first_vid]
+            conn.executemany("INSERT INTO variant VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", (
+                (store.rule, vid, *b.name, v.key, v.packed, v.signature, v.owner,
+                 text_of(b.name, v.key)) for vid, v in added))
+            # the words and signatures filed under them: those whose postings changed
+            filed = {w for _, v in added for w in (*v.key.split(), v.signature) if w}
+            conn.executemany("INSERT OR REPLACE INTO word VALUES (?, ?, ?, ?, ?, ?)", (
+                (store.rule, *b.name, w, b.df.get(w, 0),
+                 orjson.dumps(b.postings[w][-POSTING_CAP:])) for w in filed))
+        meta = {"version": VERSION, "end": read.end, "tail_sha": read.tail_sha,
+                "batches": read.batches, "latest": read.latest, "generation": generation + 1,
+                "next_cluster": tracker.count, "next_vid": index.next_vid}
+        conn.executemany("INSERT OR REPLACE INTO lesson_meta VALUES (?, ?, ?)",
+                         [(store.rule, k, orjson.dumps(v).decode()) for k, v in meta.items()])

@@ -1,6 +1,5 @@
-"""Phase one of a curator pass: stream the candidate record and raw.md (`record`) into MEMORY.md
-(`book`) and the lessons' evidence (`promotion`), stage the new candidate lines and promotions
-under `<state>/curator/` and return the journal `commit` carries out; nothing else changes."""
+"""Phase one of a curator pass: read the record and raw.md into MEMORY.md and the lessons, stage
+new candidate lines and promotions, and return the journal `commit` carries out; nothing else."""
 
 from __future__ import annotations
 
@@ -17,7 +16,7 @@ from harness.curator.book import Compacted, MemoryBook
 from harness.curator.commit import CuratorPaths, read_text
 from harness.curator.identity import IdentityIndex, archive_bucket, identity_lessons
 from harness.curator.judge import Judgments
-from harness.curator.promotion import Evidence, Promotion, PromotionTracker, load, plan_promotions
+from harness.curator.promotion import Promotion, PromotionTracker, load, plan_promotions
 from harness.curator.settings import CuratorReport, CuratorSettings, Refine, check_model_result
 from harness.curator.text import normalize
 from harness.names import escape_controls
@@ -34,7 +33,7 @@ class Planner:
         self.report, self.dry_run = report, report.dry_run  # the report fills in as it goes
         self.batch = secrets.token_hex(6)
         self.tracker: PromotionTracker | None = None
-        self._texts_about_identity: dict[str, dict[str, str]] = {}  # see `text_of`
+        self._about_identity: dict[str, dict[str, str]] = {}  # see `text_of`
         self.recorded: curatordb.Recorded | None = None
         self.record_read: record.RecordRead | None = None  # how far the candidate record was read
         self.staged = 0  # candidate lines staged
@@ -101,7 +100,6 @@ class Planner:
     def _refined(self, files: dict[str, str], promotions: list[Promotion]
                  ) -> tuple[dict[str, str], list[Promotion]]:
         """The model's files and promotion words if they pass every check, else the rules'."""
-        assert self.refine is not None
         answer = self.refine(files["summary.md"], files["MEMORY.md"], promotions)
         if answer is None or isinstance(answer, str):
             self.report.model = "rejected: " + (answer or "the model gave no answer")
@@ -132,7 +130,7 @@ class Planner:
         if self.judge.active():
             self.tracker.index.judge = self.judge
         for c in record.read_record(paths.identity, self.record_read):
-            self.tracker.add(c, cluster=self.tracker.assign_text((c.role, c.kind), c.text))
+            self.tracker.add(c)
         raw_pass = record.RawPass(paths.raw, start, raw_keep=settings.raw_keep,
                                   month=cursor.get("last_month", "unparsed"), counted=counted)
         book = MemoryBook(old_memory, settings.bounds, similarity=settings.similarity,
@@ -153,8 +151,7 @@ class Planner:
         return scan, book
 
     def _take(self, raw_pass: record.RawPass, book: MemoryBook, staged: TextIO) -> int:
-        """Feed raw.md's new entries to `book` and the tracker, the promotable ones staged as
-        candidate lines (`batch:seq`); how many were staged."""
+        """Feed raw.md's new entries to `book` and the tracker; how many lines were staged."""
         n = 0
         for e in map(memory.Entry._make, raw_pass.entries()):
             if e.kind not in record.LESSON_KINDS:
@@ -171,13 +168,15 @@ class Planner:
 
     def text_of(self, bucket: tuple[str, str] | str, key: str) -> str | None:
         """The text the pass normalised to `key` in `bucket`, or the lesson database's."""
-        if isinstance(bucket, str):  # about identity: texts of due lessons and identity lines
-            if bucket not in self._texts_about_identity:
-                self._texts_about_identity[bucket] = identity_texts(
-                    bucket, self.tracker.due(), self.identity_texts)
-            return self._texts_about_identity[bucket].get(key)
-        return (self.tracker.texts.get((bucket, key))
-                or self.tracker.store.text_of(bucket, key))
+        if not isinstance(bucket, str):
+            return (self.tracker.texts.get((bucket, key))
+                    or self.tracker.store.text_of(bucket, key))
+        if bucket not in self._about_identity:  # the due lessons' texts and identity's lines
+            texts = [ev.text for ev in self.tracker.due()
+                     if bucket in (ev.role, archive_bucket(ev.role, ev.kind))]
+            texts += identity_lessons(self.identity_texts.get(bucket, ""))
+            self._about_identity[bucket] = {normalize(t).key: t for t in reversed(texts)}
+        return self._about_identity[bucket].get(key)
 
     def _promotions(self) -> list[Promotion]:
         due = [ev for ev in self.tracker.due() if memory.NAME.fullmatch(ev.role)]
@@ -222,9 +221,3 @@ def rewrite_diff(path: Path, old: str, new: str) -> str:
     lines = difflib.unified_diff(old.splitlines(True), new.splitlines(True), str(path), str(path))
     return "".join(escape_controls(line.removesuffix("\n")) + "\n" for line in lines)
 
-
-def identity_texts(bucket: str, due: list[Evidence], identity: dict[str, str]) -> dict[str, str]:
-    """key -> text of the due lessons and identity lines a question in `bucket` may be about."""
-    texts = [ev.text for ev in due if bucket in (ev.role, archive_bucket(ev.role, ev.kind))]
-    texts += identity_lessons(identity.get(bucket, ""))
-    return {normalize(text).key: text for text in reversed(texts)}

@@ -1,10 +1,5 @@
-"""Lessons and their promotion to identity: which have earned a line in identity/<role>.md.
-
-Notes are clustered into lessons (`PromotionTracker`, over the lesson database). A lesson noted in
-this pass is promoted when its kind's rule holds and identity does not hold it in any words; its
-line carries its provenance, each list capped at LISTED values, the count exact. The rules and the
-line: docs/curator.md.
-"""
+"""Lessons (notes clustered by `PromotionTracker`) and which have earned a line in
+identity/<role>.md: the rules and the line are in docs/curator.md."""
 
 from __future__ import annotations
 
@@ -91,11 +86,10 @@ class Evidence:
 
 
 class PromotionTracker:
-    """Candidates clustered into lessons per role and kind, over the lessons of `store`; the
-    cluster ids MEMORY.md shares too (`find`, `new`, `assign_text`)."""
+    """Notes clustered into lessons per role and kind over `store`; MEMORY.md shares the ids."""
 
     def __init__(self, similarity: float, store: lessondb.LessonStore | None = None) -> None:
-        self.store = store or lessondb.LessonStore(lessondb.rule(similarity))
+        self.store = store or lessondb.LessonStore(similarity)
         self.index = LessonIndex(similarity, store=self.store)
         self.count = self.store.first_cluster  # the next new cluster id
         self._seen: dict[tuple[Any, str], int] = {}  # a repeated text skips normalising
@@ -126,7 +120,7 @@ class PromotionTracker:
         self.index.add(bucket, norm, self.count - 1)
         return self.count - 1
 
-    def add(self, c: Candidate, cluster: int | None = None) -> Evidence:
+    def add(self, c: Candidate, cluster: int | None = None) -> None:
         """File one candidate under its lesson; `cluster` if the caller already matched it."""
         if cluster is None:
             cluster = self.assign_text((c.role, c.kind), c.text)
@@ -135,7 +129,6 @@ class PromotionTracker:
             ev = self.lessons[cluster] = Evidence(c.role, c.kind, c.text)
         ev.note(c.ts[:10], c.mission, c.feature, c.run)
         self.noted.add(cluster)
-        return ev
 
     def lesson(self, cluster: int) -> Evidence | None:
         """The evidence of `cluster`, read from the store the first time; None if none."""
