@@ -1,5 +1,6 @@
 """A judge on "same lesson?": which pairs it is asked, what its answers do, where they live."""
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -138,23 +139,24 @@ def test_answers_are_recorded_once_each_and_read_by_the_note_they_are_about(
         tmp_path: Path) -> None:
     answers = {PAIR: True, ("validator", "a b", "c d"): False}
     rows = curatordb.answer_rows(answers, "2026-06-01T00:00:00Z", "shop")
-    assert curatordb.open_recorded(tmp_path) is None
+    assert curatordb.connect(tmp_path, write=False) is None
+    assert curatordb.recorded_answers(None) is None
+    with contextlib.closing(curatordb.connect(tmp_path)) as conn:  # type: ignore[arg-type]
+        assert curatordb.recorded_answers(conn) is None  # none recorded yet
     curatordb.append_answers(tmp_path, rows)
     curatordb.append_answers(tmp_path,
                              curatordb.answer_rows({PAIR: False}, "2026-06-02T00:00:00Z", "shop"))
     curatordb.append_answers(tmp_path, rows)  # a redone journal step
     assert curatordb.read_answers(tmp_path) == answers  # the first answer stands
-    recorded = curatordb.open_recorded(tmp_path)
-    assert recorded is not None
-    try:
-        assert recorded.about(BUCKET, PAIR[1]) == {PAIR[2]: True}
-        assert recorded.about("validator", "a b") == {"c d": False}
-        assert recorded.about(BUCKET, "never asked") == {}
-        judge = Judgments(recorded=recorded.about)
+    with contextlib.closing(curatordb.connect(tmp_path, write=False)) as conn:  # type: ignore
+        about = curatordb.recorded_answers(conn)
+        assert about is not None
+        assert about(BUCKET, PAIR[1]) == {PAIR[2]: True}
+        assert about("validator", "a b") == {"c d": False}
+        assert about(BUCKET, "never asked") == {}
+        judge = Judgments(recorded=about)
         assert judge.active() and judge.about(BUCKET, PAIR[1]) == {PAIR[2]: True}
         assert judge.about(BUCKET, "never asked") == {}
-    finally:
-        recorded.close()
 
 
 def raw_line(feature: str, text: str, minute: int) -> str:

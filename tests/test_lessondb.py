@@ -14,6 +14,7 @@ import pytest
 
 from harness.curator import curatordb, lessondb, planning, promotion, record
 from harness.curator.curate import CuratorSettings, curate
+from harness.curator.judge import Judgments
 from tests.test_curate import note
 from tests.test_curator import CROWDED, crowd
 
@@ -144,9 +145,7 @@ def test_a_database_another_curator_wrote_meanwhile_is_left_alone(tmp_path,
     counted = {k[3] for k in lessons(identity) if k[:3] == key}
     assert counted == {2}  # shop's first and blog's: shop's second is not in it yet
     # what the next pass sees: the database, then the record after it
-    tracker, read = promotion.load(identity, CuratorSettings().similarity, write=False)
-    for candidate in record.read_record(identity, read):
-        tracker.add(candidate)
+    tracker = promotion.load(identity, CuratorSettings().similarity, Judgments(), write=False)
     counts = {ev.text: ev.count for cid in range(tracker.count)
               if (ev := tracker.lesson(cid))}
     tracker.store.close()

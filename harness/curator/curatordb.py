@@ -193,29 +193,16 @@ def set_aside(identity: Path, said: Said) -> None:
 
 
 Answers = dict[tuple[Any, str, str], bool]
+AnswersAbout = Callable[[Any, str], dict[str, bool]]
 
 
-class Recorded:
-    """The recorded answers, read by the note they are about."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn, self.close = conn, conn.close
-
-    def about(self, bucket: Any, key: str) -> dict[str, bool]:
-        """The answers about the note `key` in `bucket`: other key -> same lesson."""
-        return {other: bool(same) for other, same in self.conn.execute(
-            "SELECT other, same FROM answer WHERE role=? AND kind=? AND key=?",
-            (*_columns(bucket), key))}
-
-
-def open_recorded(identity: Path, *, write: bool = False) -> Recorded | None:
-    """The recorded answers, or None for none. A writing pass opens them read-write: a read-only
-    connection closing last leaves SQLite's WAL file behind for every later open to read."""
-    conn = connect(identity, write=write)
-    if conn is not None and conn.execute("SELECT 1 FROM answer LIMIT 1").fetchone() is None:
-        conn.close()
-        conn = None
-    return None if conn is None else Recorded(conn)
+def recorded_answers(conn: sqlite3.Connection | None) -> AnswersAbout | None:
+    """The recorded answers about a note (bucket, key): other key -> same; None for none."""
+    if conn is None or conn.execute("SELECT 1 FROM answer LIMIT 1").fetchone() is None:
+        return None
+    return lambda bucket, key: {other: bool(same) for other, same in conn.execute(
+        "SELECT other, same FROM answer WHERE role=? AND kind=? AND key=?",
+        (*_columns(bucket), key))}
 
 
 def answer_rows(answers: Answers, ts: str, mission: str,
@@ -247,12 +234,12 @@ def append_answers(identity: Path, new_rows: list[list], said: Said = None) -> N
 
 def read_answers(identity: Path) -> Answers:
     """Every recorded answer, (bucket, key, other) -> same."""
-    recorded = open_recorded(identity)
-    if recorded is None:
+    conn = connect(identity, write=False)
+    if conn is None:
         return {}
-    with contextlib.closing(recorded):
+    with contextlib.closing(conn):
         return {(role if kind == "-" else (role, kind), key, other): bool(same)
-                for role, kind, key, other, same in recorded.conn.execute(
+                for role, kind, key, other, same in conn.execute(
                     "SELECT role, kind, key, other, same FROM answer")}
 
 

@@ -14,7 +14,7 @@ from harness.curator.identity import IdentityIndex, archive_path, provenance
 from harness.curator.judge import Judgments
 from harness.curator.matching import same_lesson
 from harness.curator.promotion import Evidence, PromotionTracker, load
-from harness.curator.record import PROMOTABLE, RawPass, read_record
+from harness.curator.record import PROMOTABLE, RawPass
 from harness.curator.text import normalize
 from harness.errors import UsageError
 from harness.state import memory
@@ -54,12 +54,8 @@ def explain(state: Path, identity: Path, text: str, similarity: float,
                 "only TRICK, FAIL and FORGOT are. They stay in MEMORY.md and summary.md, "
                 "where the curator merges and bounds them.")
     answers = curatordb.read_answers(identity)
-    tracker, read = load(identity, similarity, write=False)
-    if answers:  # a note the model judged one lesson with another is in it
-        tracker.index.judge = Judgments(answers)
+    tracker = load(identity, similarity, Judgments(), write=False)  # with the recorded answers
     with closing(tracker.store):
-        for candidate in read_record(identity, read):
-            tracker.add(candidate)
         buckets = sorted(b for b in tracker.index.buckets()
                          if role in (None, b[0]) and kind in (None, b[1]))
         cids = [tracker.find(bucket, normalize(text)) for bucket in buckets]

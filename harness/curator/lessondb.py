@@ -50,7 +50,7 @@ class LessonStore:
     def __init__(self, similarity: float, conn: sqlite3.Connection | None = None,
                  meta: dict[str, Any] | None = None) -> None:
         self.rule = f"s{similarity:g}"  # the match rule the rows were clustered by
-        self.conn, meta = conn, meta or {}
+        self.conn, self.usable, meta = conn, meta is not None, meta or {}
         self.generation: int = meta.get("generation", -1)
         self.first_cluster: int = meta.get("next_cluster", 0)  # below: in the database
         self.first_vid: int = meta.get("next_vid", 0)  # variants below: in the database
@@ -123,25 +123,23 @@ class LessonStore:
 
 def open_store(identity: Path, similarity: float, *, write: bool = True,
                said: list[str] | None = None) -> LessonStore:
-    """The stored lessons of `similarity`'s rule in one snapshot; `write=False` changes nothing."""
-    empty = LessonStore(similarity)
-    try:
-        conn = curatordb.connect(identity, write=write, said=said)
-    except sqlite3.OperationalError:  # locked past the timeout: the log will do
-        conn = None
+    """The stored lessons of `similarity`'s rule in one snapshot, none when they do not cover
+    the log (its connection kept: the judge's answers); `write=False` changes nothing."""
+    conn = curatordb.connect(identity, write=write, said=said)
     if conn is None:
-        return empty
+        return LessonStore(similarity)
     try:
         conn.execute("BEGIN")  # one snapshot for the whole pass
+        store = LessonStore(similarity, conn)
         meta = {k: orjson.loads(v) for k, v in conn.execute(
-            "SELECT k, v FROM lesson_meta WHERE rule=?", (empty.rule,))}
+            "SELECT k, v FROM lesson_meta WHERE rule=?", (store.rule,))}
         if (meta.get("version") == VERSION
                 and log.covers(identity / log.RECORD, meta["end"], meta["tail_sha"])):
             return LessonStore(similarity, conn, meta)
+        return store
     except (sqlite3.Error, ValueError, KeyError, TypeError):
-        pass  # damaged rows: the log will do, and the pass writes them all again
-    conn.close()
-    return empty
+        conn.close()  # damaged rows: the log will do, and the pass writes them all again
+        return LessonStore(similarity)
 
 
 def append(identity: Path, staged: Path, *, tracker: Tracker | None = None,
@@ -168,8 +166,8 @@ def append(identity: Path, staged: Path, *, tracker: Tracker | None = None,
 
 def _write(identity: Path, tracker: Tracker, read: RecordRead, text_of: TextOf) -> None:
     """What the pass added, unless another curator wrote since; with no usable store, all."""
-    store, index, rebuild = tracker.store, tracker.index, tracker.store.conn is None
-    if rebuild:
+    store, index, rebuild = tracker.store, tracker.index, not tracker.store.usable
+    if store.conn is None:
         store.conn = curatordb.connect(identity)  # closed with the store
     else:
         store.conn.execute("COMMIT")  # the snapshot ends

@@ -34,8 +34,6 @@ class Planner:
         self.batch = secrets.token_hex(6)
         self.tracker: PromotionTracker | None = None
         self._about_identity: dict[str, dict[str, str]] = {}  # see `text_of`
-        self.recorded: curatordb.Recorded | None = None
-        self.record_read: record.RecordRead | None = None  # how far the candidate record was read
         self.staged = 0  # candidate lines staged
 
     def plan(self) -> dict | None:
@@ -94,8 +92,6 @@ class Planner:
     def close(self) -> None:
         if self.tracker is not None:
             self.tracker.store.close()
-        if self.recorded is not None:
-            self.recorded.close()
 
     def _refined(self, files: dict[str, str], promotions: list[Promotion]
                  ) -> tuple[dict[str, str], list[Promotion]]:
@@ -122,15 +118,8 @@ class Planner:
         paths, settings = self.paths, self.settings
         if not self.dry_run:
             paths.own.mkdir(parents=True, exist_ok=True)
-        self.tracker, self.record_read = load(
-            paths.identity, settings.similarity, write=not self.dry_run, said=self.report.changes)
-        self.recorded = curatordb.open_recorded(paths.identity, write=not self.dry_run)
-        if self.recorded is not None:
-            self.judge.recorded = self.recorded.about
-        if self.judge.active():
-            self.tracker.index.judge = self.judge
-        for c in record.read_record(paths.identity, self.record_read):
-            self.tracker.add(c)
+        self.tracker = load(paths.identity, settings.similarity, self.judge,
+                            write=not self.dry_run, said=self.report.changes)
         raw_pass = record.RawPass(paths.raw, start, raw_keep=settings.raw_keep,
                                   month=cursor.get("last_month", "unparsed"), counted=counted)
         book = MemoryBook(old_memory, settings.bounds, similarity=settings.similarity,

@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.curator import lessondb
+from harness.curator import curatordb, lessondb
 from harness.curator.identity import IdentityIndex, listed_values, provenance
+from harness.curator.judge import Judgments
 from harness.curator.matching import LessonIndex
-from harness.curator.record import Candidate, RecordRead
+from harness.curator.record import Candidate, read_record
 from harness.curator.text import Norm, normalize
 
 LISTED = 3  # provenance values listed per field; the count stays exact
@@ -147,11 +148,18 @@ class PromotionTracker:
         return [ev for cid in sorted(self.noted) if (ev := self.lessons[cid]).due()]
 
 
-def load(identity: Path, similarity: float, *, write: bool = True,
-         said: list[str] | None = None) -> tuple[PromotionTracker, RecordRead]:
-    """A tracker over the stored lessons, how far they reach; `write=False` changes nothing."""
+def load(identity: Path, similarity: float, judge: Judgments, *, write: bool = True,
+         said: list[str] | None = None) -> PromotionTracker:
+    """A tracker over the stored lessons and the record past them, clustered with `judge` if it
+    has anything to say (given the recorded answers here); `write=False` changes nothing."""
     store = lessondb.open_store(identity, similarity, write=write, said=said)
-    return PromotionTracker(similarity, store), store.read
+    tracker = PromotionTracker(similarity, store)
+    judge.recorded = curatordb.recorded_answers(store.conn)
+    if judge.active():
+        tracker.index.judge = judge
+    for candidate in read_record(identity, store.read):
+        tracker.add(candidate)
+    return tracker
 
 
 @dataclass
