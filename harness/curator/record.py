@@ -45,8 +45,7 @@ class Candidate(NamedTuple):
 
     def line(self, tag: str) -> str:
         """The record line, without the newline; `tag` is `batch:seq`."""
-        return "\t".join((tag, self.ts, self.mission, self.role, self.kind, self.feature,
-                          self.run or "-", self.text))
+        return "\t".join((tag, *self[:5], self.run or "-", self.text))
 
 
 def mission_token(mission: str) -> str:
@@ -106,18 +105,15 @@ def read_record(identity: Path, read: RecordRead) -> Iterator[Candidate]:
 
 def _tail_sha(fd: int, end: int) -> str:
     """The hash of the TAIL bytes before `end`: a later pass tells by it the record is as read."""
-    start = max(0, end - TAIL)
-    return sha256(os.pread(fd, end - start, start))
+    return sha256(os.pread(fd, min(end, TAIL), max(0, end - TAIL)))
 
 
 def covers(record: Path, end: int, tail_sha: str) -> bool:
     """Whether the record still holds what a reader read up to `end`."""
-    try:
-        with open(record, "rb") as f:
-            fd = f.fileno()
-            return os.fstat(fd).st_size >= end and _tail_sha(fd, end) == tail_sha
-    except FileNotFoundError:
-        return end == 0
+    with contextlib.suppress(FileNotFoundError), open(record, "rb") as f:
+        fd = f.fileno()
+        return os.fstat(fd).st_size >= end and _tail_sha(fd, end) == tail_sha
+    return end == 0
 
 
 def append_locked(identity: Path, staged: Path) -> tuple[int, int, str]:
@@ -161,14 +157,14 @@ class Scan:
 
 
 class RawPass:
-    """Iterate `entries()`, then read `scan`; the entries of `counted` (`note_keys`), an earlier
-    run's, are not handed over."""
+    """Iterate `entries()`, then read `scan`; an earlier run's `counted` entries are not yielded."""
 
     def __init__(self, raw: Path, start: int = 0, *, raw_keep: int = 0, month: str = "",
                  counted: list[list[str]] | None = None) -> None:
         self.raw, self.start, self.raw_keep, self.month = raw, start, raw_keep, month
         self.scan = Scan()
-        self.by_key: dict[str, list[int]] = {}  # `note_keys` -> the counted entries they find
+        # `note_keys` -> the entries an earlier run counted, each of them taken once
+        self.by_key: dict[str, list[int]] = {}
         for n, pair in enumerate(counted or ()):
             for key in pair:
                 self.by_key.setdefault(key, []).append(n)
@@ -213,7 +209,6 @@ class RawPass:
         scan.counted = [note_keys(fields) for _, _, fields in keep]
 
     def _recounted(self, fields: tuple) -> bool:
-        """Whether an earlier run counted the entry; each it counted is taken once."""
         for n in (n for key in note_keys(fields) for n in self.by_key.get(key, ())):
             if n not in self.taken:
                 self.taken.add(n)
