@@ -20,7 +20,6 @@ from harness.curator import curatordb, lessondb
 from harness.curator import record as candidates
 from harness.curator.identity import IdentityIndex
 from harness.curator.promotion import Promotion
-from harness.curator.record import CHUNK, HEAD_BYTES
 from harness.errors import UsageError
 from harness.state import memory, reading
 from harness.state.store import atomic_write, hold_lock, read_head, sha256, write_json
@@ -50,10 +49,8 @@ def cursor_start(paths: CuratorPaths, cursor: dict) -> tuple[int | None, list[li
     """Where the last run left raw.md (0: none did), or None, with the `note_keys` it counted,
     when raw.md no longer starts with the bytes the cursor hashed."""
     start = int(cursor.get("processed", 0))
-    if not start:
-        return 0, []
     head = read_head(paths.raw, start) or b""
-    if len(head) == start and sha256(head) == cursor.get("head_sha"):
+    if not start or (len(head) == start and sha256(head) == cursor.get("head_sha")):
         return start, []
     counted = cursor.get("counted")  # a hand-edited cursor's keys not of that shape: none
     pairs = counted if isinstance(counted, list) else []
@@ -82,8 +79,9 @@ def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
     skipped = (_promote(paths, journal["identity_sizes"], similarity)
                if journal["promotions"] and paths.staged_promotions not in gone else set())
     raw = journal["raw"]
-    _archive(paths, journal)
-    _rewrite_raw(paths, raw)
+    if not raw["cut"] or _raw_untouched(paths, raw):  # else a redo finds raw.md cut: both done
+        _archive(paths, journal)
+        _rewrite_raw(paths, raw)
     processed = raw["end"] - raw["cut"]
     write_json(paths.cursor, {**journal["cursor"], "processed": processed,
                               "head_sha": sha256(read_head(paths.raw, processed) or b"")})
@@ -102,10 +100,9 @@ def read_json(path: Path) -> dict:
 
 def read_text(path: Path) -> str:
     """The file's text, or '' when it does not exist (a damaged one: `reading.read_text`)."""
-    try:
+    with suppress(FileNotFoundError):
         return reading.read_text(path)
-    except FileNotFoundError:
-        return ""
+    return ""
 
 
 def _promote(paths: CuratorPaths, sizes: dict[str, int], similarity: float) -> set[int]:
@@ -162,8 +159,6 @@ def archive_sizes(archive: Path, months: list[str], memory_lines: bool) -> dict[
 
 def _archive(paths: CuratorPaths, journal: dict) -> None:
     raw = journal["raw"]
-    if raw["cut"] and not _raw_untouched(paths, raw):
-        return
     for name, size in journal["archive_sizes"].items():  # each is appended to below
         with suppress(FileNotFoundError):
             os.truncate(paths.archive / name, size or 0)  # None: made since the plan
@@ -187,7 +182,7 @@ def month_spans(months: list, cut: int) -> list[tuple[str, int, int]]:
 def read_span(path: Path, start: int, stop: int) -> Iterator[bytes]:
     with open(path, "rb") as f:
         f.seek(start)
-        while chunk := f.read(min(CHUNK, stop - f.tell())):
+        while chunk := f.read(min(candidates.CHUNK, stop - f.tell())):
             yield chunk
 
 
@@ -200,12 +195,10 @@ def _durable(path: Path, mode: str = "ab") -> Iterator[BinaryIO]:
 
 
 def _raw_untouched(paths: CuratorPaths, raw: dict) -> bool:
-    try:
-        with open(paths.raw, "rb") as f:
-            return (os.fstat(f.fileno()).st_ino == raw["inode"]
-                    and sha256(f.read(min(raw["cut"], HEAD_BYTES))) == raw["head_sha"])
-    except FileNotFoundError:
-        return False
+    with suppress(FileNotFoundError), open(paths.raw, "rb") as f:
+        return (os.fstat(f.fileno()).st_ino == raw["inode"]
+                and sha256(f.read(min(raw["cut"], candidates.HEAD_BYTES))) == raw["head_sha"])
+    return False
 
 
 def _rewrite_raw(paths: CuratorPaths, raw: dict) -> None:
