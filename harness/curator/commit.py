@@ -162,8 +162,6 @@ def _archive(paths: CuratorPaths, journal: dict) -> None:
     for name, size in journal["archive_sizes"].items():  # each is appended to below
         with suppress(FileNotFoundError):
             os.truncate(paths.archive / name, size or 0)  # None: made since the plan
-    if journal["archive_sizes"]:
-        paths.archive.mkdir(parents=True, exist_ok=True)
     for month, offset, stop in month_spans(raw["months"], raw["cut"]):
         with _durable(paths.archive / f"{month}.md") as out:
             out.writelines(read_span(paths.raw, offset, stop))
@@ -188,6 +186,7 @@ def read_span(path: Path, start: int, stop: int) -> Iterator[bytes]:
 
 @contextmanager
 def _durable(path: Path, mode: str = "ab") -> Iterator[BinaryIO]:
+    path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, mode) as out:
         yield out
         out.flush()

@@ -45,7 +45,8 @@ class Candidate(NamedTuple):
 
     def line(self, tag: str) -> str:
         """The record line, without the newline; `tag` is `batch:seq`."""
-        return "\t".join((tag, *self[:5], self.run or "-", self.text))
+        return "\t".join((tag, self.ts, self.mission, self.role, self.kind, self.feature,
+                          self.run or "-", self.text))
 
 
 def mission_token(mission: str) -> str:
@@ -76,10 +77,9 @@ class RecordRead:
 
     def saw(self, batch: str, seq: int, mission: str) -> None:
         """Remember `seq` of `batch`, forgetting `mission`'s earlier batch."""
-        earlier = self.latest.setdefault(mission, batch)
-        if earlier != batch:
+        if (earlier := self.latest.get(mission, batch)) != batch:
             self.batches.pop(earlier, None)
-            self.latest[mission] = batch
+        self.latest[mission] = batch
         self.batches[batch] = seq
 
 
