@@ -1,5 +1,4 @@
 """Phase two of a curator pass: carry out the journal, every step safe to redo after a kill.
-
 The journal is the commit point: nothing visible changes before it, and a run that finds one
 carries it out again from the first step. Judge answers and candidate lines (`batch:seq`) go
 where a reader skips what it holds; a role file changed since the plan is checked again; the
@@ -11,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -21,13 +20,11 @@ from harness.curator import curatordb, lessondb
 from harness.curator import record as candidates
 from harness.curator.identity import IdentityIndex
 from harness.curator.promotion import Promotion
-from harness.curator.record import HEAD_BYTES
 from harness.errors import UsageError
 from harness.state import memory, reading
 from harness.state.store import atomic_write, hold_lock, read_head, sha256, write_json
 
 FORMAT_VERSION = 1
-CHUNK = 1 << 20
 STAGED_ROWS = 1000  # promotions per staged line: all in one line peaked 11 MiB higher at 300k
 
 
@@ -52,10 +49,8 @@ def cursor_start(paths: CuratorPaths, cursor: dict) -> tuple[int | None, list[li
     """Where the last run left raw.md (0: none did), or None, with the `note_keys` it counted,
     when raw.md no longer starts with the bytes the cursor hashed."""
     start = int(cursor.get("processed", 0))
-    if not start:
-        return 0, []
     head = read_head(paths.raw, start) or b""
-    if len(head) == start and sha256(head) == cursor.get("head_sha"):
+    if not start or (len(head) == start and sha256(head) == cursor.get("head_sha")):
         return start, []
     counted = cursor.get("counted")  # a hand-edited cursor's keys not of that shape: none
     pairs = counted if isinstance(counted, list) else []
@@ -67,7 +62,7 @@ def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
                   digest: dict[str, Any]) -> set[int]:
     """Carry out `journal`; the indexes of staged promotions identity turned out to hold.
     `digest`: `lessondb.append`'s arguments (a redo's has only `said`: the database stays)."""
-    said = digest.get("said")
+    said = digest["said"]
     for name, text in journal["files"].items():
         atomic_write(paths.state / name, text)
     if journal.get("judgments"):  # before the candidates: whatever clusters them reads these
@@ -76,7 +71,7 @@ def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
     gone = [path for path, count in ((paths.staged_candidates, journal["candidates"]),
                                      (paths.staged_promotions, journal["promotions"]))
             if count and not path.exists()]
-    if gone and said is not None:
+    if gone:
         said.append(f"the interrupted run's staged {' and '.join(p.name for p in gone)} were "
                     f"gone from {paths.own}: carried out without them")
     if journal["candidates"] and paths.staged_candidates not in gone:
@@ -84,8 +79,9 @@ def apply_journal(paths: CuratorPaths, journal: dict, similarity: float,
     skipped = (_promote(paths, journal["identity_sizes"], similarity)
                if journal["promotions"] and paths.staged_promotions not in gone else set())
     raw = journal["raw"]
-    _archive(paths, journal)
-    _rewrite_raw(paths, raw)
+    if not raw["cut"] or _raw_untouched(paths, raw):  # else a redo finds raw.md cut: both done
+        _archive(paths, journal)
+        _rewrite_raw(paths, raw)
     processed = raw["end"] - raw["cut"]
     write_json(paths.cursor, {**journal["cursor"], "processed": processed,
                               "head_sha": sha256(read_head(paths.raw, processed) or b"")})
@@ -104,10 +100,9 @@ def read_json(path: Path) -> dict:
 
 def read_text(path: Path) -> str:
     """The file's text, or '' when it does not exist (a damaged one: `reading.read_text`)."""
-    try:
+    with suppress(FileNotFoundError):
         return reading.read_text(path)
-    except FileNotFoundError:
-        return ""
+    return ""
 
 
 def _promote(paths: CuratorPaths, sizes: dict[str, int], similarity: float) -> set[int]:
@@ -115,18 +110,17 @@ def _promote(paths: CuratorPaths, sizes: dict[str, int], similarity: float) -> s
     curator, this step half done) is checked again for what it holds."""
     skipped: set[int] = set()
     outs: dict[str, BinaryIO] = {}
-    recheck: dict[str, IdentityIndex] = {}
+    recheck = IdentityIndex(similarity)  # the role files changed since the plan
     with hold_lock(paths.identity_lock), ExitStack() as files, \
             open(paths.staged_promotions, encoding="utf-8") as staged:
         for n, (role, _, text, line) in enumerate(_staged_rows(staged)):
             if role not in outs:
                 current = read_text(paths.role_file(role))
                 if len(current.encode()) != sizes.get(role):
-                    recheck[role] = IdentityIndex(similarity)
-                    recheck[role].add_text(role, current)
+                    recheck.add_text(role, current)
                 outs[role] = files.enter_context(_durable(paths.role_file(role)))
                 outs[role].write(opening(current, role).encode())
-            if role in recheck and recheck[role].knows(role, text):
+            if recheck.knows(role, text):
                 skipped.add(n)
             else:
                 outs[role].write(line.encode() + b"\n")
@@ -165,15 +159,9 @@ def archive_sizes(archive: Path, months: list[str], memory_lines: bool) -> dict[
 
 def _archive(paths: CuratorPaths, journal: dict) -> None:
     raw = journal["raw"]
-    if raw["cut"] and not _raw_untouched(paths, raw):
-        return
-    for name, size in journal["archive_sizes"].items():
-        if size is None:
-            (paths.archive / name).unlink(missing_ok=True)
-        elif (paths.archive / name).exists():
-            os.truncate(paths.archive / name, size)
-    if journal["archive_sizes"]:
-        paths.archive.mkdir(parents=True, exist_ok=True)
+    for name, size in journal["archive_sizes"].items():  # each is appended to below
+        with suppress(FileNotFoundError):
+            os.truncate(paths.archive / name, size or 0)  # None: made since the plan
     for month, offset, stop in month_spans(raw["months"], raw["cut"]):
         with _durable(paths.archive / f"{month}.md") as out:
             out.writelines(read_span(paths.raw, offset, stop))
@@ -192,12 +180,13 @@ def month_spans(months: list, cut: int) -> list[tuple[str, int, int]]:
 def read_span(path: Path, start: int, stop: int) -> Iterator[bytes]:
     with open(path, "rb") as f:
         f.seek(start)
-        while chunk := f.read(min(CHUNK, stop - f.tell())):
+        while chunk := f.read(min(candidates.CHUNK, stop - f.tell())):
             yield chunk
 
 
 @contextmanager
 def _durable(path: Path, mode: str = "ab") -> Iterator[BinaryIO]:
+    path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, mode) as out:
         yield out
         out.flush()
@@ -205,13 +194,10 @@ def _durable(path: Path, mode: str = "ab") -> Iterator[BinaryIO]:
 
 
 def _raw_untouched(paths: CuratorPaths, raw: dict) -> bool:
-    try:
-        with open(paths.raw, "rb") as f:
-            if os.fstat(f.fileno()).st_ino != raw["inode"]:
-                return False
-            return sha256(f.read(min(raw["cut"], HEAD_BYTES))) == raw["head_sha"]
-    except FileNotFoundError:
-        return False
+    with suppress(FileNotFoundError), open(paths.raw, "rb") as f:
+        return (os.fstat(f.fileno()).st_ino == raw["inode"]
+                and sha256(f.read(min(raw["cut"], candidates.HEAD_BYTES))) == raw["head_sha"])
+    return False
 
 
 def _rewrite_raw(paths: CuratorPaths, raw: dict) -> None:
@@ -220,8 +206,6 @@ def _rewrite_raw(paths: CuratorPaths, raw: dict) -> None:
     with hold_lock(memory.raw_lock(paths.state)):
         if not _raw_untouched(paths, raw):
             return
-        mode = paths.raw.stat().st_mode & 0o777
-        with open(paths.raw, "rb") as f:
-            f.seek(raw["cut"])
-            atomic_write(paths.raw, f.read())
-        os.chmod(paths.raw, mode)
+        stat = paths.raw.stat()
+        atomic_write(paths.raw, b"".join(read_span(paths.raw, raw["cut"], stat.st_size)))
+        os.chmod(paths.raw, stat.st_mode & 0o777)

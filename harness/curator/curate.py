@@ -41,7 +41,13 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
     # and the state directory: a curator whose lock file was deleted still keeps others out
     anchor = hold_dir_lock(paths.state, "another curator")
     with lock, anchor, _no_cyclic_gc():
-        _finish_interrupted(paths, settings, report)
+        report.resumed = paths.journal.exists()
+        if report.resumed and dry_run:
+            raise UsageError("an interrupted curator run is pending; run the curator "
+                             "without --dry-run to finish it first")
+        if report.resumed:
+            apply_journal(paths, read_json(paths.journal), settings.similarity,
+                          {"said": report.changes})
         planner = Planner(paths, mission, settings, today, report, refine, judge=judge)
         try:
             journal = _plan(planner, paths)
@@ -84,17 +90,6 @@ def _plan(planner: Planner, paths: CuratorPaths) -> dict | None:
                          "identity archive") from None
 
 
-def _finish_interrupted(paths: CuratorPaths, settings: CuratorSettings,
-                        report: CuratorReport) -> None:
-    report.resumed = paths.journal.exists()
-    if report.resumed and report.dry_run:
-        raise UsageError("an interrupted curator run is pending; run the curator "
-                         "without --dry-run to finish it first")
-    if report.resumed:
-        apply_journal(paths, read_json(paths.journal), settings.similarity,
-                      {"said": report.changes})
-
-
 def preview_for_model(state: Path, identity_dir: Path, mission: str,
                       settings: CuratorSettings, budget: int, *,
                       now: str | None = None) -> CuratorReport:
@@ -107,13 +102,12 @@ def preview_for_model(state: Path, identity_dir: Path, mission: str,
     asked = {pair for pair, _, _ in first.questions}
     joined = curate(state, identity_dir, mission, settings, dry_run=True, now=now,
                     judge=Judgments(dict.fromkeys(asked, True), budget=budget))
-    room = [budget - sum(about_identity(pair[0]) == kind for pair in asked)
-            for kind in (False, True)]
     for question in joined.questions:
         kind = about_identity(question[0][0])
-        if question[0] not in asked and room[kind] > 0:
+        room = budget - sum(about_identity(pair[0]) == kind for pair in asked)
+        if question[0] not in asked and room > 0:
             first.questions.append(question)
-            room[kind] -= 1
+            asked.add(question[0])
     return first
 
 

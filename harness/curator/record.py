@@ -1,12 +1,11 @@
 """The two logs a pass reads. raw.md, read once to its last complete line (`RawPass`): its
-entries from where the last pass stopped, the promotable ones staged as candidate lines, the
-archive cut with its months. And the candidate record `<identity>/.candidates.log`: the
-append-only truth of every TRICK, FAIL or FORGOT note (`lessondb` caches it clustered), each
-append one write under `.candidates.lock`. A line's `batch:seq` dedupes: a reader skips a seq at
-or below the highest seen for its batch, so a redone batch counts once. Only each mission's latest
-batch is kept (a mission redoes its pending batch before it appends another): two states sharing
-a mission name and identity could, after a crash, count a redone batch twice (a note count, never
-missions or runs).
+entries from where the last pass stopped, the archive cut with its months. And the candidate
+record `<identity>/.candidates.log`: the append-only truth of every TRICK, FAIL or FORGOT note
+(`lessondb` caches it clustered), each append one write under `.candidates.lock`. A line's
+`batch:seq` dedupes: a reader skips a seq at or below the highest seen for its batch, so a redone
+batch counts once. Only each mission's latest batch is kept (a mission redoes its pending batch
+before it appends another): two states sharing a mission name and identity could, after a
+crash, count a redone batch twice (a note count, never missions or runs).
 """
 
 from __future__ import annotations
@@ -58,13 +57,10 @@ def mission_token(mission: str) -> str:
 def parse_candidate(line: str) -> tuple[str, int, Candidate] | None:
     """(batch, seq, candidate) from a record line; None when the line is malformed."""
     parts = line.rstrip("\n").split("\t", 7)
-    if len(parts) != 8 or parts[4] not in PROMOTABLE or not parts[7]:
-        return None
-    if not TIME.fullmatch(parts[1]) or not real_day(parts[1]):
-        return None  # a hand-damaged line: no lesson may rank by a day the calendar lacks
     batch, _, seq = parts[0].rpartition(":")
-    if not batch or not seq.isdigit():
-        return None
+    if (len(parts) != 8 or parts[4] not in PROMOTABLE or not parts[7] or not batch
+            or not seq.isdigit() or not TIME.fullmatch(parts[1]) or not real_day(parts[1])):
+        return None  # a hand-damaged line: no lesson may rank by a day the calendar lacks
     run = None if parts[6] == "-" else parts[6]
     return batch, int(seq), Candidate(parts[1], sys.intern(parts[2]), sys.intern(parts[3]),
                                       sys.intern(parts[4]), sys.intern(parts[5]), run, parts[7])
@@ -81,20 +77,16 @@ class RecordRead:
 
     def saw(self, batch: str, seq: int, mission: str) -> None:
         """Remember `seq` of `batch`, forgetting `mission`'s earlier batch."""
-        earlier = self.latest.setdefault(mission, batch)
-        if earlier != batch:
+        if (earlier := self.latest.get(mission, batch)) != batch:
             self.batches.pop(earlier, None)
-            self.latest[mission] = batch
+        self.latest[mission] = batch
         self.batches[batch] = seq
 
 
 def read_record(identity: Path, read: RecordRead) -> Iterator[Candidate]:
     """The candidates after `read.end`, each batch's lines once; `read` then covers them."""
-    try:  # not exists() first: a person may delete it in between
-        f = open(identity / RECORD, "rb")  # noqa: SIM115 - closed by the with below
-    except FileNotFoundError:
-        return
-    with f:
+    # not exists() first: a person may delete it in between
+    with contextlib.suppress(FileNotFoundError), open(identity / RECORD, "rb") as f:
         f.seek(read.end)
         offset = read.end
         for raw in f:
@@ -108,24 +100,20 @@ def read_record(identity: Path, read: RecordRead) -> Iterator[Candidate]:
                 continue
             read.saw(batch, seq, candidate.mission)
             yield candidate
-        read.end = offset
-        read.tail_sha = _tail_sha(f.fileno(), offset)
+        read.end, read.tail_sha = offset, _tail_sha(f.fileno(), offset)
 
 
 def _tail_sha(fd: int, end: int) -> str:
     """The hash of the TAIL bytes before `end`: a later pass tells by it the record is as read."""
-    start = max(0, end - TAIL)
-    return sha256(os.pread(fd, end - start, start))
+    return sha256(os.pread(fd, min(end, TAIL), max(0, end - TAIL)))
 
 
 def covers(record: Path, end: int, tail_sha: str) -> bool:
     """Whether the record still holds what a reader read up to `end`."""
-    try:
-        with open(record, "rb") as f:
-            fd = f.fileno()
-            return os.fstat(fd).st_size >= end and _tail_sha(fd, end) == tail_sha
-    except FileNotFoundError:
-        return end == 0
+    with contextlib.suppress(FileNotFoundError), open(record, "rb") as f:
+        fd = f.fileno()
+        return os.fstat(fd).st_size >= end and _tail_sha(fd, end) == tail_sha
+    return end == 0
 
 
 def append_locked(identity: Path, staged: Path) -> tuple[int, int, str]:
@@ -169,29 +157,28 @@ class Scan:
 
 
 class RawPass:
-    """Iterate `entries()`, then read `scan`; the entries of `counted` (`note_keys`), an earlier
-    run's, are not handed over."""
+    """Iterate `entries()`, then read `scan`; an earlier run's `counted` entries are not yielded."""
 
     def __init__(self, raw: Path, start: int = 0, *, raw_keep: int = 0, month: str = "",
                  counted: list[list[str]] | None = None) -> None:
         self.raw, self.start, self.raw_keep, self.month = raw, start, raw_keep, month
-        self.counted = counted or []
         self.scan = Scan()
+        # `note_keys` -> the entries an earlier run counted, each of them taken once
+        self.by_key: dict[str, list[int]] = {}
+        for n, pair in enumerate(counted or ()):
+            for key in pair:
+                self.by_key.setdefault(key, []).append(n)
+        self.taken: set[int] = set()
 
     def entries(self) -> Iterator[tuple]:
         """raw.md's entries from `start` on, as (ts, role, feature, kind, text, run)."""
-        try:
-            f = open(self.raw, "rb")
-        except FileNotFoundError:
-            return
-        with f:
+        with contextlib.suppress(FileNotFoundError), open(self.raw, "rb") as f:
             self.scan.inode = os.fstat(f.fileno()).st_ino
             yield from self._entries(f)
 
     def _entries(self, f: Iterator[bytes]) -> Iterator[tuple]:
         scan, start, months = self.scan, self.start, [(0, self.month)]
         keep: deque[tuple[int, int, tuple]] = deque(maxlen=max(self.raw_keep, 0))
-        counted = Counted(self.counted)
         offset = lineno = 0
         for raw_line in f:
             if not raw_line.endswith(b"\n"):
@@ -208,7 +195,7 @@ class RawPass:
             if offset >= start:
                 if fields is None:
                     scan.unparsed += 1
-                elif counted.by_key and counted.take(fields):
+                elif self.by_key and self._recounted(fields):
                     scan.recounted += 1
                 else:
                     scan.processed += 1
@@ -221,6 +208,13 @@ class RawPass:
         scan.processed += scan.unparsed
         scan.counted = [note_keys(fields) for _, _, fields in keep]
 
+    def _recounted(self, fields: tuple) -> bool:
+        for n in (n for key in note_keys(fields) for n in self.by_key.get(key, ())):
+            if n not in self.taken:
+                self.taken.add(n)
+                return True
+        return False
+
 
 def note_keys(fields: tuple) -> list[str]:
     """Two keys of a counted entry: its time with role, feature, kind and run; its time with
@@ -228,22 +222,3 @@ def note_keys(fields: tuple) -> list[str]:
     ts, role, feature, kind, text, run = fields
     return [blake2b(f"{ts} {role} {feature} {kind} {run}".encode(), digest_size=8).hexdigest(),
             blake2b(f"{ts} {text}".encode(), digest_size=8).hexdigest()]
-
-
-class Counted:
-    """The entries an earlier run counted, by `note_keys`; each is taken once."""
-
-    def __init__(self, keys: list[list[str]]) -> None:
-        self.by_key: dict[str, list[int]] = {}
-        for n, pair in enumerate(keys):
-            for key in pair:
-                self.by_key.setdefault(key, []).append(n)
-        self.taken: set[int] = set()
-
-    def take(self, fields: tuple) -> bool:
-        """Whether the entry was counted before (and, if so, it is taken)."""
-        for n in (n for key in note_keys(fields) for n in self.by_key.get(key, ())):
-            if n not in self.taken:
-                self.taken.add(n)
-                return True
-        return False
