@@ -217,3 +217,43 @@ def test_an_append_the_disk_cuts_short_is_taken_back_whole(
     monkeypatch.undo()
     assert e.value.errno == errno.ENOSPC and e.value.filename == str(path)
     assert path.read_text() == "a whole line\n"
+
+
+def test_a_promotion_the_disk_cuts_short_leaves_no_half_line_in_identity(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.curator import commit
+    from harness.curator.curate import CuratorSettings, curate
+    from harness.curator.identity import provenance
+
+    with small_disk(tmp_path / "disk") as disk:
+        state, identity = disk / "shop", disk / "identity"
+        state.mkdir()
+        identity.mkdir()
+        role_file = identity / "worker.md"
+        # a person's lines, 100 bytes short of a tmpfs page and half as many characters as
+        # the bound: a promoted line overflows the page and stays in the file
+        lines = ["# worker", ""] + [f"- gardez les données de la suite {n:03d} é é é é é"
+                                    for n in range(100)]
+        data = ("\n".join(lines) + "\n").encode()[: 4096 - 100]
+        text = data[: data.rindex(b"\n") + 1].decode()
+        role_file.write_text(text)
+        (state / "raw.md").write_text("".join(
+            f"[2026-04-2{m}T10:00:00Z] worker F-00{m} TRICK: `pytest -x --lf` reruns only what "
+            f"failed, not the whole suite (run r{m}-worker-F-00{m})\n" for m in (1, 2)))
+        real_promote, filled = commit._promote, []
+
+        def promote_on_a_full_disk(*args: object) -> set[int]:
+            filled.append(fill(disk))  # the disk fills up just before the promotion
+            return real_promote(*args)
+
+        monkeypatch.setattr(commit, "_promote", promote_on_a_full_disk)
+        with pytest.raises(OSError) as e:
+            curate(state, identity, "shop", CuratorSettings(), now="2026-04-30T00:00:00Z")
+        assert e.value.errno == errno.ENOSPC and e.value.filename == str(role_file)
+        assert role_file.read_text() == text  # the whole promotion taken back
+        monkeypatch.undo()
+        filled[0].unlink()
+        report = curate(state, identity, "shop", CuratorSettings(), now="2026-04-30T00:00:00Z")
+        assert report.resumed
+        added = role_file.read_text().removeprefix(text).splitlines()
+        assert len(added) == 1 and provenance(added[0]) is not None  # one whole promoted line

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import suppress
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import orjson
 
@@ -22,7 +22,7 @@ from harness.curator.identity import IdentityIndex
 from harness.curator.promotion import Promotion
 from harness.errors import UsageError
 from harness.state import memory, reading
-from harness.state.store import atomic_write, hold_lock, read_head, sha256, write_json
+from harness.state.store import append_lines, atomic_write, hold_lock, read_head, sha256, write_json
 
 FORMAT_VERSION = 1
 STAGED_ROWS = 1000  # promotions per staged line: all in one line peaked 11 MiB higher at 300k
@@ -106,24 +106,26 @@ def read_text(path: Path) -> str:
 
 
 def _promote(paths: CuratorPaths, sizes: dict[str, int], similarity: float) -> set[int]:
-    """Append the staged promotions; a role file changed since the plan (another mission's
-    curator, this step half done) is checked again for what it holds."""
+    """Append the staged promotions, a write per role file; one changed since the plan (another
+    mission's curator, this step half done) is checked again for what it holds."""
     skipped: set[int] = set()
-    outs: dict[str, BinaryIO] = {}
+    added: dict[str, list[str]] = {}
     recheck = IdentityIndex(similarity)  # the role files changed since the plan
-    with hold_lock(paths.identity_lock), ExitStack() as files, \
-            open(paths.staged_promotions, encoding="utf-8") as staged:
-        for n, (role, _, text, line) in enumerate(_staged_rows(staged)):
-            if role not in outs:
-                current = read_text(paths.role_file(role))
-                if len(current.encode()) != sizes.get(role):
-                    recheck.add_text(role, current)
-                outs[role] = files.enter_context(_durable(paths.role_file(role)))
-                outs[role].write(opening(current, role).encode())
-            if recheck.knows(role, text):
-                skipped.add(n)
-            else:
-                outs[role].write(line.encode() + b"\n")
+    with hold_lock(paths.identity_lock):
+        with open(paths.staged_promotions, encoding="utf-8") as staged:
+            for n, (role, _, text, line) in enumerate(_staged_rows(staged)):
+                if role not in added:
+                    current = read_text(paths.role_file(role))
+                    if len(current.encode()) != sizes.get(role):
+                        recheck.add_text(role, current)
+                    # a newline to end the file's last line: append_lines writes it
+                    added[role] = [opening(current, role).lstrip("\n")]
+                if recheck.knows(role, text):
+                    skipped.add(n)
+                else:
+                    added[role].append(line + "\n")
+        for role, lines in added.items():
+            append_lines(paths.role_file(role), ["".join(lines).encode()], sync=True)
     return skipped
 
 
@@ -137,10 +139,12 @@ def opening(current: str, role: str) -> str:
 def stage_promotions(path: Path, promotions: list[Promotion]) -> None:
     """Write the plan's promotions to `path`, STAGED_ROWS rows a line, for `_promote`."""
     if promotions:
-        with _durable(path, "wb") as out:
+        with open(path, "wb") as out:
             for first in range(0, len(promotions), STAGED_ROWS):
                 out.write(orjson.dumps([(p.role, p.kind, p.text, p.line)
                                         for p in promotions[first:first + STAGED_ROWS]]) + b"\n")
+            out.flush()
+            os.fsync(out.fileno())
 
 
 def _staged_rows(staged: Iterable[str]) -> Iterator[list[str]]:
@@ -162,12 +166,13 @@ def _archive(paths: CuratorPaths, journal: dict) -> None:
     for name, size in journal["archive_sizes"].items():  # each is appended to below
         with suppress(FileNotFoundError):
             os.truncate(paths.archive / name, size or 0)  # None: made since the plan
+    paths.archive.mkdir(parents=True, exist_ok=True)
     for month, offset, stop in month_spans(raw["months"], raw["cut"]):
-        with _durable(paths.archive / f"{month}.md") as out:
-            out.writelines(read_span(paths.raw, offset, stop))
+        append_lines(paths.archive / f"{month}.md", read_span(paths.raw, offset, stop), sync=True)
     if journal["memory_archive"]:
-        with _durable(paths.archive / "memory-history.md") as out:
-            out.write("".join(line + "\n" for line in journal["memory_archive"]).encode())
+        append_lines(paths.archive / "memory-history.md",
+                     ["".join(line + "\n" for line in journal["memory_archive"]).encode()],
+                     sync=True)
 
 
 def month_spans(months: list, cut: int) -> list[tuple[str, int, int]]:
@@ -182,15 +187,6 @@ def read_span(path: Path, start: int, stop: int) -> Iterator[bytes]:
         f.seek(start)
         while chunk := f.read(min(candidates.CHUNK, stop - f.tell())):
             yield chunk
-
-
-@contextmanager
-def _durable(path: Path, mode: str = "ab") -> Iterator[BinaryIO]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, mode) as out:
-        yield out
-        out.flush()
-        os.fsync(out.fileno())
 
 
 def _raw_untouched(paths: CuratorPaths, raw: dict) -> bool:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from harness.state.memory import TIME, parse_fields, real_day
-from harness.state.store import named, sha256, write_all
+from harness.state.store import append_lines, sha256
 
 LESSON_KINDS = ("TRICK", "GOTCHA", "FAIL", "FORGOT")
 PROMOTABLE = ("TRICK", "FAIL", "FORGOT")
@@ -117,27 +117,12 @@ def covers(record: Path, end: int, tail_sha: str) -> bool:
 
 
 def append_locked(identity: Path, staged: Path) -> tuple[int, int, str]:
-    """Append the staged lines (the caller holds LOCK): the size before, after, its tail hash.
-    A crash's half line is ended first; a write that fails (a full disk) is cut back off."""
+    """Append the staged lines (the caller holds LOCK): the size before, after, its tail hash."""
     identity.mkdir(parents=True, exist_ok=True)
-    path = identity / RECORD
     with open(staged, "rb") as f:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        before = os.fstat(fd).st_size
-        try:
-            if before and os.pread(fd, 1, before - 1) != b"\n":
-                os.write(fd, b"\n")
-            while chunk := f.read(CHUNK):
-                write_all(fd, chunk)
-            os.fsync(fd)
-            end = os.fstat(fd).st_size
-            return before, end, _tail_sha(fd, end)
-        except OSError as e:
-            with contextlib.suppress(OSError):
-                os.ftruncate(fd, before)
-            raise named(e, path) from None
-        finally:
-            os.close(fd)
+        before, end = append_lines(identity / RECORD, iter(lambda: f.read(CHUNK), b""), sync=True)
+    with open(identity / RECORD, "rb") as f:
+        return before, end, _tail_sha(f.fileno(), end)
 
 
 @dataclass
