@@ -6,8 +6,6 @@ from __future__ import annotations
 from contextlib import closing
 from pathlib import Path
 
-from rapidfuzz import fuzz, process
-
 from harness.curator import curatordb
 from harness.curator.commit import CuratorPaths, cursor_start, read_json, read_text
 from harness.curator.identity import IdentityIndex, archive_path, provenance
@@ -19,8 +17,6 @@ from harness.curator.text import normalize
 from harness.errors import UsageError
 from harness.state import memory
 
-CLOSEST = 3  # lessons named when nothing matches
-CLOSEST_SCORE = 60.0  # WRatio below this is not "close"
 SHOWN = 3  # unread notes of the lesson quoted
 # kind -> its rule; met in two missions or more, in one; missed with one note (or ""), more
 RULES = {
@@ -61,7 +57,7 @@ def explain(state: Path, identity: Path, text: str, similarity: float,
         cids = [tracker.find(bucket, normalize(text)) for bucket in buckets]
         found = {cid: ev for cid in cids if cid is not None and (ev := tracker.lesson(cid))}
         blocks = [_describe(tracker, cid, answers, _place(identity, ev, similarity))
-                  for cid, ev in found.items()] or [_no_lesson(tracker, buckets, text)]
+                  for cid, ev in found.items()] or [_no_lesson(text)]
         lines, notes = _unread(CuratorPaths(state, identity))
         notes = [n for n in notes if role in (None, n.role) and kind in (None, n.kind)]
         said = [n for n in notes if tracker.find((n.role, n.kind), normalize(n.text))
@@ -120,19 +116,9 @@ def _describe(tracker: PromotionTracker, cid: int, answers: curatordb.Answers, w
         f"  rule: {rule(ev)}", f"  {where}"])
 
 
-def _no_lesson(tracker: PromotionTracker, buckets: list, text: str) -> str:
-    phrasings = [(key, ev) for bucket in buckets
-                 for cid, key, _ in tracker.index.phrasings(bucket)
-                 if (ev := tracker.lesson(cid)) is not None]
-    hits = process.extract(normalize(text).key, [key for key, _ in phrasings],
-                           scorer=fuzz.WRatio, limit=4 * CLOSEST, score_cutoff=CLOSEST_SCORE)
-    near = list(dict.fromkeys(phrasings[i][1] for _, _, i in hits))[:CLOSEST]
-    return "\n".join([
-        f"No lesson in the candidate record says this: {text}",
-        "  (only TRICK, FAIL and FORGOT notes are recorded; GOTCHA, DECISION and plain "
-        "notes are never promoted)",
-        *(["  closest lessons:"] if near else []),
-        *(f"    {ev.role} {ev.kind}: {ev.text} ({_notes(ev.count)})" for ev in near)])
+def _no_lesson(text: str) -> str:
+    return (f"No lesson in the candidate record says this: {text}\n  (only TRICK, FAIL and FORGOT "
+            "notes are recorded; GOTCHA, DECISION and plain notes are never promoted)")
 
 
 def _pending(lines: int, said: list[memory.Entry]) -> str:
