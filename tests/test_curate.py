@@ -235,8 +235,7 @@ def test_dry_run_writes_nothing_and_shows_unified_diffs(state, identity) -> None
     for diff in report.diffs.values():
         assert diff.startswith("--- ") and "\n+++ " in diff and "\n@@ " in diff
     assert "+- TRICK: psql -f drizzle/*.sql" in report.diffs[str(identity / "worker.md")]
-    assert {f"would drop the first 4 lines of {state / 'raw.md'}",
-            f"would append 4 lines to {state / 'archive' / '2026-04.md'}",
+    assert {f"would move the first 4 lines of {state / 'raw.md'} to {state / 'archive'}/",
             f"would append 14 lines to {identity / '.candidates.log'}"} <= set(report.changes)
     assert len(report.promoted) == 1 and report.archived == 4
     real = run(state, identity)

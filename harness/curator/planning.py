@@ -6,7 +6,6 @@ from __future__ import annotations
 import difflib
 import os
 import secrets
-from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
@@ -185,7 +184,7 @@ class Planner:
 
     def _tell_appends(self, scan: record.Scan, memory_archived: list[str],
                       promotions: list[Promotion]) -> None:
-        """A dry run's identity diffs, and a line for each append and for the cut."""
+        """A dry run's identity diffs, and a line for raw.md's cut and for each append."""
         paths, said = self.paths, self.report.changes
         for role in dict.fromkeys(p.role for p in promotions):
             old, path = self.identity_texts[role], paths.role_file(role)
@@ -193,13 +192,10 @@ class Planner:
             new = old + commit.opening(old, role) + added
             self.report.diffs[str(path)] = rewrite_diff(path, old, new)
         if scan.cut_line:
-            said.append(f"would drop the first {scan.cut_line:,} lines of {paths.raw}")
-        appended = Counter[Path]()
-        for month, offset, stop in commit.month_spans(scan.months, scan.cut):
-            appended[paths.archive / f"{month}.md"] += sum(
-                chunk.count(b"\n") for chunk in commit.read_span(paths.raw, offset, stop))
-        appended[paths.archive / "memory-history.md"] = len(memory_archived)
-        appended[paths.record] = self.staged
+            said.append(f"would move the first {scan.cut_line:,} lines of {paths.raw} to "
+                        f"{paths.archive}/")
+        appended = {paths.archive / "memory-history.md": len(memory_archived),
+                    paths.record: self.staged}
         said += [f"would append {n:,} line{'s' * (n != 1)} to {path}"
                  for path, n in appended.items() if n]
 
