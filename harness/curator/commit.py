@@ -167,19 +167,14 @@ def _archive(paths: CuratorPaths, journal: dict) -> None:
         with suppress(FileNotFoundError):
             os.truncate(paths.archive / name, size or 0)  # None: made since the plan
     paths.archive.mkdir(parents=True, exist_ok=True)
-    for month, offset, stop in month_spans(raw["months"], raw["cut"]):
+    # raw.md's bytes before the cut, by the month changes in them (none at cut 0)
+    stops = [offset for offset, _ in raw["months"][1:]] + [raw["cut"]]
+    for (offset, month), stop in zip(raw["months"], stops, strict=False):
         append_lines(paths.archive / f"{month}.md", read_span(paths.raw, offset, stop), sync=True)
     if journal["memory_archive"]:
         append_lines(paths.archive / "memory-history.md",
                      ["".join(line + "\n" for line in journal["memory_archive"]).encode()],
                      sync=True)
-
-
-def month_spans(months: list, cut: int) -> list[tuple[str, int, int]]:
-    """(month, start, stop) of raw.md's archived bytes, from the month changes before `cut`."""
-    stops = [offset for offset, _ in months[1:]] + [cut]
-    return [(month, offset, stop)
-            for (offset, month), stop in zip(months, stops, strict=False)]  # none at cut 0
 
 
 def read_span(path: Path, start: int, stop: int) -> Iterator[bytes]:
