@@ -54,10 +54,9 @@ def curate(state: Path, identity_dir: Path, mission: str, settings: CuratorSetti
             if journal is not None:
                 atomic_write(paths.journal, orjson.dumps(journal))  # the commit point
                 skipped = apply_journal(paths, journal, settings.similarity, {
-                    "tracker": planner.tracker, "read": planner.tracker.store.read,
-                    "batch": planner.batch, "count": journal["candidates"],
-                    "mission": planner.mission, "text_of": planner.text_of,
-                    "said": report.changes})
+                    "tracker": planner.tracker, "batch": planner.batch,
+                    "count": journal["candidates"], "mission": planner.mission,
+                    "text_of": planner.text_of, "said": report.changes})
                 report.promoted = [p for n, p in enumerate(report.promoted)
                                    if n not in skipped]
         finally:

@@ -142,21 +142,21 @@ def open_store(identity: Path, similarity: float, *, write: bool = True,
         return LessonStore(similarity)
 
 
-def append(identity: Path, staged: Path, *, tracker: Tracker | None = None,
-           read: RecordRead | None = None, batch: str = "", count: int = 0,
-           mission: str = "", text_of: TextOf | None = None,
+def append(identity: Path, staged: Path, *, tracker: Tracker | None = None, batch: str = "",
+           count: int = 0, mission: str = "", text_of: TextOf | None = None,
            said: list[str] | None = None) -> None:
     """Append the staged lines to the log under its lock and, given the `tracker` that planned
     this `batch` of `count` lines, write what it added to the database under the same lock."""
     with hold_lock(identity / log.LOCK):
         before, end, tail_sha = log.append_locked(identity, staged)
-        if tracker is None or read is None:
+        if tracker is None:
             return
+        read = tracker.store.read
         read.saw(batch, count - 1, mission)
         if before == read.end:  # only this batch since: the database covers it by offset
             read.end, read.tail_sha = end, tail_sha
         try:
-            _write(identity, tracker, read, text_of or (lambda bucket, key: None))
+            _write(identity, tracker, text_of or (lambda bucket, key: None))
         except (sqlite3.OperationalError, OSError):
             pass  # locked past the timeout, a full disk: a cache; the next pass reads the log
         except sqlite3.DatabaseError:  # damaged: the next pass makes it again from the log
@@ -164,9 +164,10 @@ def append(identity: Path, staged: Path, *, tracker: Tracker | None = None,
             curatordb.set_aside(identity, said)
 
 
-def _write(identity: Path, tracker: Tracker, read: RecordRead, text_of: TextOf) -> None:
+def _write(identity: Path, tracker: Tracker, text_of: TextOf) -> None:
     """What the pass added, unless another curator wrote since; with no usable store, all."""
-    store, index, rebuild = tracker.store, tracker.index, not tracker.store.usable
+    store, index, read = tracker.store, tracker.index, tracker.store.read
+    rebuild = not store.usable
     if store.conn is None:
         store.conn = curatordb.connect(identity)  # closed with the store
     else:
