@@ -126,20 +126,19 @@ def open_store(identity: Path, similarity: float, *, write: bool = True,
     """The stored lessons of `similarity`'s rule in one snapshot, none when they do not cover
     the log (its connection kept: the judge's answers); `write=False` changes nothing."""
     conn = curatordb.connect(identity, write=write, said=said)
+    store = LessonStore(similarity, conn)
     if conn is None:
-        return LessonStore(similarity)
+        return store
+    conn.execute("BEGIN")  # one snapshot for the whole pass
+    rows = conn.execute("SELECT k, v FROM lesson_meta WHERE rule=?", (store.rule,)).fetchall()
     try:
-        conn.execute("BEGIN")  # one snapshot for the whole pass
-        store = LessonStore(similarity, conn)
-        meta = {k: orjson.loads(v) for k, v in conn.execute(
-            "SELECT k, v FROM lesson_meta WHERE rule=?", (store.rule,))}
+        meta = {k: orjson.loads(v) for k, v in rows}
         if (meta.get("version") == VERSION
                 and log.covers(identity / log.RECORD, meta["end"], meta["tail_sha"])):
             return LessonStore(similarity, conn, meta)
-        return store
-    except (sqlite3.Error, ValueError, KeyError, TypeError):
-        conn.close()  # damaged rows: the log will do, and the pass writes them all again
-        return LessonStore(similarity)
+    except (ValueError, KeyError, TypeError):
+        pass  # rows a hand damaged: the log will do, and the pass writes them all again
+    return store
 
 
 def append(identity: Path, staged: Path, *, tracker: Tracker | None = None, batch: str = "",
