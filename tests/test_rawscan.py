@@ -74,7 +74,7 @@ def test_the_pass_finds_the_cut_the_months_and_the_new_entries(tmp_path) -> None
     first = len(lines[0]) + 1
     raw_pass = RawPass(raw, first, raw_keep=2, month="unparsed")
     records = list(raw_pass.entries())
-    scan = raw_pass.scan
+    scan = raw_pass
     assert records == [
         ("2026-03-31T10:00:00Z", "worker", "F-001", "TRICK",
          "uv run pytest -x stops at the first failure", "run1"),
@@ -128,7 +128,7 @@ def test_plain_notes_are_handed_over_in_order_with_the_rest(tmp_path) -> None:
     raw_pass = RawPass(state / "raw.md", raw_keep=2, month="unparsed")
     assert [(r[3], r[4]) for r in raw_pass.entries()] == [
         (kind, f"note {n}") for n, kind in enumerate(kinds)]
-    assert raw_pass.scan.processed == 8 and raw_pass.scan.months == [(0, "2026-04")]
+    assert raw_pass.processed == 8 and raw_pass.months == [(0, "2026-04")]
 
 
 @pytest.mark.parametrize("kinds, tools", [(["-", "-", "-", "TRICK", "FAIL", "DECISION"], 30),
@@ -203,4 +203,4 @@ def test_a_dry_run_over_a_big_log_writes_nothing(tmp_path) -> None:
 def test_a_pass_over_a_missing_raw_md_finds_nothing(tmp_path) -> None:
     raw_pass = RawPass(tmp_path / "raw.md", raw_keep=10, month="2026-04")
     assert list(raw_pass.entries()) == []
-    assert raw_pass.scan.end == 0 and raw_pass.scan.months == []
+    assert raw_pass.end == 0 and raw_pass.months == []

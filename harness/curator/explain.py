@@ -138,4 +138,4 @@ def _unread(paths: CuratorPaths) -> tuple[int, list[memory.Entry]]:
     raw = RawPass(paths.raw, start or 0, counted=counted)
     notes = [memory.Entry._make(fields) for fields in raw.entries() if fields[3] in PROMOTABLE]
     # raw.md read again from its start (a hand edit): a line that does not parse is no note
-    return raw.scan.processed - (raw.scan.unparsed if start is None else 0), notes
+    return raw.processed - (raw.unparsed if start is None else 0), notes

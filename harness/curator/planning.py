@@ -68,7 +68,7 @@ class Planner:
         commit.stage_promotions(self.paths.staged_promotions, promotions)
         return self._journal(scan, compacted, changed, len(promotions), cursor)
 
-    def _journal(self, scan: record.Scan, compacted: Compacted, changed: dict[str, str],
+    def _journal(self, scan: record.RawPass, compacted: Compacted, changed: dict[str, str],
                  promotions: int, cursor: dict) -> dict:
         last_month = scan.months[-1][1] if scan.months else cursor.get("last_month", "unparsed")
         return {
@@ -113,24 +113,23 @@ class Planner:
         return {"summary.md": answer.summary, "MEMORY.md": answer.memory}, promotions
 
     def _read(self, start: int, counted: list[list[str]], cursor: dict,
-              old_memory: str) -> tuple[record.Scan, MemoryBook]:
+              old_memory: str) -> tuple[record.RawPass, MemoryBook]:
         paths, settings = self.paths, self.settings
         if not self.dry_run:
             paths.own.mkdir(parents=True, exist_ok=True)
         self.tracker = load(paths.identity, settings.similarity, self.judge,
                             write=not self.dry_run, said=self.report.changes)
-        raw_pass = record.RawPass(paths.raw, start, raw_keep=settings.raw_keep,
-                                  month=cursor.get("last_month", "unparsed"), counted=counted)
+        scan = record.RawPass(paths.raw, start, raw_keep=settings.raw_keep,
+                              month=cursor.get("last_month", "unparsed"), counted=counted)
         book = MemoryBook(old_memory, settings.bounds, similarity=settings.similarity,
                           topic_similarity=settings.topic_similarity,
                           next_ids=cursor.get("next_ids"), clusters=self.tracker)
         with open(os.devnull if self.dry_run else paths.staged_candidates, "w",
                   encoding="utf-8") as staged:
-            self.staged = self._take(raw_pass, book, staged)
+            self.staged = self._take(scan, book, staged)
             if not self.dry_run:
                 staged.flush()
                 os.fsync(staged.fileno())
-        scan = raw_pass.scan
         self.report.processed, self.report.unparsed = scan.processed, scan.unparsed
         if scan.recounted:
             self.report.changes.append(f"{scan.recounted} entries of raw.md were counted by an "
@@ -182,7 +181,7 @@ class Planner:
                 {normalize(ev.text).key: ev.text for ev in due}, identity.line)
         return promotions
 
-    def _tell_appends(self, scan: record.Scan, memory_archived: list[str],
+    def _tell_appends(self, scan: record.RawPass, memory_archived: list[str],
                       promotions: list[Promotion]) -> None:
         """A dry run's identity diffs, and a line for raw.md's cut and for each append."""
         paths, said = self.paths, self.report.changes

@@ -125,29 +125,20 @@ def append_locked(identity: Path, staged: Path) -> tuple[int, int, str]:
         return before, end, _tail_sha(f.fileno(), end)
 
 
-@dataclass
-class Scan:
-    """What the pass found besides the entries."""
-
-    end: int = 0  # offset after the last complete line
-    cut: int = 0  # raw.md's bytes before this go to the archive
-    cut_line: int = 0
-    inode: int = 0
-    head: bytearray = field(default_factory=bytearray)  # raw.md's first HEAD_BYTES
-    months: list[tuple[int, str]] = field(default_factory=list)  # (offset, month) before cut
-    processed: int = 0  # lines from `start` on
-    unparsed: int = 0  # of those, lines that did not parse
-    counted: list[list[str]] = field(default_factory=list)  # `note_keys` of the cut on
-    recounted: int = 0  # entries not handed over again: counted by an earlier run
-
-
 class RawPass:
-    """Iterate `entries()`, then read `scan`; an earlier run's `counted` entries are not yielded."""
+    """Iterate `entries()`, then read what the pass found; an earlier run's `counted` entries
+    are not yielded."""
 
     def __init__(self, raw: Path, start: int = 0, *, raw_keep: int = 0, month: str = "",
                  counted: list[list[str]] | None = None) -> None:
         self.raw, self.start, self.raw_keep, self.month = raw, start, raw_keep, month
-        self.scan = Scan()
+        # where the last complete line ends; raw.md's bytes (lines) before the cut go to the archive
+        self.end = self.cut = self.cut_line = self.inode = 0
+        self.head = bytearray()  # raw.md's first HEAD_BYTES
+        self.months: list[tuple[int, str]] = []  # (offset, month) of each change before the cut
+        # lines from `start` on; of those, lines that did not parse; entries counted before
+        self.processed = self.unparsed = self.recounted = 0
+        self.counted: list[list[str]] = []  # `note_keys` of the entries from the cut on
         # `note_keys` -> the entries an earlier run counted, each of them taken once
         self.by_key: dict[str, list[int]] = {}
         for n, pair in enumerate(counted or ()):
@@ -158,18 +149,18 @@ class RawPass:
     def entries(self) -> Iterator[tuple]:
         """raw.md's entries from `start` on, as (ts, role, feature, kind, text, run)."""
         with contextlib.suppress(FileNotFoundError), open(self.raw, "rb") as f:
-            self.scan.inode = os.fstat(f.fileno()).st_ino
+            self.inode = os.fstat(f.fileno()).st_ino
             yield from self._entries(f)
 
     def _entries(self, f: Iterator[bytes]) -> Iterator[tuple]:
-        scan, start, months = self.scan, self.start, [(0, self.month)]
+        start, months = self.start, [(0, self.month)]
         keep: deque[tuple[int, int, tuple]] = deque(maxlen=max(self.raw_keep, 0))
         offset = lineno = 0
         for raw_line in f:
             if not raw_line.endswith(b"\n"):
                 break  # an append in progress: the next run takes it
             if offset < HEAD_BYTES:
-                scan.head += raw_line[: HEAD_BYTES - offset]
+                self.head += raw_line[: HEAD_BYTES - offset]
             fields = parse_fields(raw_line.decode("utf-8", "replace"))
             if fields is not None:
                 if fields[0][:7] != months[-1][1]:
@@ -179,19 +170,19 @@ class RawPass:
                 keep.append((offset, lineno, fields))
             if offset >= start:
                 if fields is None:
-                    scan.unparsed += 1
+                    self.unparsed += 1
                 elif self.by_key and self._recounted(fields):
-                    scan.recounted += 1
+                    self.recounted += 1
                 else:
-                    scan.processed += 1
+                    self.processed += 1
                     yield fields
             offset += len(raw_line)
             lineno += 1
         # the cut: where the `raw_keep`-th last entry starts; with none to keep, the end
-        scan.end, (scan.cut, scan.cut_line) = offset, keep[0][:2] if keep else (offset, lineno)
-        scan.months = [m for m in months if m[0] < scan.cut]
-        scan.processed += scan.unparsed
-        scan.counted = [note_keys(fields) for _, _, fields in keep]
+        self.end, (self.cut, self.cut_line) = offset, keep[0][:2] if keep else (offset, lineno)
+        self.months = [m for m in months if m[0] < self.cut]
+        self.processed += self.unparsed
+        self.counted = [note_keys(fields) for _, _, fields in keep]
 
     def _recounted(self, fields: tuple) -> bool:
         for n in (n for key in note_keys(fields) for n in self.by_key.get(key, ())):
