@@ -66,6 +66,16 @@ def test_moving_is_safe_to_redo_and_loses_nothing(tmp_path: Path) -> None:
     assert set(role_file.read_text().splitlines()) | set(archive) >= {WEAK, STRONG, MIDDLE}
 
 
+def test_a_moved_line_never_joins_an_archive_line_left_without_its_newline(tmp_path: Path) -> None:
+    archive = tmp_path / "archive" / "worker.md"
+    archive.parent.mkdir()
+    archive.write_text("# worker: a person's heading\n\n- kept by hand")
+    text = "".join(line + "\n" for line in ("# worker", "", WEAK, STRONG))
+    (tmp_path / "worker.md").write_text(text)
+    assert bound_role_file(tmp_path, "worker", len(text) - 10) == 1
+    assert archive.read_text() == f"# worker: a person's heading\n\n- kept by hand\n{WEAK}\n"
+
+
 def notes(n: int, start: int = 0) -> str:
     """TRICKs on n lessons, each from two features: n promotions."""
     lines = []

@@ -1,11 +1,8 @@
 """The curator's one database, `<identity>/.curator.db` (SQLite, WAL), shared by an identity's
 missions: the record's lessons (`lessondb`) and the judge's answers, a row each: the bucket (kind
 `-` for a role's identity file), the two `text.normalize` keys, same lesson or not, when, in which
-mission, and the two texts when known. A pass writes answers as a journal step (INSERT OR IGNORE:
-a redo adds nothing twice), nothing changes them after, and passes read them by note. Named
-MIGRATIONS run once each, in order, in one transaction (`migration` records which). A new
-`text.NORMALISER_VERSION` keys the answers again from their texts and empties the caches. A
-damaged database is set aside as `.curator.db.damaged` and made anew, with a message."""
+mission, and the two texts when known. A pass writes answers as a journal step, nothing changes
+them after, and passes read them by note."""
 
 from __future__ import annotations
 
@@ -21,7 +18,6 @@ from harness.curator.text import NORMALISER_VERSION, normalize
 
 NAME = ".curator.db"
 DAMAGED = ".curator.db.damaged"
-OLD_CACHES = (".candidates.v*.db", ".archive.db", ".candidates.digest")
 CACHES = ("lesson", "variant", "word", "lesson_meta")  # made again from the record
 Said = list[str] | None  # where a migration or a damaged database says what it could not do
 TextOf = Callable[[Any, str], str | None]  # (bucket, key) -> the text normalised to `key`
@@ -64,8 +60,8 @@ def _import_answers(conn: sqlite3.Connection, identity: Path, said: Said) -> lis
 
 def _drop_old_caches(conn: sqlite3.Connection, identity: Path, said: Said) -> list[Path]:
     """Earlier versions' lesson database and archive index: caches of files that stay."""
-    return [path for pattern in OLD_CACHES for found in identity.glob(pattern)
-            for path in _with_wal(found)]
+    return [path for pattern in (".candidates.v*.db", ".archive.db", ".candidates.digest")
+            for found in identity.glob(pattern) for path in _with_wal(found)]
 
 
 def _drop_archive_index(conn: sqlite3.Connection, identity: Path, said: Said) -> list[Path]:
@@ -76,8 +72,7 @@ def _drop_archive_index(conn: sqlite3.Connection, identity: Path, said: Said) ->
 
 
 # each returns the files to delete once it is committed
-Migration = Callable[[sqlite3.Connection, Path, Said], list[Path]]
-MIGRATIONS: list[tuple[str, Migration]] = [
+MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection, Path, Said], list[Path]]]] = [
     ("1-tables", _tables),
     ("2-import-judgments-db", _import_answers),
     ("3-drop-old-caches", _drop_old_caches),
@@ -206,11 +201,10 @@ def recorded_answers(conn: sqlite3.Connection | None) -> AnswersAbout | None:
 
 
 def answer_rows(answers: Answers, ts: str, mission: str,
-                text_of: TextOf | None = None) -> list[list]:
+                text_of: TextOf = lambda bucket, key: None) -> list[list]:
     """`answers` as the journal holds them, with the texts `text_of` knows."""
-    text = text_of or (lambda bucket, key: None)
-    return [[*_columns(bucket), key, other, int(same), ts, mission, text(bucket, key),
-             text(bucket, other)] for (bucket, key, other), same in answers.items()]
+    return [[*_columns(bucket), key, other, int(same), ts, mission, text_of(bucket, key),
+             text_of(bucket, other)] for (bucket, key, other), same in answers.items()]
 
 
 def append_answers(identity: Path, new_rows: list[list], said: Said = None) -> None:
@@ -218,11 +212,10 @@ def append_answers(identity: Path, new_rows: list[list], said: Said = None) -> N
     new_rows = [[*row, None, None][:9] for row in new_rows]  # an older journal's: no texts
     for attempt in range(2):
         try:
-            with contextlib.closing(connect(identity, said=said)) as conn:  # type: ignore[arg-type]
+            with contextlib.closing(connect(identity, said=said)) as conn, conn:  # type: ignore
                 conn.execute("BEGIN IMMEDIATE")
                 conn.executemany("INSERT OR IGNORE INTO answer VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                  new_rows)
-                conn.execute("COMMIT")
                 return
         except sqlite3.OperationalError as e:  # the journal step is redone by the next run
             raise e if "locked" in str(e) else unwritable(identity, e) from None

@@ -1,10 +1,8 @@
-"""Identity files bounded to what a prompt shows (all of `identity/<role>.md`): past the
-bound the weakest promoted lines (`strength`) move word for word to the role's archive, a
-person's lines never. A judge looks a due lesson up there (`promotion.returning`)."""
+"""Identity files bounded to what a prompt shows: past the bound the weakest promoted lines
+move word for word to the role's archive, where a judge looks a due lesson up again."""
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -13,7 +11,7 @@ from harness.curator.judge import Judgments
 from harness.curator.matching import LessonIndex
 from harness.curator.text import normalize
 from harness.state import reading
-from harness.state.store import atomic_write, read_tail
+from harness.state.store import append_lines, atomic_write, read_head, read_tail
 
 ARCHIVE = "archive"
 _PROVENANCE = re.compile(r" \[promoted \d{4}-\d\d-\d\d;[^\[\]]*\]$")
@@ -50,8 +48,7 @@ def archive_path(identity: Path, role: str) -> Path:
 
 
 def bound_role_file(identity: Path, role: str, bound: int) -> int:
-    """Keep `identity/<role>.md` within `bound`, the weakest promoted lines appended to the
-    archive; how many moved. Safe to redo: a line at the archive's end is not written again."""
+    """Keep `identity/<role>.md` within `bound`, moving the weakest promoted lines; how many."""
     path = identity / f"{role}.md"
     try:
         if path.stat().st_size <= bound:  # characters never outnumber bytes
@@ -59,35 +56,27 @@ def bound_role_file(identity: Path, role: str, bound: int) -> int:
         lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     except FileNotFoundError:
         return 0
-    kept, moving = _split(lines, bound)
-    if not moving:
-        return 0
-    archive = archive_path(identity, role)
-    archive.parent.mkdir(parents=True, exist_ok=True)
-    # a crashed move's lines are at the end: the rest (every line ever moved) is not read
-    there = set(read_tail(archive, len(moving)))
-    with open(archive, "ab") as out:
-        heading = f"# {role}: lessons moved out of identity/{role}.md for room\n\n"
-        out.write(((heading if out.tell() == 0 else "") + "".join(
-            f"{line}\n" for line in moving if line not in there)).encode())
-        out.flush()
-        os.fsync(out.fileno())
-    # a line leaves the role file only once it is in the archive
-    atomic_write(path, "".join(kept))
-    return len(moving)
-
-
-def _split(lines: list[str], bound: int) -> tuple[list[str], list[str]]:
-    """The lines kept, and those moving (stripped): the weakest promoted; of equals, the older."""
     strengths = [strength(line) for line in lines]
-    keep = {i for i, s in enumerate(strengths) if s is None}
+    keep = {i for i, s in enumerate(strengths) if s is None}  # a person's lines never move
     room = bound - sum(len(lines[i]) for i in keep)
+    # the strongest promoted lines stay while they fit; of equals, the newer
     for _, i in sorted(((s, i) for i, s in enumerate(strengths) if s is not None), reverse=True):
         if len(lines[i]) <= room:
             room -= len(lines[i])
             keep.add(i)
-    return ([line for i, line in enumerate(lines) if i in keep],
-            [line.rstrip("\n") for i, line in enumerate(lines) if i not in keep])
+    moving = [line.rstrip("\n") for i, line in enumerate(lines) if i not in keep]
+    if not moving:
+        return 0
+    archive = archive_path(identity, role)
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    # safe to redo: a crashed move's lines are at the end, and the rest is not read
+    there = set(read_tail(archive, len(moving)))
+    heading = "" if there else f"# {role}: lessons moved out of identity/{role}.md for room\n\n"
+    added = "".join(f"{line}\n" for line in moving if line not in there)
+    append_lines(archive, [(heading + added).encode()], sync=True)
+    # a line leaves the role file only once it is in the archive
+    atomic_write(path, "".join(line for i, line in enumerate(lines) if i in keep))
+    return len(moving)
 
 
 def bound_identity(identity: Path, bound: int) -> int:
@@ -160,7 +149,7 @@ class IdentityIndex:
         """The line of `bucket` (a role's identity) that says this lesson, in any words."""
         if not self._index.has(bucket):
             return None  # an empty identity file: spare normalising every due lesson
-        hit = self._index.find(bucket, normalize(lesson), self._index.judge is not None)
+        hit = self._index.find(bucket, normalize(lesson), ask=True)  # if there is a judge
         return None if hit is None else self._lines[hit]
 
     def archived_line_of(self, role: str, kind: str, lesson: str) -> str | None:
@@ -171,11 +160,6 @@ class IdentityIndex:
         bucket, prefix = archive_bucket(role, kind), f"- {kind}: "
         if bucket not in self._archives_read:  # read once a pass
             self._archives_read.add(bucket)
-            try:  # not exists() first: a person may delete it in between
-                text = archive_path(self._folder, role).read_text("utf-8", errors="replace")
-            except FileNotFoundError:
-                text = ""
-            for line in text.split("\n"):
-                if line.startswith(prefix):
-                    self.add(bucket, _PROVENANCE.sub("", line[len(prefix):]), line)
+            text = read_head(archive_path(self._folder, role), -1, encoding="utf-8") or ""
+            self.add_text(bucket, "\n".join(ln for ln in text.split("\n") if ln.startswith(prefix)))
         return self.line_of(bucket, lesson)
