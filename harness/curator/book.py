@@ -1,5 +1,4 @@
-"""L3 MEMORY.md and L2 summary.md: entries in, bounded texts out (docs/memory.md); old lines
-that leave MEMORY.md come back as `archived`, verbatim, so nothing is lost."""
+"""L3 MEMORY.md and L2 summary.md, bounded (docs/memory.md); what leaves is archived verbatim."""
 
 from __future__ import annotations
 
@@ -160,13 +159,12 @@ class MemoryBook:
         self._superseded_old: list[Item] = []
         self._old: list[Item] = []  # the old MEMORY.md, in load order
         sections = memory.parse_sections(memory_text)
-        outside = [line for line in sections[""] if not line.startswith("# ")]
-        sections["History"] = sections.get("History", []) + outside  # a line outside is History's
-        for name in ("Lessons", "Decisions", "Context", "History"):
+        sections[""] = [line for line in sections[""] if not line.startswith("# ")]
+        for name in ("Lessons", "Decisions", "Context", "History", ""):  # "": outside, History's
             for line in filter(str.strip, sections.get(name, [])):
                 item = parse_item(line.rstrip())
                 self._old.append(item)
-                item.in_history = (name == "History" or item.tail.startswith("superseded")
+                item.in_history = (name in ("History", "") or item.tail.startswith("superseded")
                                    or not item.letter)
                 if item.letter == "L":  # its record's cluster, unless another old lesson has it
                     bucket, norm = (item.role, item.kind), normalize(item.text)
