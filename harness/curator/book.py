@@ -237,18 +237,17 @@ def _newest_first(items: Iterable[Item]) -> list[Item]:
 
 def build_summary(lessons: list[Item], decisions: list[Item], bounds: Bounds) -> str:
     """summary.md: the top lessons, current decisions and things to avoid, sections in turn."""
-    queues = {"Lessons": deque(_summary_line(i) for i in lessons if i.kind not in AVOID_KINDS),
-              "Decisions (current)": deque(map(_summary_line, decisions)),
-              "Avoid": deque(_summary_line(i) for i in lessons if i.kind in AVOID_KINDS)}
+    queues = [deque(i for i in lessons if i.kind not in AVOID_KINDS), deque(decisions),
+              deque(i for i in lessons if i.kind in AVOID_KINDS)]  # in SUMMARY_SECTIONS' order
     sections: dict[str, list[str]] = {name: [] for name in memory.SUMMARY_SECTIONS}
-    while any(queues.values()):
-        for name, queue in queues.items():
+    while any(queues):
+        for lines, queue in zip(sections.values(), queues, strict=True):
             if queue:
-                sections[name].append(queue.popleft())
+                lines.append(_summary_line(queue.popleft()))
                 text = memory.render_sections("Summary", sections, memory.SUMMARY_SECTIONS)
                 if (text.count("\n") > bounds.summary_max_lines
                         or memory.estimate_tokens(text) > bounds.summary_max_tokens):
-                    sections[name].pop()
+                    lines.pop()
                     queue.clear()
     return memory.render_sections("Summary", sections, memory.SUMMARY_SECTIONS)
 
