@@ -147,7 +147,7 @@ class MemoryBook:
                  topic_similarity: float, next_ids: dict[str, int] | None = None,
                  clusters: PromotionTracker | None = None) -> None:
         self.bounds = bounds
-        caps = bounds.shares()
+        self.caps = caps = bounds.shares()
         self._seq = 0
         self.clusters = clusters or PromotionTracker(similarity)
         self._lessons: dict[int, Item] = {}  # by cluster id
@@ -210,15 +210,14 @@ class MemoryBook:
 
     def compact(self) -> Compacted:
         """The bounded MEMORY.md and summary.md, and the old lines that left MEMORY.md."""
-        caps = self.bounds.shares()
         lessons = sorted((i for i in self._lessons.values() if not i.in_history), key=Item.rank)
         decisions = _newest_first(self._current.values())
         context = _newest_first(self._context)
-        history = [*lessons[caps["Lessons"]:], *decisions[caps["Decisions"]:],
+        history = [*lessons[self.caps["Lessons"]:], *decisions[self.caps["Decisions"]:],
                    *_newest_first([*self._superseded_old, *self._superseded_new]),
-                   *context[caps["Context"]:], *(i for i in self._old if i.in_history)]
+                   *context[self.caps["Context"]:], *(i for i in self._old if i.in_history)]
         chosen = dict(Lessons=lessons, Decisions=decisions, Context=context, History=history)
-        sections = {name: items[: caps[name]] for name, items in chosen.items()}
+        sections = {name: items[: self.caps[name]] for name, items in chosen.items()}
         written = {item for items in sections.values() for item in items}
         for item in sorted(written, key=lambda i: i.seq):
             if item.letter and not item.id:  # new: the next id of its letter, in arrival order
