@@ -1,5 +1,4 @@
-"""L3 MEMORY.md and L2 summary.md: entries in, bounded texts out (docs/memory.md); old lines
-that leave MEMORY.md come back as `archived`, verbatim, so nothing is lost."""
+"""L3 MEMORY.md and L2 summary.md, bounded (docs/memory.md); what leaves is archived verbatim."""
 
 from __future__ import annotations
 
@@ -25,7 +24,7 @@ OLD_SEQ = -(10**9)  # an old item's arrival order: before every new one, then by
 AVOID_KINDS = ("FAIL", "GOTCHA")
 MEMORY_OVERHEAD = 9  # title, blank, and a heading plus blank per section, minus the last blank
 
-_TAIL = r"(?: \((?P<tail>(?:from: |run |superseded)[^()]*)\))?$"
+_TAIL = r"(?: \((?P<tail>from: (?P<ids>[^()]*)|run (?P<run>[^()]*)|superseded[^()]*)\))?$"
 _LESSON = re.compile(r"^- \[L(?P<id>\d+)\] (?P<kind>TRICK|GOTCHA|FAIL|FORGOT) x(?P<count>\d+) "
                      r"(?P<date>\d{4}-\d\d-\d\d) (?P<role>\S+): (?P<text>.*?)" + _TAIL)
 _NOTE = re.compile(r"^- \[(?P<letter>[DC])(?P<id>\d+)\] (?P<date>\d{4}-\d\d-\d\d) (?P<role>\S+) "
@@ -67,15 +66,13 @@ class Item:
         """Count one more sighting of `text` from run or feature `ref` on `day`."""
         self.count += 1
         self.day = max(self.day, day)
-        if self.in_history:  # back from History: it recurs, with its words whole again
-            self.in_history = False
-            if self.text.endswith("…"):
-                self.text = clip(text, TEXT_MAX)
-        if ref in ("", "-"):
-            return
-        if ref not in self.ids and len(self.ids) >= IDS_LISTED:
-            self.ids, self.more = self.ids[: IDS_LISTED - 1], True
-        self.ids = (ref, *(i for i in self.ids if i != ref))
+        if self.in_history and self.text.endswith("…"):  # back from History: its words whole
+            self.text = clip(text, TEXT_MAX)
+        self.in_history = False  # it recurs
+        if ref not in ("", "-"):
+            if ref not in self.ids and len(self.ids) >= IDS_LISTED:
+                self.ids, self.more = self.ids[: IDS_LISTED - 1], True
+            self.ids = (ref, *(i for i in self.ids if i != ref))
 
     def rank(self) -> tuple[float, int]:
         """Sort key, best first: last day seen plus RECUR_DAYS per doubling of the count."""
@@ -105,17 +102,15 @@ class Item:
 def parse_item(line: str) -> Item:
     """The item on a MEMORY.md line; a foreign item when the curator did not write it."""
     if m := _LESSON.match(line):
-        tail, n = m["tail"] or "", int(m["id"])
-        listed = tail[len("from: "):].split(", ") if tail.startswith("from: ") else []
+        n, listed = int(m["id"]), (m["ids"] or "").split(", ")
         return Item("L", m["kind"], m["role"], m["text"], m["date"], OLD_SEQ + n,
                     count=int(m["count"]), ids=tuple(i for i in listed if i and i != "..."),
                     more=listed[-1:] == ["..."], id=n, old_line=line)
     if m := _NOTE.match(line):
-        tail, n = m["tail"] or "", int(m["id"])
+        n = int(m["id"])
         return Item(m["letter"], "DECISION" if m["letter"] == "D" else "-", m["role"], m["text"],
-                    m["date"], OLD_SEQ + n, feature=m["feature"], id=n,
-                    run=tail[len("run "):] if tail.startswith("run ") else None,
-                    tail=tail, old_line=line)
+                    m["date"], OLD_SEQ + n, feature=m["feature"], id=n, run=m["run"],
+                    tail=m["tail"] or "", old_line=line)
     return Item("", "", "", line, "0001-01-01", OLD_SEQ, old_line=line)
 
 
@@ -152,41 +147,36 @@ class MemoryBook:
                  topic_similarity: float, next_ids: dict[str, int] | None = None,
                  clusters: PromotionTracker | None = None) -> None:
         self.bounds = bounds
-        caps = bounds.shares()
+        self.caps = caps = bounds.shares()
         self._seq = 0
         self.clusters = clusters or PromotionTracker(similarity)
         self._lessons: dict[int, Item] = {}  # by cluster id
         self._topics = LessonIndex(topic_similarity, anchored=False)
-        self._explicit: dict[str, int] = {}  # topic prefix -> index in _current
-        self._current: list[Item] = []  # the current decision of each topic
+        self._current: dict[str | int, Item] = {}  # prefix or _topics cluster -> current decision
         # plain notes: only the newest can stay, in Context or at the top of History
         self._context: deque[Item] = deque(maxlen=caps["History"] + caps["Context"])
         self._superseded_new: deque[Item] = deque(maxlen=caps["History"])  # only History takes them
         self._superseded_old: list[Item] = []
         self._old: list[Item] = []  # the old MEMORY.md, in load order
         sections = memory.parse_sections(memory_text)
-        outside = [line for line in sections[""] if not line.startswith("# ")]
-        sections["History"] = sections.get("History", []) + outside  # a line outside is History's
-        for name in ("Lessons", "Decisions", "Context", "History"):
+        sections[""] = [line for line in sections[""] if not line.startswith("# ")]
+        for name in ("Lessons", "Decisions", "Context", "History", ""):  # "": outside, History's
             for line in filter(str.strip, sections.get(name, [])):
-                self._load(parse_item(line.rstrip()), name)
+                item = parse_item(line.rstrip())
+                self._old.append(item)
+                item.in_history = (name in ("History", "") or item.tail.startswith("superseded")
+                                   or not item.letter)
+                if item.letter == "L":  # its record's cluster, unless another old lesson has it
+                    bucket, norm = (item.role, item.kind), normalize(item.text)
+                    cid = self.clusters.find(bucket, norm)
+                    if cid is None or cid in self._lessons:
+                        cid = self.clusters.new(bucket, norm)
+                    self._lessons[cid] = item
+                elif not item.in_history:
+                    self._place(item, load=True)
         given = next_ids or {}
-        self.next_ids = {letter: max([1, given.get(letter, 1)]
-                                     + [i.id + 1 for i in self._old if i.letter == letter])
-                         for letter in "LDC"}
-
-    def _load(self, item: Item, section: str) -> None:
-        self._old.append(item)
-        item.in_history = (section == "History" or item.tail.startswith("superseded")
-                           or not item.letter)
-        if item.letter == "L":  # its record's cluster, unless another old lesson has it
-            bucket, norm = (item.role, item.kind), normalize(item.text)
-            cid = self.clusters.find(bucket, norm)
-            if cid is None or cid in self._lessons:
-                cid = self.clusters.new(bucket, norm)
-            self._lessons[cid] = item
-        elif not item.in_history:
-            self._place(item, load=True)
+        self.next_ids = {c: max(1, given.get(c, 1), *(i.id + 1 for i in self._old if i.letter == c))
+                         for c in "LDC"}
 
     def add(self, entry: memory.Entry, cluster: int | None = None) -> None:
         """Take one new L1 entry into memory; `cluster` if the caller already matched it."""
@@ -209,42 +199,35 @@ class MemoryBook:
         if item.letter == "C":
             self._context.append(item)
             return
-        topic, tid = topic_of(item.text), len(self._current)
-        if topic:
-            tid = self._explicit.setdefault(topic, tid)
-        elif load:
-            self._topics.add("topic", normalize(item.text), tid)
-        else:
-            tid = self._topics.assign("topic", normalize(item.text), tid)
-        if load or tid == len(self._current):
-            self._current.append(item)
-            return
-        old, self._current[tid] = self._current[tid], item
-        old.superseded_by = item
-        (self._superseded_old if old.old_line else self._superseded_new).append(old)
+        tid = topic_of(item.text) or self._topics.assign(
+            "topic", normalize(item.text), len(self._current), match=not load)
+        if load and tid in self._current:
+            tid = len(self._current)  # a new key: each loaded twin stays current
+        old, self._current[tid] = self._current.get(tid), item
+        if old is not None:
+            old.superseded_by = item
+            (self._superseded_old if old.old_line else self._superseded_new).append(old)
 
     def compact(self) -> Compacted:
         """The bounded MEMORY.md and summary.md, and the old lines that left MEMORY.md."""
-        caps = self.bounds.shares()
         lessons = sorted((i for i in self._lessons.values() if not i.in_history), key=Item.rank)
-        decisions = _newest_first(self._current)
+        decisions = _newest_first(self._current.values())
         context = _newest_first(self._context)
-        history = [*lessons[caps["Lessons"]:], *decisions[caps["Decisions"]:],
+        history = [*lessons[self.caps["Lessons"]:], *decisions[self.caps["Decisions"]:],
                    *_newest_first([*self._superseded_old, *self._superseded_new]),
-                   *context[caps["Context"]:], *(i for i in self._old if i.in_history)]
+                   *context[self.caps["Context"]:], *(i for i in self._old if i.in_history)]
         chosen = dict(Lessons=lessons, Decisions=decisions, Context=context, History=history)
-        sections = {name: items[: caps[name]] for name, items in chosen.items()}
-        written = [item for items in sections.values() for item in items]
+        sections = {name: items[: self.caps[name]] for name, items in chosen.items()}
+        written = {item for items in sections.values() for item in items}
         for item in sorted(written, key=lambda i: i.seq):
             if item.letter and not item.id:  # new: the next id of its letter, in arrival order
                 item.id = self.next_ids[item.letter]
                 self.next_ids[item.letter] += 1
         lines = {name: [i.line(compressed=name == "History") for i in items]
                  for name, items in sections.items()}
-        kept = set(written)
         return Compacted(memory.render_sections("Memory", lines, memory.MEMORY_SECTIONS),
                          build_summary(sections["Lessons"], sections["Decisions"], self.bounds),
-                         [i.old_line for i in self._old if i not in kept], dict(self.next_ids))
+                         [i.old_line for i in self._old if i not in written], dict(self.next_ids))
 
 
 def _newest_first(items: Iterable[Item]) -> list[Item]:
@@ -253,18 +236,17 @@ def _newest_first(items: Iterable[Item]) -> list[Item]:
 
 def build_summary(lessons: list[Item], decisions: list[Item], bounds: Bounds) -> str:
     """summary.md: the top lessons, current decisions and things to avoid, sections in turn."""
-    queues = {"Lessons": deque(_summary_line(i) for i in lessons if i.kind not in AVOID_KINDS),
-              "Decisions (current)": deque(map(_summary_line, decisions)),
-              "Avoid": deque(_summary_line(i) for i in lessons if i.kind in AVOID_KINDS)}
+    queues = [deque(i for i in lessons if i.kind not in AVOID_KINDS), deque(decisions),
+              deque(i for i in lessons if i.kind in AVOID_KINDS)]  # in SUMMARY_SECTIONS' order
     sections: dict[str, list[str]] = {name: [] for name in memory.SUMMARY_SECTIONS}
-    while any(queues.values()):
-        for name, queue in queues.items():
+    while any(queues):
+        for lines, queue in zip(sections.values(), queues, strict=True):
             if queue:
-                sections[name].append(queue.popleft())
+                lines.append(_summary_line(queue.popleft()))
                 text = memory.render_sections("Summary", sections, memory.SUMMARY_SECTIONS)
                 if (text.count("\n") > bounds.summary_max_lines
                         or memory.estimate_tokens(text) > bounds.summary_max_tokens):
-                    sections[name].pop()
+                    lines.pop()
                     queue.clear()
     return memory.render_sections("Summary", sections, memory.SUMMARY_SECTIONS)
 
