@@ -91,7 +91,9 @@ class LessonIndex:
         vid = self.next_vid
         self.next_vid += 1
         b.variants[vid] = Variant(norm.key, norm.packed, norm.signature, cluster)
-        for w in filter(None, (*words, norm.signature)):
+        if norm.signature:
+            words.add(norm.signature)
+        for w in words:
             b.df[w] = b.df.get(w, 0) + 1
             plist = b.postings.setdefault(w, [])
             plist.append(vid)
