@@ -681,7 +681,7 @@ def test_matching_does_not_depend_on_the_string_hash_seed() -> None:
         "for n, t in enumerate(['alpha one', 'bravo two', 'charlie three', 'delta four']):\n"
         "    idx.add('b', normalize(t), n)\n"
         "words = set(normalize('alpha bravo charlie delta').key.split())\n"
-        "print(shortlist_of(idx._buckets['b'], words))\n")
+        "print(shortlist_of(idx._buckets['b'], words, (), ''))\n")
     seen = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                            check=True, cwd=ROOT,
                            env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout

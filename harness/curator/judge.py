@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from harness.curator.lessondb import Variant
 from harness.curator.text import Norm
@@ -21,8 +20,7 @@ IDENTITY_ASKED = 1
 IDENTITY_MIN_SCORE = 0.0
 
 
-@dataclass(frozen=True)
-class Question:
+class Question(NamedTuple):
     """Is the note `key` the lesson of `other`, of cluster (or identity line) `other_cluster`?"""
 
     bucket: Any  # (role, kind), or a role when the question is about its identity file
@@ -100,19 +98,16 @@ class Judgments:
         if self.asking(question.bucket, question.key) and question not in self.questions:
             self.questions.append(question)
             self._asked[about_identity(question.bucket)].add(question.key)
-        return None
 
     def shown(self, note_text: dict[tuple[Any, str], str], lesson_text: Callable[[int], str | None],
               due_text: dict[str, str], identity_line: Callable[[int], str]
               ) -> list[tuple[tuple, str, str]]:
-        """The questions as a model is shown them: ((bucket, key, other), text, other text);
-        `note_text`: (bucket, key) -> the words of a note the pass normalised to `key`."""
+        """The questions as a model is shown them: ((bucket, key, other), text, other text)."""
         out = []
         for q in self.questions:
-            if about_identity(q.bucket):
-                text, other = due_text.get(q.key), identity_line(q.other_cluster)
-            else:
-                text, other = note_text.get((q.bucket, q.key)), lesson_text(q.other_cluster)
+            identity = about_identity(q.bucket)
+            text = due_text.get(q.key) if identity else note_text.get((q.bucket, q.key))
+            other = identity_line(q.other_cluster) if identity else lesson_text(q.other_cluster)
             if text is not None and other is not None:
                 out.append(((q.bucket, q.key, q.other), text, other))
         return out

@@ -45,11 +45,10 @@ def _joins(a: Norm, a_words: set[str], b: Norm | Variant, threshold: float, sure
     if sure and not (a_words <= b_words or b_words <= a_words):
         return False  # a swap
     cutoff = threshold - AGREE_BONUS if a_anchors and a_anchors == b_anchors else threshold
-    raw = fuzz.token_set_ratio(a.key, b.key, score_cutoff=cutoff)  # under the cutoff: 0
     na, nb = a.key.count(" ") + 1, b.key.count(" ") + 1
-    # a subset scores 100 under token_set_ratio: the whole-text ratio caps a short side's
-    short = min(na, nb) < LENGTH_FLOOR * max(na, nb)
-    return bool(raw) and (not short or fuzz.token_sort_ratio(a.key, b.key) >= cutoff)
+    # token_set_ratio: 0 under the cutoff, 100 for a subset; the whole-text ratio caps a short side
+    return bool(fuzz.token_set_ratio(a.key, b.key, score_cutoff=cutoff)) and (
+        min(na, nb) >= LENGTH_FLOOR * max(na, nb) or fuzz.token_sort_ratio(a.key, b.key) >= cutoff)
 
 
 class LessonIndex:
@@ -109,22 +108,17 @@ class LessonIndex:
     def _match(self, b: Bucket, norm: Norm, a_words: set[str], ask: bool) -> int | None:
         a_anchors = norm.anchors.split() if self.anchored else []
         shortlist = shortlist_of(b, a_words, a_anchors, norm.signature if self.anchored else "")
-        self._fault_variants(b, shortlist)
-        for vid in shortlist:
-            v = b.variants[vid]
+        for v in self._read(b, shortlist):
             if (_joins(norm, a_words, v, self.threshold, self.sure, self.near) if self.anchored
                     else fuzz.token_set_ratio(norm.key, v.key, score_cutoff=self.threshold)):
                 return v.owner
-        judge = self.judge  # no pool for a note it has no answer about and asks no more about
-        if judge is None or not (judge.about(b.name, norm.key)
-                                 or ask and judge.asking(b.name, norm.key)):
-            return None
+        if self.judge is None or not (self.judge.about(b.name, norm.key)
+                                      or ask and self.judge.asking(b.name, norm.key)):
+            return None  # no pool for a note it has no answer about and asks no more about
         pool = pool_of(b, a_words, a_anchors, norm.signature)
-        self._fault_variants(b, pool)
-        return judge.decide(b.name, norm, [b.variants[vid] for vid in pool], ask, b.df)
+        return self.judge.decide(b.name, norm, self._read(b, pool), ask, b.df)
 
     def _bucket(self, bucket: Any, query: Norm | None = None) -> Bucket:
-        """The bucket, with what the store holds of a `query` read into it."""
         b = self._buckets.get(bucket)
         if b is None:
             stored = self.store is not None and self.store.covers(bucket)
@@ -133,9 +127,10 @@ class LessonIndex:
             self.store.fault(b, query.key, query.signature)
         return b
 
-    def _fault_variants(self, b: Bucket, vids: list[int] | None) -> None:
+    def _read(self, b: Bucket, vids: list[int] | None) -> list[Variant]:
         if b.stored and self.store.first_vid:
             self.store.fault_variants(b, vids)
+        return [b.variants[vid] for vid in (sorted(b.variants) if vids is None else vids)]
 
     def has(self, bucket: Any) -> bool:
         """Whether anything is indexed in `bucket` (in memory)."""
@@ -143,14 +138,11 @@ class LessonIndex:
 
     def buckets(self) -> list[Any]:
         """The buckets in use, here or in the store."""
-        stored = self.store.buckets() if self.store is not None else []
-        return list(dict.fromkeys([*self._buckets, *stored]))
+        return list(dict.fromkeys([*self._buckets, *(self.store.buckets() if self.store else [])]))
 
     def phrasings(self, bucket: Any) -> Iterator[tuple[int, str, str]]:
         """(cluster, key, packed anchors) of each phrasing in `bucket`, the store's too."""
-        b = self._bucket(bucket)
-        self._fault_variants(b, None)
-        return ((v.owner, v.key, v.packed) for _, v in sorted(b.variants.items()))
+        return ((v.owner, v.key, v.packed) for v in self._read(self._bucket(bucket), None))
 
     def stored_buckets(self) -> list[Bucket]:
         """The buckets the store keeps, for writing back what a pass added."""
@@ -163,13 +155,11 @@ def block_words(b: Bucket, words: set[str], anchors: Collection[str], signature:
     get = b.df.get
     counted = sorted([(n, w) for w in anchors if (n := get(w))])[:limit]
     if len(counted) < limit:
-        others = sorted([(n, w) for w in words if (n := get(w)) and w not in anchors])
-        counted += others[:limit - len(counted)]
-    return [signature] * (signature in b.postings) + [w for _, w in counted]
+        counted += sorted([(n, w) for w in words if (n := get(w)) and w not in anchors])
+    return [signature] * (signature in b.postings) + [w for _, w in counted[:limit]]
 
 
-def shortlist_of(b: Bucket, words: set[str], anchors: Collection[str] = (),
-                 signature: str = "") -> list[int]:
+def shortlist_of(b: Bucket, words: set[str], anchors: Collection[str], signature: str) -> list[int]:
     """Recent variants under 3 `block_words`, best first (weights 4, 2, 1; ties: first seen)."""
     score: dict[int, int] = {}
     filed = block_words(b, words, anchors, signature, BLOCK_WORDS)
@@ -179,8 +169,7 @@ def shortlist_of(b: Bucket, words: set[str], anchors: Collection[str] = (),
     return sorted(score, key=score.__getitem__, reverse=True)[:SHORTLIST]  # reverse: stable
 
 
-def pool_of(b: Bucket, words: set[str], anchors: Collection[str] = (),
-            signature: str = "") -> list[int]:
+def pool_of(b: Bucket, words: set[str], anchors: Collection[str], signature: str) -> list[int]:
     """A judge's candidates: the recent variants under the `signature` or POOL_WORDS words."""
     filed = block_words(b, words, anchors, signature, POOL_WORDS)
     return list(dict.fromkeys(vid for w in filed for vid in reversed(b.postings[w][-POSTING_CAP:])))
