@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import UNSURE_FIRST, UNSURE_SECOND
 from corpus_quality import stored_lessons
 
@@ -165,8 +166,10 @@ def raw_line(feature: str, text: str, minute: int) -> str:
             f"(run r{minute}-worker-{feature})\n")
 
 
+@pytest.mark.parametrize("damage", [  # the lesson rows gone, or a hand damaged
+    "DELETE FROM lesson_meta", "UPDATE lesson_meta SET v = 'not json' WHERE k = 'end'"])
 def test_a_pass_asks_then_one_with_the_answer_promotes_records_it_and_a_rebuild_agrees(
-        tmp_path: Path) -> None:
+        tmp_path: Path, damage: str) -> None:
     state, identity = tmp_path / "state", tmp_path / "identity"
     state.mkdir()
     identity.mkdir()
@@ -179,30 +182,14 @@ def test_a_pass_asks_then_one_with_the_answer_promotes_records_it_and_a_rebuild_
     assert [p.text for p in report.promoted] == [FIRST]
     assert curatordb.read_answers(identity) == {PAIR: True}
     assert not (state / "curator" / "journal.json").exists()
-    # the lesson database rebuilt from the record clusters the two notes as one again
-    forget(identity)
+    # the lesson rows made again from the record cluster the two notes as one again, as the
+    # recorded answer says: nothing new is due, no lesson of the second note's words apart
+    with contextlib.closing(sqlite3.connect(identity / curatordb.NAME)) as conn, conn:
+        conn.execute(damage)
     with open(state / "raw.md", "a") as raw:
         raw.write(raw_line("F-003", SECOND, 3))
     again = curate(state, identity, "shop", CuratorSettings())
     assert again.promoted == [] and again.questions == []
-    assert [ev.count for ev in stored_lessons(identity, 75.0)] == [3]
-
-
-def test_lesson_rows_a_hand_damaged_are_made_again_by_the_recorded_answers(
-        tmp_path: Path) -> None:
-    state, identity = tmp_path / "state", tmp_path / "identity"
-    state.mkdir()
-    identity.mkdir()
-    (state / "raw.md").write_text(raw_line("F-001", FIRST, 1) + raw_line("F-002", SECOND, 2))
-    curate(state, identity, "shop", CuratorSettings(), judge=Judgments({PAIR: True}))
-    with contextlib.closing(sqlite3.connect(identity / curatordb.NAME)) as conn, conn:
-        conn.execute("UPDATE lesson_meta SET v = 'not json' WHERE k = 'end'")
-    with open(state / "raw.md", "a") as raw:
-        raw.write(raw_line("F-003", SECOND, 3))
-    again = curate(state, identity, "shop", CuratorSettings())
-    # the rows are made again from the record, the two notes joined as the answer said:
-    # nothing new is due, and no lesson of the second note's words stands apart
-    assert again.promoted == []
     assert [ev.count for ev in stored_lessons(identity, 75.0)] == [3]
 
 
