@@ -129,6 +129,7 @@ def test_few_entries_stay_put(state, identity) -> None:
     appended = [note(state, f"note {n}") for n in range(4)]
     assert run(state, identity).archived == 0
     assert (state / "raw.md").read_text().splitlines() == appended
+    assert not (state / "archive").exists()  # a pass that archives nothing makes no folder
 
 
 # --- idempotence, bounds, dry run ---------------------------------------------

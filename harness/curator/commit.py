@@ -163,10 +163,11 @@ def archive_sizes(archive: Path, months: list[str], memory_lines: bool) -> dict[
 
 def _archive(paths: CuratorPaths, journal: dict) -> None:
     raw = journal["raw"]
-    for name, size in journal["archive_sizes"].items():  # each is appended to below
+    for name, size in journal["archive_sizes"].items():
         with suppress(FileNotFoundError):
             os.truncate(paths.archive / name, size or 0)  # None: made since the plan
-    paths.archive.mkdir(parents=True, exist_ok=True)
+    if journal["archive_sizes"]:  # the files appended to below, if any
+        paths.archive.mkdir(parents=True, exist_ok=True)
     # raw.md's bytes before the cut, by the month changes in them (none at cut 0)
     stops = [offset for offset, _ in raw["months"][1:]] + [raw["cut"]]
     for (offset, month), stop in zip(raw["months"], stops, strict=False):
