@@ -338,3 +338,25 @@ def test_a_moved_project_is_still_the_missions_repository(mission, tmp_path):
                     str(script(tmp_path, bash("echo two > f.txt"))), cwd=moved)
     assert result.returncode in (0, 1), result.stderr
     assert "committed" in result.stdout, result.stdout
+
+
+def test_in_worktrees_mode_a_copy_of_the_repository_is_not_taken_for_it(mission, tmp_path):
+    """The agent copies the person's git folder (mark and all) into its worktree and points
+    its `.git` file into the copy, whose config it controls: the harness's git must refuse
+    it, not run the copy's filter with the person's git folder writable."""
+    config = mission / ".harness" / "config.yaml"
+    config.write_text(config.read_text() + "workspace: worktrees\n")
+    out = tmp_path / "escaped-copy"
+    attack = (
+        "C=$(sed 's/^gitdir: //' .git) && COMMON=$(cd \"$C\" && cd \"$(cat commondir)\" && "
+        "pwd) && cp -a \"$COMMON\" fake && echo \"gitdir: $PWD/fake/worktrees/F-004\" > .git "
+        "&& echo fake/ >> fake/info/exclude && git config -f fake/config filter.evil.clean "
+        f"\"sh -c 'env > {out}; echo planted > $COMMON/hooks/pre-commit; "
+        "echo planted > $COMMON/planted' ; cat\" && echo '* filter=evil' > .gitattributes && "
+        "echo x > f.txt")
+    result = worker(mission, script(tmp_path, bash(attack)))
+    assert not (mission / ".git" / "planted").exists()
+    assert result.returncode == 2 and "mission's repository" in result.stderr, (
+        result.stdout, result.stderr)
+    assert not (mission / ".git" / "hooks" / "pre-commit").exists()
+    assert_contained(mission, out)

@@ -40,6 +40,7 @@ class ConfinedTree:
     tree: Path
     repository: gitdir.Repository | None
     top: Path | None  # where git found `.git` from the tree before the agent acted
+    git_folder: Path | None  # the git folder it used then
     policy: SandboxPolicy
 
     def git_policy(self) -> SandboxPolicy:
@@ -59,7 +60,8 @@ def confine_tree(tree: Path, repo: Path, state: Path, policy: SandboxPolicy) -> 
     Call it before the agent acts: the repository is recorded on first use."""
     repository = gitdir.recorded(state) or gitdir.record(state, repo)
     tree = tree.resolve()
-    _confined.append(ConfinedTree(tree, repository, gitdir.toplevel(tree), policy))
+    _confined.append(ConfinedTree(tree, repository, gitdir.toplevel(tree),
+                                  gitdir.git_folder(tree), policy))
 
 
 def run_git(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -69,7 +71,7 @@ def run_git(workdir: Path, *args: str, check: bool = True) -> subprocess.Complet
     here = workdir.resolve()
     confined = next((c for c in _confined if here.is_relative_to(c.tree)), None)
     if confined is not None and confined.repository is not None:
-        gitdir.check(here, confined.repository, confined.top)
+        gitdir.check(here, confined.repository, confined.top, confined.git_folder)
     if confined is None or confined.policy.kind != "bwrap":
         return subprocess.run(argv, cwd=workdir, capture_output=True, text=True, check=check,
                               timeout=GIT_TIMEOUT, env=env, stdin=subprocess.DEVNULL)

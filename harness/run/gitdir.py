@@ -57,10 +57,25 @@ def record(state: Path, repo: Path) -> Repository | None:
     return git_dir, mark
 
 
-def check(tree: Path, repository: Repository, top: Path | None) -> None:
+def git_folder(tree: Path) -> Path | None:
+    """The git folder git would use from `tree` now (a worktree's, through its `gitdir:`
+    file), resolved; None where there is none to trust."""
+    top = toplevel(tree)
+    dot_git = top / ".git" if top is not None else None
+    try:
+        if dot_git is None or dot_git.is_symlink():
+            return None
+        return dot_git.resolve() if dot_git.is_dir() else _linked(dot_git, dot_git)
+    except (UsageError, OSError):
+        return None
+
+
+def check(tree: Path, repository: Repository, top: Path | None,
+          before: Path | None = None) -> None:
     """UsageError unless git, run in `tree`, would find its `.git` in `top` (where it found
     it before the agent acted) and use the recorded repository (by its mark: a project
-    moved or copied with its `.git` stays the same repository)."""
+    moved or copied with its `.git` stays the same repository), through the git folder it
+    used then (`before`: a copy of the repository, mark and all, is not it)."""
     was, mark = repository
     found = toplevel(tree)
     if found is None or found != top:
@@ -76,7 +91,7 @@ def check(tree: Path, repository: Repository, top: Path | None) -> None:
         common = used.parent.parent
     else:
         raise _replaced(dot_git, was)
-    if _mark(common) != mark:
+    if _mark(common) != mark or (before is not None and used.resolve() != before):
         raise _replaced(dot_git, was)
     _no_symlinks_out(used)
 
