@@ -51,3 +51,17 @@ def test_the_agents_tools_never_see_secret_variables(project: Path, tmp_path: Pa
     for name in CANARIES:
         assert f"{name}=" not in seen
     assert "PATH=" in seen
+
+
+def test_a_project_doc_linked_into_the_state_is_not_read_into_the_prompt(project: Path) -> None:
+    """`AGENTS.md -> .harness/env` (a link the agent can leave in its tree without reaching
+    its target) would put the env file, secrets and all, before the model; `CLAUDE.md ->
+    .harness/config.yaml` the state's config."""
+    (project / ".harness" / "env").write_text("OPENAI_API_KEY=sk-CANARY0004\nPLAIN=canary-0005\n")
+    (project / "AGENTS.md").symlink_to(".harness/env")
+    (project / "CLAUDE.md").symlink_to("./.harness/config.yaml")
+    result = run_sh("worker", "F-004", "--dry-run", cwd=project)
+    assert result.returncode == 0, result.stderr
+    prompt = next((project / ".harness").glob("runs/*/prompt.md")).read_text()
+    assert "OPENAI_API_KEY" not in prompt and "canary-0005" not in prompt
+    assert "Mission config" not in prompt

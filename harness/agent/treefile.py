@@ -164,17 +164,31 @@ def _replace_in(folder: int, name: str, data: bytes) -> None:
     os.fsync(folder)
 
 
-def read_in_tree(root: Path, name: str, max_chars: int) -> str | None:
-    """At most `max_chars` + 1 characters from the start of `root`/`name`, a file the agent
-    may have written: never read through a symlink out of `root` (AGENTS.md linked to
-    ~/.ssh/id_rsa is not read), never a fifo or device; None where there is none."""
+def tree_check(root: Path, name: str, hidden: tuple[Path, ...] = ()) -> Callable[[Path], None]:
+    """For TreeFile: Refused where `name` really is out of `root` (resolved), or in one of
+    `hidden` lying inside it (the state, the identity folder, the harness's home)."""
+    inner = [h for h in (p.resolve() for p in hidden) if h != root and h.is_relative_to(root)]
 
     def inside(real: Path) -> None:
-        if not real.is_relative_to(root.resolve()):
+        if not real.is_relative_to(root):
             raise Refused(f"{name} leads out of {root}")
+        if any(real.is_relative_to(h) for h in inner):
+            raise Refused(f"{name} leads into the harness's own folders (state, identity "
+                          "or home)")
 
+    return inside
+
+
+def read_in_tree(root: Path, name: str, max_chars: int,
+                 hidden: tuple[Path, ...] = ()) -> str | None:
+    """At most `max_chars` + 1 characters from the start of `root`/`name`, a file the agent
+    may have written: never read through a symlink out of `root` (AGENTS.md linked to
+    ~/.ssh/id_rsa is not read) or into `hidden` (AGENTS.md -> .harness/env), never a fifo
+    or device; None where there is none."""
+    root = root.resolve()
     try:
-        fd = TreeFile(root.resolve(), name, inside).open(name, os.O_RDONLY | os.O_NONBLOCK)
+        fd = TreeFile(root, name, tree_check(root, name, hidden)).open(
+            name, os.O_RDONLY | os.O_NONBLOCK)
     except (OSError, Refused):
         return None
     with os.fdopen(fd, encoding="utf-8", errors="replace") as f:

@@ -21,6 +21,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from harness.agent.treefile import read_in_tree
 from harness.config import PromptCaps
 from harness.errors import UsageError
+from harness.paths import harness_home
 from harness.run.export import identity_beside, without_block
 from harness.state import steering
 from harness.state.memory import long_note_titles, tail_entries
@@ -81,7 +82,8 @@ def read_sources(role: str, feature_id: str | None, state: Path, workdir: Path,
     the agent CLI reads by itself."""
     docs = []
     for name in (d for d in PROJECT_DOCS if d not in skip_docs):
-        text = read_in_tree(workdir, name, caps.project_docs_chars)
+        text = read_in_tree(workdir, name, caps.project_docs_chars,
+                            (state, identity_dir, harness_home()))
         if text is not None and ((shown := without_block(text)) == text or shown.strip()):
             docs.append({"name": name, "text": cap_text(shown, caps.project_docs_chars)})
     ledger = []
