@@ -112,3 +112,21 @@ def test_a_huge_project_doc_is_left_alone(project: Path, state: Path, isolated_e
     result = run_sh("curator", cwd=project)
     assert result.returncode == 0 and "over 4 MB" in result.stdout
     assert (project / "AGENTS.md").read_text() == huge
+
+
+def test_no_write_through_a_symlink_into_the_state_or_identity(project: Path, state: Path,
+                                                               isolated_env: Path) -> None:
+    """An agent can leave `AGENTS.md -> .harness/config.yaml` in the tree (it need not reach
+    the target to make the link): the block must not be written into the state."""
+    (isolated_env / "worker.md").write_text(PROMOTED)
+    export_to(state, "AGENTS.md", "CLAUDE.md")
+    config = (state / "config.yaml").read_text()
+    plan = (state / "features.json").read_text()
+    (project / "AGENTS.md").symlink_to(".harness/config.yaml")
+    (project / "CLAUDE.md").symlink_to("./.harness/features.json")
+    result = run_sh("curator", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert (state / "config.yaml").read_text() == config
+    assert (state / "features.json").read_text() == plan
+    assert "left alone" in result.stdout
+    assert run_sh("status", cwd=project).returncode == 0  # the next run is not wedged

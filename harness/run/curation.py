@@ -87,7 +87,8 @@ def _run_curator(paths: Paths, dry_run: bool) -> CuratorReport:
             load_env_files(state)  # cron reads no profile: keys may live in env files
         report = (ModelCuration(paths, config).run() if config.curator.mode == "model"
                   else _judged_pass(paths, config))
-    report.changes += export_identity(paths.workdir, paths.identity, config.identity_export)
+    report.changes += export_identity(paths.workdir, paths.identity, config.identity_export,
+                                      (paths.state, paths.identity, paths.home))
     if config.curator.mode != "model":
         ledger.append_progress(state, "curator", None, "-", "done", 0, 0.0)
     for promotion in report.promoted:

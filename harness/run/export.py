@@ -18,10 +18,9 @@ import stat
 from pathlib import Path
 
 from harness.agent.beneath import relative_inside
-from harness.agent.treefile import Refused, TreeFile
+from harness.agent.treefile import Refused, TreeFile, tree_check
 from harness.config import ROLES
 from harness.curator.identity import identity_lessons, provenance
-from harness.state.store import atomic_write
 
 START = "<!-- autonomous-harness:identity start -->"
 END = "<!-- autonomous-harness:identity end -->"
@@ -107,16 +106,13 @@ def shown_identity(identity: str, docs: list[str]) -> str:
 # ---- the files: I/O ----
 
 
-def read_project_file(root: Path, name: str) -> str | None:
-    """The whole text of `name` beneath `root` (never through a symlink out of it; a regular
-    file only), or None if absent; OSError or Refused when it cannot be read."""
-
-    def inside(real: Path) -> None:
-        if not real.is_relative_to(root):
-            raise Refused(f"{name} leads out of {root}")
-
+def read_project_file(root: Path, name: str, hidden: tuple[Path, ...] = ()) -> str | None:
+    """The whole text of `name` beneath `root` (never through a symlink out of it or into
+    `hidden`; a regular file only), or None if absent; OSError or Refused when it cannot be
+    read."""
     try:
-        fd = TreeFile(root, name, inside).open(name, os.O_RDONLY | os.O_NONBLOCK)
+        fd = TreeFile(root, name, tree_check(root, name, hidden)).open(
+            name, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
     with os.fdopen(fd, "rb") as f:
@@ -128,9 +124,11 @@ def read_project_file(root: Path, name: str) -> str | None:
         return f.read().decode("utf-8")
 
 
-def export_identity(workdir: Path, identity_dir: Path, names: list[str]) -> list[str]:
-    """Write the block into each of `names` in the project; one line for each file changed
-    or refused."""
+def export_identity(workdir: Path, identity_dir: Path, names: list[str],
+                    hidden: tuple[Path, ...] = ()) -> list[str]:
+    """Write the block into each of `names` in the project, never through a symlink out of
+    it or into `hidden` (the state, the identity folder and the harness's home, which an
+    agent's link may name); one line for each file changed or refused."""
     if not names:
         return []
     identities = {}
@@ -149,13 +147,17 @@ def export_identity(workdir: Path, identity_dir: Path, names: list[str]) -> list
             continue
         done.add(real)
         try:
-            old = read_project_file(root, real)
+            old = read_project_file(root, real, hidden)
         except (OSError, Refused, UnicodeDecodeError) as e:
             said.append(f"identity export: {root / name}: cannot read it ({e}); left alone")
             continue
         new = with_block(old or "", block)
-        if new != (old or ""):
-            atomic_write(root / real, new.encode("utf-8"))
+        if new != (old or ""):  # written beneath the project, checked as it was read
+            try:
+                TreeFile(root, real, tree_check(root, real, hidden)).write_text(new)
+            except Refused as e:
+                said.append(f"identity export: {root / name}: {e}; left alone")
+                continue
             said.append(f"identity export: lessons written to {root / name}")
     return said
 
