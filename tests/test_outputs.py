@@ -3,13 +3,14 @@ report that never replaces a person's files (issue 31, point 8)."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import shutil
 from pathlib import Path
 
 from click.testing import CliRunner
-from conftest import ROOT
+from conftest import ROOT, run_sh
 
 from harness.cli.app import cli
 from harness.ops.cron import crontab
@@ -75,3 +76,29 @@ def test_report_out_a_file_is_a_usage_error(state: Path, tmp_path: Path) -> None
     result = report(state, out)
     assert result.exit_code == 2 and "is a file" in result.output
     assert out.read_text() == "mine\n"
+
+
+def test_what_an_agent_wrote_cannot_drive_the_terminal(project: Path, tmp_path: Path) -> None:
+    """A blocked reason, a note and a summary holding escape sequences (a title change, a
+    screen clear, a colour) are printed by run.sh with their control characters visible,
+    never raw; JSON output stays JSON."""
+    attack = "\x1b]0;PWNED\x07\x1b[2J\x1b[31mRED\x9b31m\r"
+    turns = [{"tools": [{"name": "note", "input": {"kind": "GOTCHA", "text": "n " + attack}}]},
+             {"tools": [{"name": "finish", "input": {"summary": "s " + attack,
+                                                     "status": "blocked",
+                                                     "reason": "r " + attack}}]}]
+    script = tmp_path / "escapes.yaml"
+    script.write_text(json.dumps(turns))
+    worker = run_sh("worker", "F-004", "--backend", "scripted", "--script", str(script),
+                    cwd=project)
+    assert worker.returncode == 7, worker.stderr
+    run_id = next((project / ".harness" / "runs").iterdir()).name
+    shown = [worker] + [run_sh(*command, cwd=project) for command in (
+        ["status"], ["summary"], ["show", run_id], ["runs"])]
+    for result in shown:
+        assert result.returncode in (0, 7), (result.args, result.stderr)
+        for out in (result.stdout, result.stderr):
+            assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", out), (result.args, out)
+    assert "\\u001b]0;PWNED\\u0007" in shown[0].stdout + shown[1].stdout
+    as_json = run_sh("show", run_id, "--json", cwd=project)
+    assert json.loads(as_json.stdout)["run_id"] == run_id

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import sys
+from typing import Any
 
 GLOBAL_OPTIONS = ("--state", "--workdir")
 
@@ -23,7 +25,28 @@ def subcommand_index(argv: list[str]) -> int | None:
     return None
 
 
+# C0 controls but tab and newline, DEL and C1: what could drive the person's terminal
+TERMINAL_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+class Shown:
+    """A text stream writing each control character but newline and tab as a visible
+    `\\u00XX` (valid in a JSON string too): what run.sh prints holds text an agent wrote (a
+    reason, a note, a file name, a CLI's message), which must not drive the terminal."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(TERMINAL_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main() -> None:
+    sys.stdout, sys.stderr = Shown(sys.stdout), Shown(sys.stderr)
     argv = sys.argv[1:]
     i = subcommand_index(argv)
     if i is not None and argv[i] == "note":
