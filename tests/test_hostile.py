@@ -360,3 +360,19 @@ def test_in_worktrees_mode_a_copy_of_the_repository_is_not_taken_for_it(mission,
         result.stdout, result.stderr)
     assert not (mission / ".git" / "hooks" / "pre-commit").exists()
     assert_contained(mission, out)
+
+
+def test_a_huge_file_the_worker_wrote_is_not_diffed_for_the_validator(mission, tmp_path):
+    """git's diff of a huge text file takes about 17 times its size in memory (4.5 GB for
+    260 MB, in the validator's `git log -p` and a report's `git show --stat`): a file over
+    16 MiB is shown as binary."""
+    assert worker(mission, script(tmp_path, bash("seq 1 3000000 > big.txt"))).returncode in (0, 1)
+    verdict = {"name": "verdict", "input": {"verdict": "fail", "reason": "checked"}}
+    result = run_sh("validator", "F-004", "--backend", "scripted", "--script",
+                    str(script(tmp_path, verdict)), cwd=mission)
+    assert result.returncode in (0, 1), result.stderr
+    prompt = next((mission / ".harness" / "runs").glob("*validator*/prompt.md")).read_text()
+    assert "Binary files /dev/null and b/big.txt differ" in prompt
+    worker_run = next((mission / ".harness" / "runs").glob("*worker*")).name
+    shown = run_sh("show", worker_run, cwd=mission)
+    assert "big.txt | Bin" in shown.stdout, shown.stdout

@@ -29,7 +29,10 @@ DEFAULT_IDENTITY = ("-c", "user.name=autonomous-harness", "-c", "user.email=harn
 HARDENED = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
             "-c", "commit.gpgSign=false", "-c", "tag.gpgSign=false", "-c", "gpg.program=false",
             "-c", "core.sshCommand=false", "-c", "diff.external=", "-c", "core.pager=cat",
-            "-c", "credential.helper=", "-c", "protocol.allow=never")
+            "-c", "credential.helper=", "-c", "protocol.allow=never",
+            # a file over this is diffed as binary: git's diff of a 260 MB file the agent wrote
+            # took 4.5 GB (the validator's `log -p`, `show --stat` for a report)
+            "-c", "core.bigFileThreshold=16m")
 GIT_TIMEOUT = 120
 
 
