@@ -319,6 +319,37 @@ def test_a_merge_that_would_touch_the_persons_uncommitted_edit_waits(tmp_path: P
     assert git(project, "status", "--porcelain") == "" and statuses(project)["F-001"] == "done"
 
 
+def test_a_merge_that_would_overwrite_the_persons_ignored_file_waits(tmp_path: Path) -> None:
+    """The person's `.env` is ignored in their checkout; the agent's branch un-ignores it and
+    adds its own. `git merge --ff-only` overwrites ignored files without a word: the landing
+    must wait instead, naming the file, and the person's `.env` stay theirs."""
+    project = make_mission(tmp_path, "worktrees")
+    (project / ".gitignore").write_text(".harness/\n.env\nbuild/\n")
+    git(project, "commit", "-qam", "ignore .env")
+    (project / ".env").write_text("MY_TOKEN=the person's\n")
+    (project / "build").mkdir()
+    (project / "build" / "cache").write_text("the person's build\n")
+    (tmp_path / "env.yaml").write_text(r"""
+- tools:
+    - name: bash
+      input:
+        command: |
+          printf '.harness/\n' > .gitignore && echo AGENT > .env
+          mkdir -p build && echo AGENT > build/cache && echo x > own-F-001.txt
+- tools: [{name: finish, input: {summary: done}}]
+""")
+    args = ("--backend", "scripted", "--script")
+    assert run_sh("worker", "F-001", *args, str(tmp_path / "env.yaml"),
+                  cwd=project).returncode == 0
+    head = git(project, "rev-parse", "main")
+    waiting = run_sh("validator", "F-001", *args, str(tmp_path / "pass.yaml"), cwd=project)
+    assert waiting.returncode == 3 and "its merge waits" in waiting.stderr, waiting.stderr
+    assert ".env" in waiting.stderr and "build/cache" in waiting.stderr
+    assert (project / ".env").read_text() == "MY_TOKEN=the person's\n"
+    assert (project / "build" / "cache").read_text() == "the person's build\n"
+    assert git(project, "rev-parse", "main") == head
+
+
 def test_a_base_branch_checked_out_nowhere_moves_by_its_ref_alone(tmp_path: Path) -> None:
     project = make_mission(tmp_path, "worktrees")
     git(project, "branch", "integration")

@@ -12,6 +12,7 @@ waits, and says why.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -90,6 +91,13 @@ def advance_base(state: Path, ws: Workspace) -> Landing | None:
                 return None
             where = "not checked out anywhere"
         else:
+            in_the_way = ignored_in_the_way(checkout, old, new)
+            if in_the_way:
+                return Landing(WAITING, f"{ws.base} is checked out in {checkout}, where "
+                                        f"fast-forwarding would overwrite what git ignores "
+                                        f"there and {ws.branch} adds: "
+                                        f"{', '.join(in_the_way[:10])}; move it aside there "
+                                        "and run the validator again")
             dirty = run_git(checkout, "status", "--porcelain", "--untracked-files=no").stdout
             merged = run_git(checkout, "merge", "--ff-only", "--quiet", new, check=False)
             if merged.returncode != 0:
@@ -103,6 +111,23 @@ def advance_base(state: Path, ws: Workspace) -> Landing | None:
                 ", its uncommitted changes kept as they were" if dirty.strip() else "")
     how = "already contained" if old == new else f"fast-forwarded to {new[:10]}"
     return Landing(MERGED, f"{ws.base} {how} ({where})")
+
+
+def ignored_in_the_way(checkout: Path, old: str, new: str) -> list[str]:
+    """What `git merge --ff-only` from `old` to `new` would overwrite or remove in the
+    person's `checkout` without a word: the paths `new` adds where the checkout holds an
+    untracked (ignored) file, folder or link, or a non-folder above one (git refuses only for
+    an untracked file it does not ignore; it replaces an ignored `.env` with the branch's)."""
+    added = run_git(checkout, "diff", "--name-only", "-z", "--no-renames", "--diff-filter=A",
+                    "--no-textconv", "--no-ext-diff", old, new).stdout.split("\0")
+    found = []
+    for path in filter(None, added):
+        parts = path.split("/")
+        above = [checkout.joinpath(*parts[:i]) for i in range(1, len(parts))]
+        if os.path.lexists(checkout / path) or any(
+                os.path.lexists(p) and (os.path.islink(p) or not p.is_dir()) for p in above):
+            found.append(path)
+    return found
 
 
 def checked_out_at(state: Path, ws: Workspace) -> Path | None:
