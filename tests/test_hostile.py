@@ -376,3 +376,33 @@ def test_a_huge_file_the_worker_wrote_is_not_diffed_for_the_validator(mission, t
     worker_run = next((mission / ".harness" / "runs").glob("*worker*")).name
     shown = run_sh("show", worker_run, cwd=mission)
     assert "big.txt | Bin" in shown.stdout, shown.stdout
+
+
+def test_a_project_that_is_a_linked_worktree_commits_and_keeps_its_repository(tmp_path):
+    """A person's project is often a `git worktree` of another checkout: under bwrap the
+    harness's git there died with a traceback (its repository was out of the sandbox). It
+    commits; the agent's git reads the repository; a copy of it swapped in is refused."""
+    main = tmp_path / "main"
+    main.mkdir()
+    git(main, "init", "-q", "-b", "main")
+    (main / ".gitignore").write_text(".harness/\n")
+    git(main, "add", "-A")
+    git(main, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start")
+    project = tmp_path / "project"
+    git(main, "worktree", "add", "-q", "-b", "feature", str(project))
+    subprocess.run(["cp", "-r", str(EXAMPLE), str(project / ".harness")], check=True)
+    config = project / ".harness" / "config.yaml"
+    config.write_text(config.read_text() + "sandbox: bwrap\n")
+    turns = script(tmp_path, bash("echo one > f.txt && git log --oneline > log.txt 2>&1"))
+    result = worker(project, turns)
+    assert result.returncode == 0, result.stderr
+    assert "f.txt" in git(project, "show", "--stat", "HEAD").stdout
+    assert "start" in (project / "log.txt").read_text()
+    out = tmp_path / "escaped-linked"
+    attack = ("C=$(sed 's/^gitdir: //' .git) && cp -a \"$C/../..\" fake && "
+              "echo \"gitdir: $PWD/fake/worktrees/project\" > .git && "
+              f"git config -f fake/config filter.evil.clean \"sh -c 'env > {out}'; cat\" && "
+              "echo '* filter=evil' > .gitattributes && echo two > f.txt")
+    result = worker(project, script(tmp_path, bash(attack)))
+    assert result.returncode == 2 and "mission's repository" in result.stderr, result.stderr
+    assert_contained(project, out)

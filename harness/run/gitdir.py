@@ -46,12 +46,17 @@ def recorded(state: Path) -> Repository | None:
 
 
 def record(state: Path, repo: Path) -> Repository | None:
-    """Record `repo`'s git folder (a checkout the agent has not touched yet); what
-    `recorded` gives, or None where `repo` is in no repository of its own."""
+    """Record `repo`'s git folder (a checkout the agent has not touched yet; a linked
+    worktree's repository); what `recorded` gives, or None where `repo` is in none."""
     top = toplevel(repo)
-    if top is None or not (top / ".git").is_dir() or (top / ".git").is_symlink():
-        return None  # a linked worktree or a submodule: git finds its repository elsewhere
+    if top is None or (top / ".git").is_symlink():
+        return None
     git_dir = (top / ".git").resolve()
+    if not git_dir.is_dir():  # a linked worktree: its repository's (common) git folder
+        try:
+            git_dir = _linked(top / ".git", git_dir).parent.parent
+        except (UsageError, OSError):
+            return None  # a submodule, or no git folder git could use
     mark = _mark(git_dir) or _make_mark(git_dir)
     atomic_write(state / RECORD, json.dumps({"git_dir": str(git_dir), "id": mark}) + "\n")
     return git_dir, mark

@@ -111,11 +111,13 @@ def with_mission_sandbox(role: RoleConfig, mission: MissionConfig) -> RoleConfig
 
 def sandbox_policy(config: RoleConfig, paths: Paths) -> SandboxPolicy:
     """Where the role's commands may reach, and what the sandbox hides from them. In a
-    feature's worktree, git reads the repository's git folder: shown read-only (where the
-    mission recorded it, not where the agent's `.git` file says)."""
+    feature's worktree (or a project that is a linked worktree), git reads the repository's
+    git folder: shown read-only (where the mission recorded it, not where the agent's `.git`
+    file says)."""
     shown = dict(config.sandbox_paths)
     repository = gitdir.recorded(paths.state)
-    if repository and paths.workdir.is_relative_to(paths.state / "worktrees"):
+    if repository and (paths.workdir.is_relative_to(paths.state / "worktrees")
+                       or (paths.workdir / ".git").is_file()):
         shown.setdefault(str(repository[0]), "ro")
     return SandboxPolicy(kind=config.sandbox or "none", paths=shown,
                          network=bool(config.sandbox_network), state=paths.state,
