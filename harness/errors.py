@@ -3,6 +3,11 @@
 Only the CLI turns them into a message and a process exit code.
 """
 
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
 DONE = 0
 TASK_FAILED = 1
 USAGE = 2
@@ -59,6 +64,23 @@ class SandboxError(HarnessError):
     """The role asks for a sandbox this machine cannot give: nothing ran unsandboxed."""
 
     exit_code = USAGE
+
+
+class GitFailed(subprocess.CalledProcessError):
+    """A git command the harness ran failed; the CLI says which, where and why (exit 2):
+    a repository git cannot work in (an agent can break its `.git`) needs a person."""
+
+    def __init__(self, result: subprocess.CompletedProcess, workdir: Path,
+                 args: tuple[str, ...]) -> None:
+        super().__init__(result.returncode, result.args, result.stdout, result.stderr)
+        self.workdir, self.git_args = workdir, args
+
+    def __str__(self) -> str:
+        said = " ".join(str(self.stderr or self.stdout or "").split())[-600:]
+        return (f"git {' '.join(self.git_args)} failed in {self.workdir} (exit "
+                f"{self.returncode}): {said or 'no message'}; the harness runs no git there "
+                "until it works: repair the repository (`git status` there shows what is "
+                "wrong)")
 
 
 def file_error(error: OSError) -> str | None:

@@ -242,3 +242,21 @@ def test_doctor_says_whether_worker_runs_can_commit_here(project: Path, state: P
     git(project, "checkout", "-q", "-")
     result = run_sh("doctor", "--no-cron", cwd=project)
     assert "ok    commits: each worker run commits its own changes" in result.stdout
+
+
+def test_a_repository_git_cannot_work_in_is_exit_2_naming_it_not_a_traceback(
+        repo: Path, tmp_path: Path) -> None:
+    """An agent can break its `.git` (a damaged index): the next run's git fails, which was
+    a traceback and exit 1 (a failed feature to a loop) on every run after; it is exit 2,
+    naming the tree and git's own message, and a repaired repository runs again."""
+    broken = ("- tools: [{name: bash, input: {command: \"echo w > w.txt; "
+              "printf junk > .git/index\"}}]\n- tools: [{name: finish, input: {summary: s}}]\n")
+    first = worker(repo, tmp_path, broken)
+    assert first.returncode == 0 and "git commit failed" in first.stdout, first.stderr
+    again = worker(repo, tmp_path)
+    assert again.returncode == 2, again.stderr
+    assert "Traceback" not in again.stderr and f"failed in {repo}" in again.stderr
+    assert "index file smaller than expected" in again.stderr
+    (repo / ".git" / "index").unlink()
+    git(repo, "reset", "-q")
+    assert worker(repo, tmp_path).returncode == 0

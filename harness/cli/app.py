@@ -18,7 +18,7 @@ from harness.cli.options import GLOBAL_OPTIONS, accept_global_options, paths_of
 from harness.cli.plans import export, import_, import_notes
 from harness.cli.steer import answer, guide
 from harness.cli.unattended import cron, loop
-from harness.errors import USAGE, HarnessError, UsageError, file_error
+from harness.errors import USAGE, GitFailed, HarnessError, UsageError, file_error
 from harness.paths import check_state
 
 PRESETS = click.Choice(["claude", "codex", "gemini", "opencode", "generic"])  # cli_presets
@@ -34,6 +34,9 @@ class HarnessGroup(click.Group):
         except HarnessError as e:
             click.echo(f"run.sh: {e}", err=True)
             ctx.exit(e.exit_code)
+        except GitFailed as e:  # a repository git cannot work in (an agent may break .git)
+            click.echo(f"run.sh: {e}", err=True)
+            ctx.exit(USAGE)
         except OSError as e:  # a file the harness cannot read or write: say which
             message = file_error(e)
             if message is None:

@@ -20,6 +20,7 @@ from functools import cache
 from pathlib import Path
 
 from harness.agent import sandbox
+from harness.errors import GitFailed
 from harness.run import gitdir
 from harness.state.redact import scrubbed_environ
 from harness.state.store import hold_lock, lock_path
@@ -68,7 +69,8 @@ def confine_tree(tree: Path, repo: Path, state: Path, policy: SandboxPolicy) -> 
 
 
 def run_git(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    """`git ARGS` in `workdir`, hardened, output captured as text."""
+    """`git ARGS` in `workdir`, hardened, output captured as text; GitFailed if it fails
+    and `check`."""
     argv = ["git", *HARDENED, *args]
     env = {**scrubbed_environ(), "GIT_TERMINAL_PROMPT": "0"}
     here = workdir.resolve()
@@ -76,8 +78,17 @@ def run_git(workdir: Path, *args: str, check: bool = True) -> subprocess.Complet
     if confined is not None and confined.repository is not None:
         gitdir.check(here, confined.repository, confined.top, confined.git_folder)
     if confined is None or confined.policy.kind != "bwrap":
-        return subprocess.run(argv, cwd=workdir, capture_output=True, text=True, check=check,
-                              timeout=GIT_TIMEOUT, env=env, stdin=subprocess.DEVNULL)
+        result = subprocess.run(argv, cwd=workdir, capture_output=True, text=True, check=False,
+                                timeout=GIT_TIMEOUT, env=env, stdin=subprocess.DEVNULL)
+    else:
+        result = _run_confined(argv, confined, workdir, env)
+    if check and result.returncode != 0:
+        raise GitFailed(result, workdir, args)
+    return result
+
+
+def _run_confined(argv: list[str], confined: ConfinedTree, workdir: Path,
+                  env: dict[str, str]) -> subprocess.CompletedProcess:
     proc = sandbox.start(argv, confined.git_policy(), workdir, cwd=workdir, env=env,
                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
@@ -87,10 +98,7 @@ def run_git(workdir: Path, *args: str, check: bool = True) -> subprocess.Complet
         proc.kill()
         proc.communicate()
         raise
-    result = subprocess.CompletedProcess(argv, proc.returncode, out, err)
-    if check:
-        result.check_returncode()
-    return result
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 def is_repo(workdir: Path) -> bool:
