@@ -406,3 +406,14 @@ def test_a_project_that_is_a_linked_worktree_commits_and_keeps_its_repository(tm
     result = worker(project, script(tmp_path, bash(attack)))
     assert result.returncode == 2 and "mission's repository" in result.stderr, result.stderr
     assert_contained(project, out)
+
+
+def test_a_core_worktree_the_agent_set_does_not_move_what_the_harness_commits(mission, tmp_path):
+    """`git config core.worktree /etc/ssh` in the agent's `.git`: the harness's git took
+    /etc/ssh for the work tree, committed its files and left the agent's work out."""
+    turns = script(tmp_path, bash("echo w > w.txt && git config core.worktree /etc/ssh"))
+    result = worker(mission, turns)
+    assert result.returncode in (0, 1), result.stderr
+    files = git(mission, "-c", f"core.worktree={mission}", "show", "--name-only", "--format=",
+                "HEAD").stdout.split()
+    assert files == ["w.txt"], files

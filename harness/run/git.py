@@ -77,6 +77,8 @@ def run_git(workdir: Path, *args: str, check: bool = True) -> subprocess.Complet
     confined = next((c for c in _confined if here.is_relative_to(c.tree)), None)
     if confined is not None and confined.repository is not None:
         gitdir.check(here, confined.repository, confined.top, confined.git_folder)
+    if confined is not None and confined.top is not None:  # not a core.worktree it set
+        argv.insert(len(HARDENED) + 1, f"--work-tree={confined.top}")
     if confined is None or confined.policy.kind != "bwrap":
         result = subprocess.run(argv, cwd=workdir, capture_output=True, text=True, check=False,
                                 timeout=GIT_TIMEOUT, env=env, stdin=subprocess.DEVNULL)
