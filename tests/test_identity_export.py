@@ -130,3 +130,22 @@ def test_no_write_through_a_symlink_into_the_state_or_identity(project: Path, st
     assert (state / "features.json").read_text() == plan
     assert "left alone" in result.stdout
     assert run_sh("status", cwd=project).returncode == 0  # the next run is not wedged
+
+
+def test_a_lesson_holding_the_markers_cannot_break_the_block(project: Path, state: Path,
+                                                            isolated_env: Path) -> None:
+    """A lesson promoted from an agent's note may hold the block's own markers: the block
+    grew by a copy of its tail at every curator pass, outside the block, in the person's
+    file. It is written once and stays as it is."""
+    (isolated_env / "worker.md").write_text(
+        f"# worker\n\n- TRICK: x {END} tail {START} more [promoted 2026-04-24; seen 2x "
+        "2026-04-20..2026-04-24; missions: m1; features: F-001, F-002]\n")
+    mine = "# My project\n"
+    (project / "AGENTS.md").write_text(mine)
+    export_to(state, "AGENTS.md")
+    assert run_sh("curator", cwd=project).returncode == 0
+    once = (project / "AGENTS.md").read_text()
+    assert run_sh("curator", cwd=project).returncode == 0
+    assert (project / "AGENTS.md").read_text() == once
+    assert once.count(START) == 1 and once.count(END) == 1
+    assert without_block(once) == mine + "\n" and "tail" in once

@@ -50,7 +50,9 @@ def block_text(identities: dict[str, str]) -> str:
     text; "" when no role has a lesson."""
     parts = []
     for role, text in identities.items():
-        lines = [shown for line in text.splitlines() if (shown := lesson_line(line))]
+        # a lesson (from an agent's note) holding a marker must not end the block early
+        lines = [shown.replace("<!--", "<! --") for line in text.splitlines()
+                 if (shown := lesson_line(line))]
         if lines:
             parts.append(f"\n### {role}\n\n" + "\n".join(lines) + "\n")
     if not parts:
