@@ -417,3 +417,22 @@ def test_a_core_worktree_the_agent_set_does_not_move_what_the_harness_commits(mi
     files = git(mission, "-c", f"core.worktree={mission}", "show", "--name-only", "--format=",
                 "HEAD").stdout.split()
     assert files == ["w.txt"], files
+
+
+def test_in_worktrees_mode_the_planner_cannot_write_the_persons_git_folder(mission, tmp_path):
+    """The planner runs in the person's checkout: in worktrees mode, whose promise is that
+    `.git` is the person's and read-only to agents, it planted a pre-commit hook (run by the
+    person's next `git commit`, outside any sandbox) and a branch named to inject a shell
+    command into the fix `status` prints."""
+    config = mission / ".harness" / "config.yaml"
+    config.write_text(config.read_text() + "workspace: worktrees\n")
+    hook = mission / ".git" / "hooks" / "pre-commit"
+    attack = ("printf '#!/bin/sh\\necho planted\\n' > .git/hooks/pre-commit; "
+              "git config alias.st '!echo planted'; "
+              "git branch 'harness/F-9;touch${IFS}/tmp/x'; git log --oneline > log.txt 2>&1")
+    result = run_sh("planner", "--backend", "scripted", "--script",
+                    str(script(tmp_path, bash(attack))), cwd=mission)
+    assert result.returncode == 0, result.stderr
+    assert not hook.exists()
+    assert "alias" not in (mission / ".git" / "config").read_text()
+    assert git(mission, "branch", "--list", "harness/*").stdout == ""

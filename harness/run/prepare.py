@@ -113,11 +113,15 @@ def sandbox_policy(config: RoleConfig, paths: Paths) -> SandboxPolicy:
     """Where the role's commands may reach, and what the sandbox hides from them. In a
     feature's worktree (or a project that is a linked worktree), git reads the repository's
     git folder: shown read-only (where the mission recorded it, not where the agent's `.git`
-    file says)."""
+    file says); so it is to a role in the person's checkout in worktrees mode."""
     shown = dict(config.sandbox_paths)
     repository = gitdir.recorded(paths.state)
-    if repository and (paths.workdir.is_relative_to(paths.state / "worktrees")
-                       or (paths.workdir / ".git").is_file()):
+    in_checkout = not paths.workdir.is_relative_to(paths.state / "worktrees")
+    # in worktrees mode a role in the person's checkout (the planner) may not write .git
+    guarded = in_checkout and load_mission_config(paths.state).workspace == "worktrees"
+    if guarded and repository is None:
+        repository = gitdir.record(paths.state, paths.workdir)
+    if repository and (guarded or not in_checkout or (paths.workdir / ".git").is_file()):
         shown.setdefault(str(repository[0]), "ro")
     return SandboxPolicy(kind=config.sandbox or "none", paths=shown,
                          network=bool(config.sandbox_network), state=paths.state,
