@@ -363,3 +363,16 @@ def test_a_base_branch_checked_out_nowhere_moves_by_its_ref_alone(tmp_path: Path
     assert git(project, "show", "integration:own-F-004.txt") == "F-004\n"
     assert not (project / "own-F-004.txt").exists()  # main, checked out here, did not move
     assert git(project, "status", "--porcelain") == ""
+
+
+def test_the_fix_status_prints_for_an_orphan_quotes_its_names(tmp_path: Path) -> None:
+    """A branch name may hold `;` and `$(...)` (an agent that once wrote the git folder can
+    make one): the command `status` and `doctor` print to clear it must not run them."""
+    project = make_mission(tmp_path, "worktrees")
+    git(project, "branch", "harness/F-9;touch${IFS}pwned")
+    status = run_sh("status", cwd=project)
+    fix = next(line for line in status.stdout.splitlines() if "fix:" in line)
+    command = fix.split("fix:", 1)[1].strip()
+    subprocess.run(command, shell=True, cwd=tmp_path, check=True)
+    assert not (tmp_path / "pwned").exists()
+    assert git(project, "branch", "--list", "harness/*") == ""

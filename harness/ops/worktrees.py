@@ -6,6 +6,7 @@ Read-only.
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -57,10 +58,11 @@ def _state_of(state: Path, repo: Path, row: dict[str, Any], tree: Path | None) -
         holder = lock_holder(lock_path(state, name))
         if holder:
             return f"held by {holder}", ""
-    remove = (f"git -C {repo} worktree remove --force {tree}; " if tree else "")
-    drop = f"{remove}git -C {repo} branch -D {row['branch']}"
+    at = f"git -C {shlex.quote(str(repo))}"  # a command to paste: a name may hold `;` or `$(`
+    remove = f"{at} worktree remove --force {shlex.quote(str(tree))}; " if tree else ""
+    drop = f"{remove}{at} branch -D {shlex.quote(row['branch'])}"
     if tree is not None and not tree.exists():
-        return "orphaned: its folder is gone", f"git -C {repo} worktree prune"
+        return "orphaned: its folder is gone", f"{at} worktree prune"
     if row["feature_status"] in FINISHED or row["feature_status"] == "not in the plan":
         return f"orphaned: the feature is {row['feature_status']}", drop
     if tree is not None and not tree.resolve().is_relative_to(worktrees_dir(state).resolve()):
