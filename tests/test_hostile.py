@@ -436,3 +436,35 @@ def test_in_worktrees_mode_the_planner_cannot_write_the_persons_git_folder(missi
     assert not hook.exists()
     assert "alias" not in (mission / ".git" / "config").read_text()
     assert git(mission, "branch", "--list", "harness/*").stdout == ""
+
+
+def test_a_nested_repository_the_agent_made_runs_no_program_in_the_harnesss_git(mission,
+                                                                                tmp_path):
+    """A repository the agent makes inside its worktree, with a clean filter in its own
+    config: git status in the outer tree looks into it (a gitlink), running that filter in
+    the harness's git, where the person's git folder is writable."""
+    config = mission / ".harness" / "config.yaml"
+    config.write_text(config.read_text() + "workspace: worktrees\n")
+    out = tmp_path / "escaped-nested"
+    attack = (
+        "C=$(sed 's/^gitdir: //' .git) && COMMON=$(cd \"$C\" && cd \"$(cat commondir)\" && "
+        "pwd) && mkdir sub && cd sub && git init -q && git config filter.evil.clean "
+        f"\"sh -c 'env > {out}; echo planted > $COMMON/planted'; cat\" && "
+        "echo '* filter=evil' > .gitattributes && echo a > a.txt && git add -A && "
+        "git -c user.name=a -c user.email=a@a commit -qm x && touch -d '+1 hour' a.txt && "
+        "cd .. && echo x > f.txt")
+    first = worker(mission, script(tmp_path, bash(attack)))
+    assert first.returncode in (0, 1), first.stderr
+    again = worker(mission, script(tmp_path, bash("touch -d '+2 hours' sub/a.txt; echo y > g.txt")))
+    assert again.returncode in (0, 1, 2), again.stderr
+    (mission / "base.txt").write_text("the person moves main on\n")  # the landing merges it in
+    git(mission, "add", "base.txt")
+    git(mission, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
+    tree = mission / ".harness" / "worktrees" / "F-004"
+    os.utime(tree / "sub" / "a.txt", (2e9, 2e9))
+    verdict = {"name": "verdict", "input": {"verdict": "pass", "reason": "fine"}}
+    landed = run_sh("validator", "F-004", "--backend", "scripted", "--script",
+                    str(script(tmp_path, verdict)), cwd=mission)
+    assert landed.returncode in (0, 1, 3), landed.stderr
+    assert not (mission / ".git" / "planted").exists()
+    assert_contained(mission, out)

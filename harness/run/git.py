@@ -202,6 +202,10 @@ def _commit(workdir: Path, state: Path, message: str) -> str | None:
     # git refuses a pathspec naming an ignored path, so exclude the state only if tracked-able.
     if rel and run_git(workdir, "check-ignore", "-q", rel, check=False).returncode != 0:
         exclude = [f":(exclude){rel}"]
+    # never into a nested repository (a gitlink): git would run its config, the agent's
+    links = [entry.split("\t", 1)[1] for entry in run_git(workdir, "ls-files", "-s", "-z")
+             .stdout.split("\0") if entry.startswith("160000 ")]
+    exclude += [f":(exclude,top,literal){link}" for link in links]
     run_git(workdir, "add", "-A", "--", ".", *exclude)
     if (run_git(workdir, "diff", "--cached", "--quiet", check=False).returncode == 0
             and not merging(workdir)):

@@ -135,7 +135,8 @@ def merge_base_in(state: Path, ws: Workspace, *, keep_conflicts: bool) -> list[s
                          ws.base, check=False)
         if merged.returncode == 0:
             return []
-        conflicts = run_git(ws.tree, "diff", "--name-only", "--diff-filter=U").stdout.split()
+        conflicts = run_git(ws.tree, "diff", "--name-only", "--diff-filter=U",
+                            "--ignore-submodules=all").stdout.split()
         if not conflicts or not keep_conflicts:
             run_git(ws.tree, "merge", "--abort", check=False)
         if not conflicts:  # not a conflict: say what git said
