@@ -430,10 +430,15 @@ def test_in_worktrees_mode_the_planner_cannot_write_the_persons_git_folder(missi
     attack = ("printf '#!/bin/sh\\necho planted\\n' > .git/hooks/pre-commit; "
               "git config alias.st '!echo planted'; "
               "git branch 'harness/F-9;touch${IFS}/tmp/x'; git log --oneline > log.txt 2>&1")
+    by_editor = edit(command="create", path=".git/hooks/post-checkout",
+                     file_text="#!/bin/sh\necho planted\n")
+    config_edit = edit(command="str_replace", path=".git/config", old_str="[core]",
+                       new_str="[core]\n\thooksPath = /tmp")
     result = run_sh("planner", "--backend", "scripted", "--script",
-                    str(script(tmp_path, bash(attack))), cwd=mission)
+                    str(script(tmp_path, bash(attack), by_editor, config_edit)), cwd=mission)
     assert result.returncode == 0, result.stderr
-    assert not hook.exists()
+    assert not hook.exists() and not (mission / ".git" / "hooks" / "post-checkout").exists()
+    assert "hooksPath" not in (mission / ".git" / "config").read_text()
     assert "alias" not in (mission / ".git" / "config").read_text()
     assert git(mission, "branch", "--list", "harness/*").stdout == ""
 

@@ -37,13 +37,17 @@ def _why(error: Exception) -> str:
 class Editor:
     """The text editor tool, confined to the working directory."""
 
-    def __init__(self, workdir: Path, output_chars: int, hidden: tuple[Path | None, ...] = ()):
+    def __init__(self, workdir: Path, output_chars: int, hidden: tuple[Path | None, ...] = (),
+                 read_only: tuple[Path, ...] = ()):
         self.root = workdir.resolve()
         self.output_chars = output_chars
         # what lies inside the tree but out of reach (./.harness, a harness home in it); the
         # tree itself may lie inside the state (a feature's worktree), as in the sandbox
         inside = (p.resolve() for p in hidden if p is not None)
         self.hidden = tuple(p for p in inside if p != self.root and p.is_relative_to(self.root))
+        # what the sandbox shows read-only inside the tree (the person's .git, to a planner)
+        self.read_only = tuple(p for p in (r.resolve() for r in read_only)
+                               if p.is_relative_to(self.root))
 
     def run(self, args: dict[str, Any]) -> ToolResult:
         """Dispatch one editor command."""
@@ -59,7 +63,8 @@ class Editor:
             return ToolResult(f"{path} is outside the working directory {self.root}; refused",
                               True)
         try:
-            return getattr(self, command)(TreeFile(self.root, rel, self.check), path, args)
+            check = self.check if command == "view" else self.check_write
+            return getattr(self, command)(TreeFile(self.root, rel, check), path, args)
         except Refused as e:
             return ToolResult(f"{path} {e}; refused", True)
         except (OSError, UnicodeDecodeError, ValueError) as e:
@@ -72,6 +77,12 @@ class Editor:
         if any(real.is_relative_to(h) for h in self.hidden):
             raise Refused("is in the harness's own folders (state, identity or home), which "
                           "the agent reaches only through its tools (note, verdict, plan)")
+
+    def check_write(self, real: Path) -> None:
+        """`check`, and Refused where the sandbox shows the path read-only."""
+        self.check(real)
+        if any(real.is_relative_to(r) for r in self.read_only):
+            raise Refused("is read-only to the agent, as its shell sees it")
 
     def view(self, real: TreeFile, path: str, args: dict[str, Any]) -> ToolResult:
         """A file's lines numbered (or a `view_range` of them), or a folder two levels deep."""

@@ -8,6 +8,7 @@ editor themselves live in harness/agent/shell.py and harness/agent/editor.py.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from harness.agent import hooks, sandbox
@@ -133,7 +134,9 @@ class ToolBox:
                            lambda argv, **popen: sandbox.start(argv, session.sandbox,
                                                                session.workdir, **popen))
         self.editor = Editor(session.workdir, session.caps.output_chars,
-                             hidden=(session.state, session.sandbox.identity, session.home))
+                             hidden=(session.state, session.sandbox.identity, session.home),
+                             read_only=tuple(Path(p) for p, mode in session.sandbox.paths.items()
+                                             if mode == "ro" and p.startswith("/")))
 
     def specs(self) -> list[dict[str, Any]]:
         """Anthropic tool definitions for the session's tools."""
