@@ -1,11 +1,17 @@
-"""Left overnight, through real `run.sh` subprocesses: what cron runs is accepted by the
-loop."""
+"""Left overnight, through real `run.sh` subprocesses: what cron runs is accepted by the loop,
+a limit storm backs off instead of spinning, and a strange reset time from a server neither
+crashes a run nor ends a loop as if it were done."""
 
+import os
+import signal
 import subprocess
+import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from conftest import git_init, run_sh
+from conftest import RUN_SH, git_init, run_sh
+from fake_api import FakeAPI
 from test_loop import pending
 
 
@@ -30,3 +36,61 @@ def test_the_cron_line_for_any_preset_is_one_the_loop_takes(project: Path, missi
     result = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr  # not a usage error (2)
     assert "--until 2001-01-01T00:00+00:00 reached" in result.stdout
+
+
+def limit_storm(api: FakeAPI, headers: dict[str, str]) -> dict[str, str]:
+    """Every call is refused with 429 and these headers; the env that points run.sh at it."""
+    api.error(429, "rate_limit_error", "slow down", times=1000,
+              headers={**headers, "x-should-retry": "false"})
+    return {"ANTHROPIC_BASE_URL": api.base_url}
+
+
+def test_a_limit_storm_with_short_resets_backs_off_instead_of_spinning(
+        api: FakeAPI, project: Path, mission: Path) -> None:
+    env = limit_storm(api, {"retry-after": "0"})
+    result = run_sh("loop", "--max-runs", "3", "--backoff", "6", "--curator-every", "0",
+                    cwd=project, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    waits = [line.rsplit("waiting ", 1)[1] for line in result.stdout.splitlines()
+             if "waiting" in line]
+    # the reset time first (passed: its margin), then the back-off, never below it
+    assert waits == ["5s", "6s"], result.stdout
+
+
+def test_an_endless_retry_after_is_an_outage_not_a_crash(api: FakeAPI, project: Path,
+                                                         mission: Path) -> None:
+    env = limit_storm(api, {"retry-after": "inf"})
+    result = run_sh("worker", "F-004", cwd=project, env=env)
+    assert result.returncode == 6, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr and "rate limited" in result.stderr
+
+
+def test_a_reset_time_centuries_away_is_waited_for_within_a_bound(
+        api: FakeAPI, project: Path, mission: Path) -> None:
+    env = limit_storm(api, {"retry-after": "Fri, 31 Dec 9999 23:59:59 GMT"})
+    log = mission / "loop.log"
+    with log.open("w") as out:
+        loop = subprocess.Popen([str(RUN_SH), "loop", "--curator-every", "0"], cwd=project,
+                                env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.time() + 60
+    while time.time() < deadline and loop.poll() is None and "waiting" not in log.read_text():
+        time.sleep(0.2)
+    time.sleep(1)
+    assert loop.poll() is None, log.read_text()  # still waiting, not ended
+    loop.send_signal(signal.SIGTERM)
+    loop.wait(timeout=30)
+    said = log.read_text()
+    assert loop.returncode == 143, said
+    assert "Traceback" not in said
+    assert "its limit resets at 9999-12-31T23:59:59Z; waiting 168h00m" in said
+
+
+def test_a_cli_limit_message_with_an_impossible_date_keeps_the_limit() -> None:
+    from harness.backends.cli_results import UsageLimitReached, check_usage_limit
+
+    now = datetime(2026, 5, 1, tzinfo=timezone.utc)
+    for message in ("usage limit reached, try again at Feb 30th, 2026 10:03 PM",
+                    "rate limit: retry in 99999999999999 days"):
+        with pytest.raises(UsageLimitReached) as raised:
+            check_usage_limit(message, now, timezone(timedelta(0)))
+        assert raised.value.reset_at is None
