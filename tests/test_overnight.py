@@ -2,6 +2,7 @@
 a limit storm backs off instead of spinning, and a strange reset time from a server neither
 crashes a run nor ends a loop as if it were done."""
 
+import json
 import os
 import signal
 import subprocess
@@ -94,3 +95,19 @@ def test_a_cli_limit_message_with_an_impossible_date_keeps_the_limit() -> None:
         with pytest.raises(UsageLimitReached) as raised:
             check_usage_limit(message, now, timezone(timedelta(0)))
         assert raised.value.reset_at is None
+
+
+@pytest.mark.parametrize("cut_after", [1, 4])  # after message_start; mid-text
+def test_a_stream_the_server_cuts_off_is_an_outage_not_a_finished_run(
+        api: FakeAPI, project: Path, mission: Path, cut_after: int) -> None:
+    from fake_api import Reply, text, usage
+
+    (mission / "roles").mkdir(exist_ok=True)
+    (mission / "roles" / "worker.yaml").write_text("options: {stream: true}\n")
+    api.replies.append(Reply([text("I am about to say I am done")], "end_turn", usage(),
+                             cut_after=cut_after))
+    result = run_sh("worker", "F-004", cwd=project, env={"ANTHROPIC_BASE_URL": api.base_url})
+    assert result.returncode == 6, result.stdout + result.stderr
+    assert "ended before it was finished" in result.stderr
+    plan = {f["id"]: f for f in json.loads((mission / "features.json").read_text())}
+    assert plan["F-004"]["status"] == "pending" and plan["F-004"]["attempts"] == 0
