@@ -111,3 +111,51 @@ def test_a_stream_the_server_cuts_off_is_an_outage_not_a_finished_run(
     assert "ended before it was finished" in result.stderr
     plan = {f["id"]: f for f in json.loads((mission / "features.json").read_text())}
     assert plan["F-004"]["status"] == "pending" and plan["F-004"]["attempts"] == 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_run_stopped_mid_work_keeps_its_spend_and_its_work(
+        api: FakeAPI, project: Path, mission: Path, sig: signal.Signals) -> None:
+    from fake_api import text, tool_use
+
+    api.reply(tool_use("bash", {"command": "echo half >> half.txt; sleep 30"}),
+              input=100_000, output=1000)  # $0.315 at the example's Sonnet price
+    api.reply(text("done"))
+    run = subprocess.Popen([str(RUN_SH), "worker", "F-004"], cwd=project,
+                           env={**os.environ, "ANTHROPIC_BASE_URL": api.base_url},
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 30
+    while not (project / "half.txt").exists() and time.time() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)
+    run.send_signal(sig)  # as `run.sh loop` stops its role, or Ctrl-C reaches it
+    out, err = run.communicate(timeout=30)
+    assert run.returncode == 143, out + err
+    assert f"interrupted by {sig.name}" in err and "never acted" not in err
+    manifest = json.loads(next(mission.glob("runs/*/manifest.json")).read_text())
+    assert manifest["status"] == "interrupted" and manifest["cost_usd"] == pytest.approx(0.315)
+    assert json.loads((mission / "spend.json").read_text())["usd"] == pytest.approx(0.315)
+    log = subprocess.run(["git", "log", "--format=%s", "--name-only", "-1"], cwd=project,
+                         capture_output=True, text=True).stdout
+    assert "[partial: interrupted]" in log and "half.txt" in log  # its work, committed
+
+
+
+def test_an_agent_cli_stopped_mid_work_keeps_its_turns_and_spend(project: Path,
+                                                                 mission: Path) -> None:
+    stand_in = Path(__file__).parent / "fake_clis" / "claude.py"
+    run = subprocess.Popen([str(RUN_SH), "worker", "F-004", "--backend", "command", "--preset",
+                            "claude", "--command", f"python3 {stand_in} stream_hang"],
+                           cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 30
+    while time.time() < deadline and "Now the edit" not in "".join(
+            p.read_text() for p in mission.glob("runs/*/transcript.jsonl")):
+        time.sleep(0.1)
+    run.send_signal(signal.SIGTERM)
+    out, err = run.communicate(timeout=30)
+    assert run.returncode == 143, out + err
+    assert "never acted" not in err
+    manifest = json.loads(next(mission.glob("runs/*/manifest.json")).read_text())
+    assert manifest["status"] == "interrupted" and manifest["turns"] == 2
+    assert manifest["cost_usd"] > 0
+    assert json.loads((mission / "spend.json").read_text())["usd"] == manifest["cost_usd"]

@@ -20,7 +20,6 @@ from typing import Any
 from harness.agent.tools import ToolBox
 from harness.backends.context import Conversation
 from harness.backends.pricing import cost_of, known_cost
-from harness.errors import HarnessError
 from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session, Usage
 
 CONTINUATIONS = 3  # replies in a row cut at max_tokens that are continued
@@ -103,7 +102,7 @@ class ToolLoop:
                 summary = reply.text or summary
                 if ended := self.answer(reply, convo, summary):
                     return ended
-        except HarnessError as e:
+        except BaseException as e:  # a SIGTERM too: what was spent and done is the run's
             e.outcome = self.outcome(CAPPED, summary, str(e))  # type: ignore[attr-defined]
             raise
 
