@@ -159,3 +159,18 @@ def test_an_agent_cli_stopped_mid_work_keeps_its_turns_and_spend(project: Path,
     assert manifest["status"] == "interrupted" and manifest["turns"] == 2
     assert manifest["cost_usd"] > 0
     assert json.loads((mission / "spend.json").read_text())["usd"] == manifest["cost_usd"]
+
+
+def test_an_api_that_never_answers_is_an_outage_not_an_attempt(api: FakeAPI, project: Path,
+                                                               mission: Path) -> None:
+    from fake_api import text
+
+    (mission / "roles").mkdir(exist_ok=True)
+    (mission / "roles" / "worker.yaml").write_text(
+        "caps: {wall_seconds: 3}\noptions: {timeout: 60}\n")
+    api.reply(text("too late"), delay=60)  # the server hangs past the run's wall clock
+    result = run_sh("worker", "F-004", cwd=project, env={"ANTHROPIC_BASE_URL": api.base_url})
+    assert result.returncode == 6, result.stdout + result.stderr
+    assert "did not answer" in result.stderr
+    plan = {f["id"]: f for f in json.loads((mission / "features.json").read_text())}
+    assert plan["F-004"]["status"] == "pending" and plan["F-004"]["attempts"] == 0

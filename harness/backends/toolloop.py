@@ -20,6 +20,7 @@ from typing import Any
 from harness.agent.tools import ToolBox
 from harness.backends.context import Conversation
 from harness.backends.pricing import cost_of, known_cost
+from harness.errors import BackendError
 from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session, Usage
 
 CONTINUATIONS = 3  # replies in a row cut at max_tokens that are continued
@@ -96,6 +97,9 @@ class ToolLoop:
                     reply = self.call_fitted(specs, convo)
                 except ContextFull as e:
                     return self.outcome(CAPPED, summary, str(e))
+                if reply is None and not self.turns:  # no answer ever came: an outage
+                    raise BackendError("the API did not answer before the run's wall-clock "
+                                       f"cap ({self.session.caps.wall_seconds:g}s)")
                 if reply is None:
                     return self.outcome(CAPPED, summary, self.wall_cap_detail())
                 self.take(reply, convo)
