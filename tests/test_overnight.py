@@ -174,3 +174,30 @@ def test_an_api_that_never_answers_is_an_outage_not_an_attempt(api: FakeAPI, pro
     assert "did not answer" in result.stderr
     plan = {f["id"]: f for f in json.loads((mission / "features.json").read_text())}
     assert plan["F-004"]["status"] == "pending" and plan["F-004"]["attempts"] == 0
+
+
+def test_the_spend_of_a_run_killed_outright_reaches_the_budget_once(
+        api: FakeAPI, project: Path, mission: Path) -> None:
+    from fake_api import text, tool_use
+
+    api.reply(tool_use("bash", {"command": "echo half >> half.txt; sleep 30"}),
+              input=100_000, output=1000)  # $0.315
+    env = {"ANTHROPIC_BASE_URL": api.base_url}
+    run = subprocess.Popen([str(RUN_SH), "worker", "F-004"], cwd=project,
+                           env={**os.environ, **env}, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 30
+    while not (project / "half.txt").exists() and time.time() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)
+    run.kill()  # SIGKILL, the OOM killer, a power cut: the run never closes
+    run.communicate(timeout=30)
+    for _ in range(2):  # the next runs: the killed one's spend is counted once
+        api.reply(text("done"))
+        assert run_sh("worker", "F-004", cwd=project, env=env).returncode == 0
+    spent = json.loads((mission / "spend.json").read_text())["usd"]
+    assert spent == pytest.approx(0.315 + 2 * (10 * 3 + 5 * 15) / 1e6)
+    killed = json.loads(min(mission.glob("runs/*/manifest.json")).read_text())
+    assert killed["settled_usd"] == pytest.approx(0.315)
+    assert f"{killed['run_id']} killed exit=137 cost=$0.3150" in (
+        mission / "progress.log").read_text()
