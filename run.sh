@@ -42,6 +42,10 @@ bootstrap() {  # $1: "base", or "dev" for the test extras
     echo "run.sh: installed" >&2
     { cat "$stamp" 2>/dev/null || true; echo "$want"; } | sort -u > "$stamp.tmp" && mv "$stamp.tmp" "$stamp"
     touch "$stamp"
+    # a pyproject.toml dated ahead of this clock (skew) must not reinstall on every call
+    if [ "$HARNESS_HOME/pyproject.toml" -nt "$stamp" ]; then
+      touch -r "$HARNESS_HOME/pyproject.toml" "$stamp"
+    fi
   fi
   exec 9>&-
 }

@@ -81,6 +81,7 @@ class Reply:
     error: tuple[str, str] | None = None  # (error type, message)
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    cut_after: int | None = None  # a stream: close the connection after this many events
 
 
 class FakeAPI:
@@ -203,7 +204,7 @@ class _Handler(BaseHTTPRequestHandler):
         }
         api.signed.update({b["signature"]: b for b in reply.content if b["type"] == "thinking"})
         if body.get("stream"):
-            return self._sse(message)
+            return self._sse(message, reply.cut_after)
         return self._json(200, message, {})
 
     def _json(self, status: int, obj: object, headers: dict[str, str]) -> None:
@@ -217,11 +218,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _sse(self, message: dict[str, Any]) -> None:
+    def _sse(self, message: dict[str, Any], cut_after: int | None = None) -> None:
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.end_headers()
-        for name, data in stream_events(message):
+        for sent, (name, data) in enumerate(stream_events(message)):
+            if sent == cut_after:  # the connection drops mid-stream
+                self.close_connection = True
+                return
             self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
             self.wfile.flush()
 

@@ -199,3 +199,19 @@ def test_two_first_uses_at_once_install_once(tmp_path: Path) -> None:
     assert all(out == "harness runs\n" for out, _ in outs)
     assert any("another run.sh is installing" in err for _, err in outs)
     assert len((tmp_path / "pip.log").read_text().splitlines()) == 1
+
+
+def test_a_pyproject_dated_in_the_future_is_installed_once(tmp_path: Path) -> None:
+    """Clock skew: a checkout whose files carry a time still to come (copied from a machine
+    whose clock runs ahead) is installed once, not again on every call."""
+    import subprocess
+    import time
+
+    home, env = checkout_with_a_fake_pip(tmp_path)
+    ahead = time.time() + 2 * 86400
+    os.utime(home / "pyproject.toml", (ahead, ahead))
+    for _ in range(3):
+        result = subprocess.run([str(home / "run.sh"), "status"], cwd=tmp_path, text=True,
+                                capture_output=True, env={**os.environ, **env}, timeout=60)
+        assert result.returncode == 0, result.stderr
+    assert len((tmp_path / "pip.log").read_text().splitlines()) == 1

@@ -15,6 +15,7 @@ import anthropic
 
 from harness.agent.tools import ToolBox
 from harness.backends.api_errors import (
+    APIFailed,
     Where,
     backend_error,
     is_prompt_too_long,
@@ -86,7 +87,11 @@ class MessagesLoop(ToolLoop):
         try:
             if self.session.options.get("stream"):
                 with self.client.messages.stream(**params) as stream:
-                    return stream.get_final_message()
+                    message = stream.get_final_message()
+                if message.stop_reason is None:  # the stream ended before message_delta
+                    raise APIFailed(f"the reply streamed from the API at {self.client.base_url} "
+                                    "ended before it was finished (no stop_reason)")
+                return message
             return self.client.messages.create(**params)
         except OutOfTime:
             return None

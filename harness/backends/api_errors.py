@@ -119,6 +119,6 @@ def reset_time(headers: Any, now: datetime | None = None) -> str | None:
                         for name, value in headers.items()
                         if re.fullmatch(r"anthropic-ratelimit-.+-reset", name.lower())),
                        default=None)
-    except (TypeError, ValueError):  # a malformed header must not hide the real error
+    except (TypeError, ValueError, OverflowError):  # a malformed header must not hide the error
         return None
     return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") if when else None

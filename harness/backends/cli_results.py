@@ -250,7 +250,11 @@ def check_usage_limit(
 ) -> None:
     """Raise UsageLimitReached when `message` reports a usage or rate limit."""
     if LIMIT_TEXT.search(message):
-        raise UsageLimitReached(message, reset_time(message, now, local))
+        try:
+            reset = reset_time(message, now, local)
+        except (ValueError, OverflowError):  # a date no calendar has: the limit still holds
+            reset = None
+        raise UsageLimitReached(message, reset)
 
 
 def reset_time(

@@ -120,8 +120,12 @@ def _run_cli(argv: list[str], preset: Preset, prompt: str,
     proc = _start(argv, session, preset)
     fold = FOLDS.get(preset.parser, ClaudeEvents)()
     out = Output(proc, prompt.encode("utf-8"), session.record, _progress(fold, session))
-    timed_out = wait_and_stop(proc, session.caps.wall_seconds,
-                              session.options.get("kill_grace", 5))
+    try:
+        timed_out = wait_and_stop(proc, session.caps.wall_seconds,
+                                  session.options.get("kill_grace", 5))
+    except BaseException as e:  # a SIGTERM: what its events reported so far is the run's
+        e.outcome = _served(_wall_capped(fold, session), fold, session)  # type: ignore[attr-defined]
+        raise
     out.join()
     if out.error:
         raise out.error

@@ -20,7 +20,7 @@ from typing import Any
 from harness.agent.tools import ToolBox
 from harness.backends.context import Conversation
 from harness.backends.pricing import cost_of, known_cost
-from harness.errors import HarnessError
+from harness.errors import BackendError
 from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session, Usage
 
 CONTINUATIONS = 3  # replies in a row cut at max_tokens that are continued
@@ -97,13 +97,16 @@ class ToolLoop:
                     reply = self.call_fitted(specs, convo)
                 except ContextFull as e:
                     return self.outcome(CAPPED, summary, str(e))
+                if reply is None and not self.turns:  # no answer ever came: an outage
+                    raise BackendError("the API did not answer before the run's wall-clock "
+                                       f"cap ({self.session.caps.wall_seconds:g}s)")
                 if reply is None:
                     return self.outcome(CAPPED, summary, self.wall_cap_detail())
                 self.take(reply, convo)
                 summary = reply.text or summary
                 if ended := self.answer(reply, convo, summary):
                     return ended
-        except HarnessError as e:
+        except BaseException as e:  # a SIGTERM too: what was spent and done is the run's
             e.outcome = self.outcome(CAPPED, summary, str(e))  # type: ignore[attr-defined]
             raise
 

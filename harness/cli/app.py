@@ -14,14 +14,12 @@ import click
 
 from harness.cli.demo import demo
 from harness.cli.look import reconstruct, report, runs, show, status, summary, watch
-from harness.cli.options import GLOBAL_OPTIONS, accept_global_options, paths_of
+from harness.cli.options import GLOBAL_OPTIONS, PRESETS, accept_global_options, paths_of
 from harness.cli.plans import export, import_, import_notes
 from harness.cli.steer import answer, guide
 from harness.cli.unattended import cron, loop
 from harness.errors import USAGE, GitFailed, HarnessError, UsageError, file_error
 from harness.paths import check_state
-
-PRESETS = click.Choice(["claude", "codex", "gemini", "opencode", "generic"])  # cli_presets
 
 
 class HarnessGroup(click.Group):

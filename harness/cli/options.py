@@ -13,6 +13,8 @@ GLOBAL_OPTIONS = {
     "state": "State directory [$HARNESS_STATE or ./.harness]",
     "workdir": "Where the agent works [default: current directory]",
 }
+# the agent CLIs `--preset` names (harness/backends/cli_presets.py), for every command taking it
+PRESETS = click.Choice(["claude", "codex", "gemini", "opencode", "generic"])
 
 
 def paths_of(ctx: click.Context) -> Paths:

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 import click
 
-from harness.cli.options import paths_of
+from harness.cli.options import PRESETS, paths_of
 from harness.paths import check_state
 
 ROLE_FLAGS = ("backend", "preset", "command", "script", "model", "sandbox")
@@ -18,7 +18,7 @@ def role_options(command: click.Command) -> click.Command:
         click.Option(["--backend"],
                      type=click.Choice(["anthropic", "openai", "command", "scripted"]),
                      help="Run the worker and validator with this backend."),
-        click.Option(["--preset"], type=click.Choice(["claude", "codex", "generic"]),
+        click.Option(["--preset"], type=PRESETS,
                      help="With --backend command: which agent CLI."),
         click.Option(["--command", "command_line"], metavar="CMD",
                      help="With --backend command: the command line to run."),

@@ -6,7 +6,8 @@ that crashes, leaks or is killed ends that run, never the loop, and every run st
 the files on disk (no state is kept between runs). Exit codes decide (docs/contracts.md): 0, 1
 and 7 mean a run happened, go on; 5 from both roles means nothing is left (the normal end,
 exit 5); 3 (busy) and 6 (an outage or a usage limit) wait, until the reset time the run
-recorded or exponentially longer within a bound; 2 and 4 stop the loop with that code.
+recorded (within a week; at least the back-off when failing again after it) or exponentially
+longer within a bound; 2 and 4 stop the loop with that code.
 SIGINT and SIGTERM stop it: the running roles get SIGTERM and end as a killed run does
 (their records finished), then the loop exits 128 + the signal.
 """
@@ -206,7 +207,10 @@ class Supervisor:
             why = f"{role} exit 6 (the backend failed: an outage or a usage limit)"
         reset_at = self._reset_time(role) if code == BACKEND else None
         wait = until_reset(reset_at, datetime.now(timezone.utc))
-        if wait is not None:
+        if wait is not None:  # failing again after the reset: at least the back-off
+            if failures > 1:
+                wait = max(wait, backoff(failures - 1, self.options.first_wait,
+                                         self.options.max_wait))
             self._wait(slot, wait, f"{why}; its limit resets at {reset_at}")
         else:
             self._wait(slot, backoff(failures, self.options.first_wait, self.options.max_wait),

@@ -10,6 +10,7 @@ from harness.errors import BLOCKED, BUSY, DONE, NOTHING_TO_DO, TASK_FAILED, Usag
 from harness.state.run_summary import format_duration
 
 RESET_MARGIN = 5.0  # seconds past a recorded reset time, so the limit has surely lifted
+MAX_RESET_WAIT = 7 * 24 * 3600.0  # the longest wait for a reset time (a week's usage limit)
 RAN = (DONE, TASK_FAILED, BLOCKED)  # a run happened
 KNOWN = (*RAN, BUSY, NOTHING_TO_DO)  # the codes that need no wait for a failure
 RAN_KIND, NOTHING_KIND, FAILED_KIND, BUSY_KIND = "ran", "nothing", "failed", "busy"
@@ -36,7 +37,8 @@ def backoff(failures: int, first: float, cap: float) -> float:
 
 
 def until_reset(reset_at: str | None, now: datetime) -> float | None:
-    """Seconds until a recorded reset time (ISO-8601 UTC) and a margin; None if not known."""
+    """Seconds until a recorded reset time (ISO-8601 UTC) and a margin, at most a week (a
+    server's clock or header may be far off); None if not known."""
     if not reset_at:
         return None
     try:
@@ -45,7 +47,7 @@ def until_reset(reset_at: str | None, now: datetime) -> float | None:
         return None
     if reset.tzinfo is None:
         reset = reset.replace(tzinfo=timezone.utc)
-    return max((reset - now).total_seconds(), 0.0) + RESET_MARGIN
+    return min(max((reset - now).total_seconds(), 0.0) + RESET_MARGIN, MAX_RESET_WAIT)
 
 
 def parse_until(text: str, now: datetime) -> datetime:

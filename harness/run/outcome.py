@@ -87,7 +87,7 @@ def judge_role_run(paths: Paths, prepared: Prepared, outcome: Outcome | None,
 def judge_error(error: BaseException) -> tuple[int, str, str]:
     """Exit code, one-word result and message of a run that ended in `error`."""
     if isinstance(error, Interrupted | KeyboardInterrupt):
-        return SIGNAL_EXIT, "interrupted", f"interrupted by {error or 'SIGINT'}"
+        return SIGNAL_EXIT, "interrupted", f"interrupted by {str(error) or 'SIGINT'}"
     if isinstance(error, HarnessError):
         # Backend trouble and a spent budget are not the agent's attempt: status stays.
         result = {BACKEND: "backend-error", BUDGET: "budget"}.get(error.exit_code, "error")

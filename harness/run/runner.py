@@ -55,6 +55,7 @@ def run_role(paths: Paths, role: str, target: str | None, *, dry_run: bool = Fal
         from harness.run.lifecycle import call_and_close
         from harness.run.outcome import judge_role_run
 
+        ledger.settle_killed(paths.state, role, feature.id if feature else None)
         check_budget_left(paths, mission)
         load_env_files(paths.state)  # cron reads no profile: keys may live in env files
         config = role_config_for(paths, role, backend, backend_options, sandbox)[0]

@@ -11,7 +11,7 @@ from typing import Any
 from harness.errors import UsageError
 from harness.state.memory import utc_now
 from harness.state.reading import read_json_object
-from harness.state.store import append_record, hold_lock, lock_path, write_json
+from harness.state.store import append_record, hold_lock, lock_path, write_json, write_record
 
 
 def ledger_path(state: Path, feature_id: str) -> Path:
@@ -73,3 +73,27 @@ def add_spend(state: Path, usd: float) -> float:
         total = spent(state) + usd
         write_json(state / "spend.json", {"usd": round(total, 6)})
     return total
+
+
+def settle_killed(state: Path, role: str, feature: str | None) -> float:
+    """The spend of the last run of `role` on `feature` when it was killed outright (SIGKILL,
+    a power cut) and never closed: the cost its transcript last reported reaches spend.json
+    and progress.log once (its manifest, still `started`, is marked `settled_usd`). Called
+    by the next such run, under that run's lock, before the budget is checked."""
+    from harness.state.runs import recent_runs, run_progress, runs_dir
+
+    last = recent_runs(state, role, feature, 1)
+    if not last or last[-1].get("status") != "interrupted" or last[-1].get("finished_at") \
+            or "settled_usd" in last[-1]:
+        return 0.0
+    manifest, run_id = last[-1], last[-1]["run_id"]
+    cost = (run_progress(state, run_id) or {}).get("cost_usd")
+    if isinstance(cost, bool) or not isinstance(cost, int | float):
+        cost = 0.0  # unpriced, or no model turn before the kill
+    cost = max(float(cost), 0.0)
+    manifest.update(status="started", settled_usd=round(cost, 6))  # on disk it is `started`
+    write_record(runs_dir(state) / run_id / "manifest.json",
+                 json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    append_progress(state, role, feature, run_id, "killed", 137, cost)
+    add_spend(state, cost)
+    return cost
