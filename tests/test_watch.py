@@ -33,9 +33,13 @@ def live(project: Path) -> list[dict]:
 
 @pytest.fixture
 def held_worker(project: Path, tmp_path: Path) -> Iterator[subprocess.Popen]:
+    yield from hold_worker(project, tmp_path, HELD)
+
+
+def hold_worker(project: Path, tmp_path: Path, held: str) -> Iterator[subprocess.Popen]:
     """A worker on F-004 whose second turn waits in the shell until `go` exists."""
     script = tmp_path / "held.yaml"
-    script.write_text(HELD)
+    script.write_text(held)
     worker = subprocess.Popen([str(RUN_SH), "worker", "F-004", "--backend", "scripted",
                                "--script", str(script)], cwd=project, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
@@ -72,6 +76,17 @@ def test_watch_shows_a_run_in_progress_then_none(project: Path,
     piped = run_sh("watch", cwd=project)  # stdout is a pipe: one frame, then exit
     assert piped.returncode == 0 and "0 runs in progress" in piped.stdout
     assert "no runs in progress" in piped.stdout and run["run_id"] not in piped.stdout
+
+
+def test_what_an_agent_ran_is_shown_as_text_not_as_rich_markup(project: Path,
+                                                                tmp_path: Path) -> None:
+    # a shell command holding "[/]" made rich raise MarkupError: a traceback, exit 1
+    command = "while [ ! -e go ]; do sleep 0.1; done # [/] [link=http://x]hi[/link]"
+    held = HELD.replace("'while [ ! -e go ]; do sleep 0.1; done'", json.dumps(command))
+    for _ in hold_worker(project, tmp_path, held):
+        shown = run_sh("watch", "--once", cwd=project)
+        assert shown.returncode == 0, shown.stderr
+        assert "# [/] [link=http://x]hi" in shown.stdout
 
 
 def test_watch_with_no_runs_and_bad_input(project: Path, tmp_path: Path) -> None:
@@ -117,3 +132,6 @@ def test_watch_refreshes_in_a_terminal_until_ctrl_c(project: Path) -> None:
         os.close(main)
     assert shown.count(b"0 runs in progress") >= 3  # redrawn, not printed once
     assert b"Traceback" not in shown
+    # rich's own cursor moves reach the terminal; run.sh's guard on what agents wrote
+    # (`entry.Shown`) must not print them as text
+    assert b"\x1b[" in shown and b"\\u001b" not in shown

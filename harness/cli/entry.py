@@ -36,6 +36,7 @@ class Shown:
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
+        self.unguarded = stream  # for rich's own cursor moves (`run.sh watch`)
 
     def write(self, text: str) -> int:
         self._stream.write(TERMINAL_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text))

@@ -8,12 +8,14 @@ process alive), the turns and cost so far that its newest transcript events repo
 from __future__ import annotations
 
 import os
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 from harness.errors import UsageError
 from harness.ops.show import clip, describe_call
@@ -109,8 +111,9 @@ def table(mission: str, runs: list[LiveRun], at: str) -> Table:
         grid.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for r in runs:
         cost = "-" if r.cost_usd is None else f"${r.cost_usd:.4f}"
-        grid.add_row(r.run_id, r.role, r.feature, format_duration(r.seconds), str(r.turns),
-                     cost, r.last_call or "-")
+        # Text: what an agent ran is shown as it is, not read as rich's markup ("[/]")
+        grid.add_row(Text(r.run_id), Text(r.role), Text(r.feature), format_duration(r.seconds),
+                     str(r.turns), cost, Text(r.last_call or "-"))
     if not runs:
         grid.add_row("no runs in progress", "", "", "", "", "", "")
     return grid
@@ -127,7 +130,9 @@ def watch(state: Path, mission: str, interval: float, once: bool) -> None:
     from rich.console import Console
     from rich.live import Live
 
-    console = Console()
+    # rich strips control characters from what it shows; its own cursor moves must reach the
+    # terminal past run.sh's guard on what agents wrote (`cli.entry.Shown`)
+    console = Console(file=getattr(sys.stdout, "unguarded", sys.stdout))
     watcher = Watcher(state)
     if once or not console.is_terminal:
         Console(width=max(console.width, 160), soft_wrap=False).print(frame(watcher, mission))
