@@ -114,6 +114,22 @@ def test_a_latin1_config_names_the_file_and_line(invoke, state: Path) -> None:
         assert "config.yaml line 2: not UTF-8 text (byte 0xe9)" in result.output
 
 
+@pytest.mark.parametrize("name", ["config.yaml", "roles/worker.yaml"])
+def test_a_control_byte_in_a_yaml_file_names_its_line(project: Path, state: Path,
+                                                     name: str) -> None:
+    path = state / name
+    path.parent.mkdir(exist_ok=True)
+    good = (state / "config.yaml").read_text() if name == "config.yaml" else "caps: {turns: 5}\n"
+    path.write_text(good + "# a note pasted\nmission: tab\x00stop\n")
+    line = good.count("\n") + 2
+    result = run_sh("worker", "F-004", "--dry-run", cwd=project)
+    assert result.returncode == 2, result.stderr
+    assert f"{name} line {line}: invalid YAML: unacceptable character #x0000" in result.stderr
+    assert "<unicode string>" not in result.stderr
+    path.write_text(good)
+    assert run_sh("worker", "F-004", "--dry-run", cwd=project).returncode == 0
+
+
 @pytest.mark.parametrize("damage", ["deep", "folder"])
 def test_a_deep_or_folder_features_json_is_a_usage_error(state: Path, damage: str) -> None:
     path = state / "features.json"
