@@ -302,3 +302,31 @@ def test_a_curator_input_turned_folder_stops_the_pass_before_its_database_is_mad
     result = run_cli(state, "curator")
     assert result.exit_code == 2 and f"{path} is a folder, not a file" in result.output
     assert sorted(p.relative_to(isolated_env) for p in isolated_env.rglob("*")) == before
+
+
+@pytest.mark.parametrize("name, content", [
+    ("tree.json", b"[]"), ("tree.json", b"null"), ("tree.json", b'"x"'),
+    ("tree.json", b"[" * 100_000), ("tree.json", b'{"format": 1, "open": "x", "left": []}'),
+    ("tree.json", b'{"format": 1, "open": null, "left": {"a.py": 5}}'),
+    ("tree.json", "caf\xe9".encode("latin-1")),
+    ("repository.json", b"[" * 100_000),
+])
+def test_a_damaged_tree_or_repository_record_is_never_a_traceback(project: Path, state: Path,
+                                                                  name: str,
+                                                                  content: bytes) -> None:
+    git_init(project)
+    with (state / "config.yaml").open("a") as config:
+        config.write("stuck_after: 10\n")  # runs that change nothing: not blocked here
+    script = project.parent / "turns.yaml"
+    script.write_text("- tools: [{name: finish, input: {summary: done}}]\n")
+    worker = ("worker", "F-004", "--backend", "scripted", "--script", str(script))
+    assert run_sh(*worker, cwd=project).returncode == 0
+    (state / name).write_bytes(content)
+    for args in (worker, ("planner", "--backend", "scripted", "--script", str(script))):
+        result = run_sh(*args, cwd=project)
+        assert "Traceback" not in result.stderr, result.stderr
+        assert result.returncode in (0, 2), result.stderr
+        if result.returncode == 2:
+            assert str(state / name) in result.stderr
+    (state / name).unlink()  # the way out the message gives
+    assert run_sh(*worker, cwd=project).returncode == 0
