@@ -330,3 +330,23 @@ def test_a_damaged_tree_or_repository_record_is_never_a_traceback(project: Path,
             assert str(state / name) in result.stderr
     (state / name).unlink()  # the way out the message gives
     assert run_sh(*worker, cwd=project).returncode == 0
+
+
+@pytest.mark.parametrize("key, value", [("verify", "make test\x00; rm -rf /"), ("attempts", -3)])
+def test_a_plan_with_a_nul_in_verify_or_negative_attempts_is_refused(project: Path, state: Path,
+                                                                    key: str, value) -> None:
+    plan = json.loads((state / "features.json").read_text())
+    good = (state / "features.json").read_bytes()
+    plan[3][key] = value
+    (state / "features.json").write_text(json.dumps(plan))
+    for args in (("validator", "F-004", "--dry-run"), ("status",)):
+        result = run_sh(*args, cwd=project)
+        assert "Traceback" not in result.stderr, result.stderr
+        assert result.returncode == 2, result.stderr
+        assert "features.json: feature [3] (F-004) key" in result.stderr and key in result.stderr
+    proposed = project.parent / "plan.json"
+    proposed.write_text(json.dumps(plan))
+    (state / "features.json").write_bytes(good)
+    result = run_sh("plan", str(proposed), cwd=project)  # as a planner agent would give it
+    assert result.returncode == 2 and key in result.stderr, result.stderr
+    assert (state / "features.json").read_bytes() == good
