@@ -30,6 +30,9 @@ def load_yaml(path: Path) -> Any:
         mark = getattr(e, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
         problem = getattr(e, "problem", None) or str(e)
+        if isinstance(e, yaml.reader.ReaderError):  # a control character: its line, not offset
+            where = f" line {text.count(chr(10), 0, e.position) + 1}"
+            problem = problem.splitlines()[0]
         raise UsageError(f"{path}{where}: invalid YAML: {problem}") from None
     except RecursionError:
         raise UsageError(f"{path}: YAML nested too deeply to read") from None

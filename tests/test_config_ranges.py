@@ -25,6 +25,9 @@ def invoke(state: Path, *args: str):
     ("budget_usd: -5", "budget_usd"),
     ("budget_usd: .inf", "budget_usd"),
     ("prices: {m: {input_tokens: -3}}", "prices.m.input_tokens"),
+    # a hook never fired, and only hooks.log said why
+    ("hook_timeout: .inf", "hook_timeout"),
+    ("hook_timeout: 1e308", "hook_timeout"),
 ])
 def test_out_of_range_mission_config_is_a_usage_error(state: Path, config: str,
                                                       key: str) -> None:

@@ -114,6 +114,22 @@ def test_a_latin1_config_names_the_file_and_line(invoke, state: Path) -> None:
         assert "config.yaml line 2: not UTF-8 text (byte 0xe9)" in result.output
 
 
+@pytest.mark.parametrize("name", ["config.yaml", "roles/worker.yaml"])
+def test_a_control_byte_in_a_yaml_file_names_its_line(project: Path, state: Path,
+                                                     name: str) -> None:
+    path = state / name
+    path.parent.mkdir(exist_ok=True)
+    good = (state / "config.yaml").read_text() if name == "config.yaml" else "caps: {turns: 5}\n"
+    path.write_text(good + "# a note pasted\nmission: tab\x00stop\n")
+    line = good.count("\n") + 2
+    result = run_sh("worker", "F-004", "--dry-run", cwd=project)
+    assert result.returncode == 2, result.stderr
+    assert f"{name} line {line}: invalid YAML: unacceptable character #x0000" in result.stderr
+    assert "<unicode string>" not in result.stderr
+    path.write_text(good)
+    assert run_sh("worker", "F-004", "--dry-run", cwd=project).returncode == 0
+
+
 @pytest.mark.parametrize("damage", ["deep", "folder"])
 def test_a_deep_or_folder_features_json_is_a_usage_error(state: Path, damage: str) -> None:
     path = state / "features.json"
@@ -286,3 +302,51 @@ def test_a_curator_input_turned_folder_stops_the_pass_before_its_database_is_mad
     result = run_cli(state, "curator")
     assert result.exit_code == 2 and f"{path} is a folder, not a file" in result.output
     assert sorted(p.relative_to(isolated_env) for p in isolated_env.rglob("*")) == before
+
+
+@pytest.mark.parametrize("name, content", [
+    ("tree.json", b"[]"), ("tree.json", b"null"), ("tree.json", b'"x"'),
+    ("tree.json", b"[" * 100_000), ("tree.json", b'{"format": 1, "open": "x", "left": []}'),
+    ("tree.json", b'{"format": 1, "open": null, "left": {"a.py": 5}}'),
+    ("tree.json", "caf\xe9".encode("latin-1")),
+    ("repository.json", b"[" * 100_000),
+])
+def test_a_damaged_tree_or_repository_record_is_never_a_traceback(project: Path, state: Path,
+                                                                  name: str,
+                                                                  content: bytes) -> None:
+    git_init(project)
+    with (state / "config.yaml").open("a") as config:
+        config.write("stuck_after: 10\n")  # runs that change nothing: not blocked here
+    script = project.parent / "turns.yaml"
+    script.write_text("- tools: [{name: finish, input: {summary: done}}]\n")
+    worker = ("worker", "F-004", "--backend", "scripted", "--script", str(script))
+    assert run_sh(*worker, cwd=project).returncode == 0
+    (state / name).write_bytes(content)
+    for args in (worker, ("planner", "--backend", "scripted", "--script", str(script))):
+        result = run_sh(*args, cwd=project)
+        assert "Traceback" not in result.stderr, result.stderr
+        assert result.returncode in (0, 2), result.stderr
+        if result.returncode == 2:
+            assert str(state / name) in result.stderr
+    (state / name).unlink()  # the way out the message gives
+    assert run_sh(*worker, cwd=project).returncode == 0
+
+
+@pytest.mark.parametrize("key, value", [("verify", "make test\x00; rm -rf /"), ("attempts", -3)])
+def test_a_plan_with_a_nul_in_verify_or_negative_attempts_is_refused(project: Path, state: Path,
+                                                                    key: str, value) -> None:
+    plan = json.loads((state / "features.json").read_text())
+    good = (state / "features.json").read_bytes()
+    plan[3][key] = value
+    (state / "features.json").write_text(json.dumps(plan))
+    for args in (("validator", "F-004", "--dry-run"), ("status",)):
+        result = run_sh(*args, cwd=project)
+        assert "Traceback" not in result.stderr, result.stderr
+        assert result.returncode == 2, result.stderr
+        assert "features.json: feature [3] (F-004) key" in result.stderr and key in result.stderr
+    proposed = project.parent / "plan.json"
+    proposed.write_text(json.dumps(plan))
+    (state / "features.json").write_bytes(good)
+    result = run_sh("plan", str(proposed), cwd=project)  # as a planner agent would give it
+    assert result.returncode == 2 and key in result.stderr, result.stderr
+    assert (state / "features.json").read_bytes() == good

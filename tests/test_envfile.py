@@ -87,6 +87,18 @@ def test_a_run_refuses_a_readable_env_file_with_exit_2(home: Path, project: Path
     assert not list((project / ".harness").glob("runs/*"))
 
 
+def test_a_latin1_env_file_names_its_line(home: Path, project: Path) -> None:
+    path = project / ".harness" / "env"
+    path.write_bytes(f"{KEY}=x\n# caf\xe9\n".encode("latin-1"))
+    path.chmod(0o600)
+    result = run_sh("worker", "F-004", "--backend", "scripted", "--script",
+                    str(Path(__file__).parent / "data" / "hostile-worker.yaml"), cwd=project,
+                    env={"HOME": str(home)})
+    assert result.returncode == 2, result.stderr
+    assert f"{path} line 2: not UTF-8 text (byte 0xe9)" in result.stderr
+    assert not list((project / ".harness").glob("runs/*"))
+
+
 def cron_doctor(project: Path, home: Path, **extra: str):
     """`run.sh doctor --backend anthropic` as cron would start it: a bare environment."""
     import subprocess

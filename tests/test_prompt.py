@@ -1,7 +1,9 @@
 import json
+import re
 from pathlib import Path
 
 import pytest
+from conftest import run_sh
 
 import harness.state.store
 from harness.errors import UsageError
@@ -166,3 +168,28 @@ def test_a_project_doc_the_agent_cli_reads_itself_is_left_out(project: Path, sta
     prompt, _ = dry_run(project)
     assert "Use tabs." not in prompt  # Codex reads AGENTS.md itself
     assert "Be brief." in prompt
+
+
+@pytest.mark.parametrize("source, error", [
+    ("ok\n{{ 1 / 0 }}\n", r"worker.md.j2 line 2: division by zero"),
+    ("{% for x in range(10**9) %}x{% endfor %}\n", r"worker.md.j2 line 1: Range too big"),
+    ("ok\n{{ 1 + 'a' }}\n", r"worker.md.j2 line 2: unsupported operand"),
+    ("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}\n", r"md.j2 line 1: maximum recursion"),
+    ("caf\xe9\n", r"worker.md.j2 line 1: not UTF-8 text \(byte 0xe9\)"),
+])
+def test_a_template_that_fails_as_it_renders_is_exit_2_naming_its_line(project: Path,
+                                                                      state: Path, source: str,
+                                                                      error: str) -> None:
+    (state / "templates").mkdir()
+    (project / "none.yaml").write_text("[]\n")  # never reached: the prompt comes first
+    data = source.encode("latin-1") if "\xe9" in source else source.encode()
+    (state / "templates" / "worker.md.j2").write_bytes(data)
+    for dry_run in ([], ["--dry-run"]):
+        result = run_sh("worker", "F-004", *dry_run, "--backend", "scripted", "--script",
+                        str(project / "none.yaml"), cwd=project)
+        assert "Traceback" not in result.stderr, result.stderr
+        assert result.returncode == 2, result.stderr
+        assert re.search(error, result.stderr), result.stderr
+        assert not list((state / "runs").iterdir())
+    (state / "templates" / "worker.md.j2").unlink()  # the fix: the next run goes on
+    assert run_sh("worker", "F-004", "--dry-run", cwd=project).returncode == 0

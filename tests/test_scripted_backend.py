@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import run_sh
 from fake_api import make_session
 
 from harness.backends.scripted import ScriptedBackend
@@ -107,6 +108,8 @@ def test_dollar_cap_and_mission_budget(tmp_path):
     ("- tools: [{name: bash, args: {}}]\n", "turn [0] key 'tools.0.args'"),
     ("- usage: {input_tokens: many}\n", "turn [0] key 'usage.input_tokens'"),
     ("- cost_usd: -1\n", "turn [0] key 'cost_usd'"),
+    ("[" * 100_000, "nested too deeply"),
+    ("- cost_usd: " + "9" * 5000 + "\n", "digits"),
 ])
 def test_script_errors_name_the_file_and_turn(tmp_path, script, message):
     with pytest.raises(UsageError, match="script.yaml") as caught:
@@ -128,3 +131,13 @@ def test_script_path_is_absolute_or_relative_to_home(tmp_path):
     assert outcome.summary == "from home"
     outcome, _, _ = replay(tmp_path, "", options={"script": str(tmp_path / "home.yaml")})
     assert outcome.summary == "from home"
+
+
+def test_a_script_nested_too_deeply_is_exit_2_through_run_sh(project, tmp_path):
+    script = tmp_path / "deep.yaml"
+    script.write_text("[" * 100_000)
+    result = run_sh("worker", "F-004", "--backend", "scripted", "--script", str(script),
+                    cwd=project)
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == 2, result.stderr
+    assert f"{script}: YAML nested too deeply" in result.stderr

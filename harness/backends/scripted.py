@@ -80,6 +80,10 @@ def load_script(path: Path) -> list[ScriptedTurn]:
         raise UsageError(f"{path}: cannot read: {e}") from None
     except yaml.YAMLError as e:
         raise UsageError(f"{path}: bad YAML: {e}") from None
+    except RecursionError:
+        raise UsageError(f"{path}: YAML nested too deeply to read") from None
+    except ValueError as e:  # a number past Python's 4,300 digits
+        raise UsageError(f"{path}: {e}") from None
     if not isinstance(data, list):
         raise UsageError(f"{path}: expected a list of turns")
     turns = []

@@ -21,7 +21,7 @@ from harness.curator import record as candidates
 from harness.curator.identity import IdentityIndex
 from harness.curator.promotion import Promotion
 from harness.errors import UsageError
-from harness.state import memory, reading
+from harness.state import curatorfiles, memory, reading
 from harness.state.store import append_lines, atomic_write, hold_lock, read_head, sha256, write_json
 
 FORMAT_VERSION = 1
@@ -95,7 +95,7 @@ def read_json(path: Path) -> dict:
     data = reading.read_json_object(path)
     if data is not None and data.get("version") != FORMAT_VERSION:
         raise UsageError(f"{path}: unknown format; expected version {FORMAT_VERSION}")
-    return data or {}
+    return curatorfiles.check(path, data) if data else {}
 
 
 def read_text(path: Path) -> str:

@@ -24,7 +24,6 @@ but never committed as a worker's work.
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import shutil
@@ -37,6 +36,7 @@ from harness.config import MissionConfig
 from harness.errors import BusyError, UsageError
 from harness.paths import Paths
 from harness.run.git import clear_stale_locks, commit_all, identity_args, is_repo, run_git
+from harness.state import reading
 from harness.state.store import hold_lock, lock_path, write_json
 from harness.types import Outcome
 
@@ -229,15 +229,18 @@ def _staged(tree: Path) -> set[str]:
 
 def load_record(state: Path) -> TreeRecord:
     """The tree record; none yet is an empty one."""
+    path, fix = state / RECORD, ("it lists the changes the harness left uncommitted: repair "
+                                 "it, or delete it if `git status` shows none")
     try:
-        data = json.loads((state / RECORD).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return TreeRecord()
-    except ValueError as e:
-        raise UsageError(f"{state / RECORD}: not JSON ({e}); it lists the changes the harness "
-                         "left uncommitted: repair it, or delete it if `git status` shows "
-                         "none") from None
-    return TreeRecord(data.get("open"), dict(data.get("left") or {}))
+        data = reading.read_json_object(path)  # not JSON, too deep, not UTF-8, a folder
+    except UsageError as e:
+        raise UsageError(f"{e}; {fix}") from None
+    data = data if data is not None else {}
+    opened, left = data.get("open"), data.get("left") or {}
+    if not (opened is None or isinstance(opened, dict)) or not isinstance(left, dict) or not all(
+            isinstance(v, dict) and isinstance(v.get("stamp"), list) for v in left.values()):
+        raise UsageError(f"{path}: key 'open' or 'left' is not what the harness writes; {fix}")
+    return TreeRecord(opened, dict(left))
 
 
 def save_record(state: Path, record: TreeRecord) -> None:

@@ -41,7 +41,7 @@ def recorded(state: Path) -> Repository | None:
     try:
         data = json.loads((state / RECORD).read_text(encoding="utf-8"))
         return Path(data["git_dir"]), str(data["id"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return None
 
 

@@ -26,7 +26,7 @@ from harness.run.export import identity_beside, without_block
 from harness.state import steering
 from harness.state.memory import long_note_titles, tail_entries
 from harness.state.plan import Feature
-from harness.state.reading import parse_json, parse_json_line, read_object
+from harness.state.reading import parse_json, parse_json_line, read_object, read_text
 from harness.state.store import read_head, read_tail
 
 PROJECT_DOCS = ("AGENTS.md", "CLAUDE.md")
@@ -209,7 +209,7 @@ class RecordingLoader(BaseLoader):
         for folder in self.dirs:
             path = folder / template
             if path.is_file():
-                source = path.read_text(encoding="utf-8")
+                source = read_text(path)  # not UTF-8: a UsageError naming file and line
                 self.loaded[template] = source
                 return source, str(path), lambda: True
         if template in self.fallback:
@@ -253,6 +253,8 @@ def render(template: str, context_json: str, loader: RecordingLoader) -> Rendere
         filename = getattr(e, "filename", None)
         where = f"{filename} line {lineno}" if filename and lineno else _template_line(e)
         raise UsageError(f"{where}: {e.message}") from None
+    except (ArithmeticError, LookupError, TypeError, ValueError, RecursionError) as e:
+        raise UsageError(f"{_template_line(e)}: {e}") from None  # the template's own code
     return Rendered(text=text, template=template, sources=dict(loader.loaded))
 
 

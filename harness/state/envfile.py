@@ -16,6 +16,7 @@ from collections.abc import MutableMapping
 from pathlib import Path
 
 from harness.errors import UsageError
+from harness.state import reading
 
 LINE = re.compile(r"^(?:export\s+)?(?P<key>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.*)$")
 
@@ -57,8 +58,8 @@ def read_env_file(path: Path) -> dict[str, str]:
         raise UsageError(f"{path} is readable by group or others and holds secrets: "
                          f"chmod 600 {path}")
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
+        text = reading.read_text(path)  # not UTF-8: a UsageError naming the line
+    except OSError as e:
         raise UsageError(f"{path}: cannot read: {e}") from None
     return parse_env(text, path)
 

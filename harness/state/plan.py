@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from harness import names
 from harness.errors import UsageError
@@ -33,7 +33,7 @@ class Feature(BaseModel):
     acceptance_criteria: list[str]
     verify: str | None = None
     status: Status = "pending"
-    attempts: int = 0
+    attempts: int = Field(default=0, ge=0, le=1_000_000)  # max_attempts' own range
     blocked_reason: str | None = None
     source_id: str | None = None  # the id in the plan it was imported from (a Ralph prd.json)
 
@@ -47,6 +47,13 @@ class Feature(BaseModel):
     def _non_empty(cls, v: str) -> str:
         if not v.strip():
             raise ValueError("must not be empty")
+        return v
+
+    @field_validator("verify")
+    @classmethod
+    def _runnable(cls, v: str | None) -> str | None:
+        if v is not None and "\x00" in v:  # no shell command can hold one: every run would fail
+            raise ValueError("must not hold a NUL byte")
         return v
 
     @field_validator("acceptance_criteria")
