@@ -184,6 +184,22 @@ def test_a_run_that_crashes_ends_that_run_not_the_loop(project: Path, mission: P
     assert statuses(mission)["F-004"] == "in_progress"
 
 
+def test_a_bug_in_the_loop_itself_is_no_clean_stop(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a slot thread that raised (a reset time in year 9999 did) ended the loop with exit 0,
+    # "stopped", which a shell loop or cron takes for a night that went well
+    from harness.ops.loop import LoopOptions, Supervisor
+
+    supervisor = Supervisor(Path("/nonexistent"), LoopOptions())
+
+    def a_bug(slot: int) -> dict[str, int]:
+        raise RuntimeError("a bug in a slot")
+
+    monkeypatch.setattr(supervisor, "_round", a_bug)
+    with pytest.raises(RuntimeError, match="a bug in a slot"):
+        supervisor.run()
+    assert supervisor.result is not None and supervisor.result[0] == 1
+
+
 def test_a_second_loop_on_the_mission_is_busy_at_once(project: Path, mission: Path) -> None:
     with hold_lock(lock_path(mission, "loop")) as held:
         held.label("run.sh loop since then")

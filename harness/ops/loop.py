@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from harness.errors import BACKEND, BUDGET, BUSY, DONE, NOTHING_TO_DO, USAGE
+from harness.errors import BACKEND, BUDGET, BUSY, DONE, NOTHING_TO_DO, TASK_FAILED, USAGE
 from harness.ops.waits import (
     FAILED_KIND,
     KNOWN,
@@ -67,6 +67,7 @@ class Supervisor:
         self.children: set[subprocess.Popen] = set()
         self.runs = self.active = self.signals = 0
         self.result: tuple[int, str] | None = None
+        self.crash: BaseException | None = None  # a slot's own bug: the loop raises it
         self.last_curator, self.curated_runs = time.monotonic(), 0
 
     def say(self, slot: int, text: str) -> None:
@@ -97,6 +98,8 @@ class Supervisor:
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
+        if self.crash is not None:  # a traceback and exit 1, not a clean "stopped" (exit 0)
+            raise self.crash
         return self.result or (DONE, "stopped")
 
     def _on_signal(self, signum: int, _frame: object) -> None:
@@ -114,6 +117,13 @@ class Supervisor:
                   flush=True)
 
     def _slot(self, slot: int) -> None:
+        try:
+            self._rounds(slot)
+        except BaseException as e:
+            self.crash = e
+            self.finish(TASK_FAILED, f"slot {slot} crashed: {e!r}")
+
+    def _rounds(self, slot: int) -> None:
         busy = backend = 0
         while not self.stop.is_set():
             codes = self._round(slot)
