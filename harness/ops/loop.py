@@ -3,13 +3,10 @@ is left, under one supervisor.
 
 Each role runs as a subprocess of `run.sh`, exactly as a person or cron would start it: a run
 that crashes, leaks or is killed ends that run, never the loop, and every run starts from
-the files on disk (no state is kept between runs). Exit codes decide (docs/contracts.md): 0, 1
-and 7 mean a run happened, go on; 5 from both roles means nothing is left (the normal end,
-exit 5); 3 (busy) and 6 (an outage or a usage limit) wait, until the reset time the run
-recorded (within a week; at least the back-off when failing again after it) or exponentially
-longer within a bound; 2 and 4 stop the loop with that code.
-SIGINT and SIGTERM stop it: the running roles get SIGTERM and end as a killed run does
-(their records finished), then the loop exits 128 + the signal.
+the files on disk. Exit codes decide (docs/unattended.md): 0, 1 and 7 go on; 5 from both
+roles is the normal end; 3 and 6 wait, until a recorded reset time or exponentially longer
+within a bound; 2 and 4 stop the loop with that code. SIGINT and SIGTERM stop it: the
+running roles get SIGTERM and end as a killed run does, then the loop exits 128 + the signal.
 """
 
 from __future__ import annotations
