@@ -40,7 +40,9 @@ def worker(oai: FakeOpenAI, project: Path, model: str = "gpt-test", stream: bool
                     cwd=project, env=env)
     run = max((project / ".harness" / "runs").iterdir(), key=lambda p: p.stat().st_mtime)
     manifest = json.loads((run / "manifest.json").read_text())
-    events = [json.loads(line) for line in (run / "transcript.jsonl").read_text().splitlines()]
+    transcript = run / "transcript.jsonl"
+    events = [json.loads(line) for line in transcript.read_text().splitlines()
+              ] if transcript.exists() else []
     return result, manifest, events
 
 
@@ -239,3 +241,73 @@ def test_reasoning_fields_and_empty_content(oai, project, stream):
     assert result.returncode == 0, result.stdout + result.stderr
     assert (project / "m.txt").read_text() == "M\n"
     assert not [m for m in oai.requests[1]["messages"] if "reasoning" in m]
+
+
+# --- failures as other servers say them ---------------------------------------------------
+
+MAX_TOKENS_REFUSED = {"error": {
+    "message": "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+               "'max_completion_tokens' instead.", "type": "invalid_request_error",
+    "param": "max_tokens", "code": "unsupported_parameter"}}
+NO_RETRY = {"x-should-retry": "false"}
+
+
+@pytest.mark.parametrize(("status", "body", "code", "says"), [
+    (404, {"error": "model 'llama9' not found, try pulling it first"}, 2,
+     "has no model 'gpt-test' (404)"),
+    (404, {"object": "error", "message": "The model `gpt-test` does not exist.",
+           "type": "NotFoundError", "param": None, "code": 404}, 2, "has no model 'gpt-test'"),
+    (400, {"error": {"message": "gpt-test is not a valid model ID", "code": 400}}, 2,
+     "has no model 'gpt-test'"),
+    (404, "404 page not found", 2, "404 page not found"),
+    (500, "Internal Server Error: the GPU fell off", 6, "the GPU fell off"),
+    (503, {"error": "Loading model"}, 6, "Loading model"),
+    (400, MAX_TOKENS_REFUSED, 2, "max_tokens_field"),
+    (400, {"error": {"message": "Unrecognized request argument supplied: "
+                                "max_completion_tokens", "code": None}}, 2, "max_tokens_field"),
+    (200, {"error": {"message": "Provider returned error", "code": 502}}, 6,
+     "Provider returned error"),
+    (200, {"id": "x", "object": "chat.completion", "created": 0, "model": "gpt-test",
+           "choices": []}, 6, "no choices"),
+])
+def test_failures_as_servers_say_them(oai, project, status, body, code, says):
+    for _ in range(3):  # the SDK's retries
+        oai.raw(body, status, NO_RETRY)
+    result, manifest, events = worker(oai, project)
+    out = result.stdout + result.stderr
+    assert result.returncode == code, out
+    assert says in out
+    assert manifest["exit_code"] == code
+    assert "Traceback" not in out
+
+
+def test_an_error_streamed_with_status_200(oai, project):
+    oai.stream(chunk({"role": "assistant", "content": "Hel"}),
+               {"error": {"message": "upstream provider overloaded", "code": 502}})
+    result, manifest, events = worker(oai, project, stream=True)
+    out = result.stdout + result.stderr
+    assert result.returncode == 6, out
+    assert "upstream provider overloaded" in out
+
+
+def test_a_model_named_with_slashes(oai, project):
+    model = "anthropic/claude-sonnet-4.5:beta"
+    oai.models.append(model)
+    (project / ".harness" / "config.yaml").open("a").write(
+        f'prices:\n  "{model}": {{input_tokens: 1.0, output_tokens: 4.0}}\n')
+    oai.reply(None, tool_call(EDITOR, json.dumps(create("n.txt", "N\n"))), prompt=1000,
+              completion=10)
+    finish(oai)
+    result, manifest, events = worker(oai, project, model=model)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert manifest["model"] == model and manifest["cost_usd"] > 0
+    assert oai.requests[0]["model"] == model
+    show = run_sh("show", manifest["run_id"], cwd=project)
+    assert show.returncode == 0 and model in show.stdout, show.stdout + show.stderr
+
+
+def test_a_server_that_ignores_tools_and_answers_in_text(oai, project):
+    oai.reply('{"name": "bash", "arguments": {"command": "ls"}}')
+    result, manifest, events = worker(oai, project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert manifest["turns"] == 1

@@ -26,6 +26,7 @@ from harness.backends.openai_errors import (
     cut_stream,
     is_context_too_long,
     key_fix,
+    no_reply,
 )
 from harness.backends.toolloop import OutOfTime, PromptTooLong, Reply, ToolLoop
 from harness.errors import HarnessError, UsageError
@@ -129,7 +130,10 @@ class ChatLoop(ToolLoop):
                 if completion["choices"][0]["finish_reason"] is None:
                     raise cut_stream(self.client.base_url)
                 return reply_of(completion)
-            return reply_of(self.client.chat.completions.create(**params).model_dump())
+            completion = self.client.chat.completions.create(**params).model_dump()
+            if not completion.get("choices"):
+                raise no_reply(completion, self.client.base_url)
+            return reply_of(completion)
         except OutOfTime:
             return None
         except openai.APIError as e:
