@@ -269,6 +269,8 @@ NO_RETRY = {"x-should-retry": "false"}
      "Provider returned error"),
     (200, {"id": "x", "object": "chat.completion", "created": 0, "model": "gpt-test",
            "choices": []}, 6, "no choices"),
+    (200, "<html>Bad gateway</html>", 6, "Bad gateway"),
+    (200, ["a", "list"], 6, "no reply"),
 ])
 def test_failures_as_servers_say_them(oai, project, status, body, code, says):
     for _ in range(3):  # the SDK's retries
@@ -311,3 +313,12 @@ def test_a_server_that_ignores_tools_and_answers_in_text(oai, project):
     result, manifest, events = worker(oai, project)
     assert result.returncode == 0, result.stdout + result.stderr
     assert manifest["turns"] == 1
+
+
+@pytest.mark.parametrize("line", ["data: {not json", 'error: {"code": 500, "message": "x"}'])
+def test_a_stream_with_a_line_that_is_no_chunk(oai, project, line):
+    oai.stream(chunk({"role": "assistant", "content": "Hel"}), line)
+    result, manifest, events = worker(oai, project, stream=True)
+    out = result.stdout + result.stderr
+    assert result.returncode == 6, out
+    assert "Traceback" not in out and manifest["exit_code"] == 6

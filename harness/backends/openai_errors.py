@@ -101,8 +101,12 @@ def said_of(e: openai.APIError) -> str:
     return e.message
 
 
-def no_reply(completion: dict[str, Any], url: Any) -> APIFailed:
-    """A completion with no choice in it (an error object, or nothing, with status 200)."""
+def no_reply(completion: Any, url: Any) -> APIFailed:
+    """A completion with no choice in it (an error object, or nothing, with status 200), or
+    a body that is no completion at all."""
+    if not isinstance(completion, dict):
+        return APIFailed(f"the API at {url} answered with no reply, but "
+                         f"{str(completion).strip()[:500]!r}")
     error = completion.get("error")
     said = (error.get("message") if isinstance(error, dict) else error) or "no choices"
     return APIFailed(f"the API at {url} answered with no reply ({str(said)[:500]})")
