@@ -269,6 +269,15 @@ NO_RETRY = {"x-should-retry": "false"}
      "Provider returned error"),
     (200, {"id": "x", "object": "chat.completion", "created": 0, "model": "gpt-test",
            "choices": []}, 6, "no choices"),
+    (500, {"error": {"code": 500, "message": "tools param requires --jinja flag",
+                     "type": "server_error"}}, 2, "does not take tools"),
+    (500, {"code": 500, "message": "Unsupported param: tools", "type": "server_error"}, 2,
+     "does not take tools"),
+    (400, {"error": {"message": "registry.ollama.ai/library/gemma:2b does not support tools",
+                     "type": "api_error"}}, 2, "does not take tools"),
+    (400, {"object": "error", "message": "\"auto\" tool choice requires "
+           "--enable-auto-tool-choice and --tool-call-parser to be set", "code": 400}, 2,
+     "does not take tools"),
     (200, "<html>Bad gateway</html>", 6, "Bad gateway"),
     (200, ["a", "list"], 6, "no reply"),
 ])

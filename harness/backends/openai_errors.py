@@ -26,6 +26,8 @@ TOO_LONG = re.compile(r"context.length|context.size|context.window|maximum conte
                       r"too many tokens|prompt is too long|reduce the length", re.IGNORECASE)
 UNKNOWN_MODEL = re.compile(r"model\b.*\b(not found|does not exist|unknown|invalid|not supported)"
                            r"|(unknown|invalid|no such|not a valid) model", re.IGNORECASE)
+NO_TOOLS = re.compile(r"does not support tools|tools param requires|unsupported param: tools"
+                      r"|tool choice requires|enable-auto-tool-choice", re.IGNORECASE)
 TOKEN_FIELD = re.compile(r"max_(completion_)?tokens")  # a 400 naming the field of the cap
 DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -76,6 +78,11 @@ def api_failure(e: openai.APIError, *, model: str, url: Any, retries: int,
             and UNKNOWN_MODEL.search(text)):
         return UsageError(f"{api} has no model {model!r} ({e.status_code}) {said}: set the "
                           "role's `model` (or pass --model) to a model it serves")
+    if isinstance(e, openai.APIStatusError) and NO_TOOLS.search(text):
+        return UsageError(f"{api} does not take tools ({e.status_code}) {said}: the tool "
+                          f"loop needs tool calling; serve a model {model!r} that supports it, "
+                          "with tool calling on (llama.cpp's llama-server: --jinja; vLLM: "
+                          "--enable-auto-tool-choice --tool-call-parser NAME)")
     if isinstance(e, openai.BadRequestError | openai.UnprocessableEntityError) and (
             TOKEN_FIELD.search(text)):
         return UsageError(f"{api} refused the output token cap ({e.status_code}) {said}: set "
