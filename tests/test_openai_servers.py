@@ -331,3 +331,19 @@ def test_a_stream_with_a_line_that_is_no_chunk(oai, project, line):
     out = result.stdout + result.stderr
     assert result.returncode == 6, out
     assert "Traceback" not in out and manifest["exit_code"] == 6
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_run_records_the_model_that_served_it(oai, project, stream):
+    """OpenRouter's openrouter/auto answers with the model it chose, as OpenAI's gpt-5 with
+    a dated snapshot: the run records it, as the anthropic backend's do."""
+    served = "anthropic/claude-sonnet-4.5"
+    message = {"role": "assistant", "content": "Nothing to do."}
+    if stream:
+        oai.stream({**chunk({"role": "assistant", "content": "Nothing to do."}),
+                    "model": served}, {**chunk({}, "stop"), "model": served})
+    else:
+        oai.raw({**completion(message), "model": served})
+    result, manifest, events = worker(oai, project, stream=stream)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert manifest["model"] == served

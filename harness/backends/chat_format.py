@@ -121,7 +121,8 @@ def reply_of(completion: dict[str, Any]) -> Reply:
     stop = "refusal" if message.get("refusal") else STOP_REASONS.get(finish or "", finish)
     if stop == "end_turn" and any(b["type"] == "tool_use" for b in content):
         stop = "tool_use"  # some servers say "stop" after tool calls
-    return Reply(content, stop, usage_of(completion.get("usage")), {"finish_reason": finish})
+    return Reply(content, stop, usage_of(completion.get("usage")), {"finish_reason": finish},
+                 model=completion.get("model") or None)
 
 
 def text_of(content: Any) -> str:
@@ -155,9 +156,10 @@ def usage_of(usage: dict[str, Any] | None) -> Usage:
 def fold_stream(chunks: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """The completion that streamed chunks (as dicts) add up to."""
     texts, refusals, calls = [], [], {}
-    finish, usage = None, None
+    finish, usage, model = None, None, None
     for chunk in chunks:
         usage = chunk.get("usage") or usage  # on the last chunk, with stream_options
+        model = chunk.get("model") or model
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
             texts.append(delta.get("content") or "")
@@ -168,7 +170,8 @@ def fold_stream(chunks: Iterable[dict[str, Any]]) -> dict[str, Any]:
     message = {"role": "assistant", "content": "".join(texts) or None,
                "refusal": "".join(refusals) or None,
                "tool_calls": [calls[index] for index in sorted(calls)]}
-    return {"choices": [{"message": message, "finish_reason": finish}], "usage": usage}
+    return {"choices": [{"message": message, "finish_reason": finish}], "usage": usage,
+            "model": model}
 
 
 def add_call_piece(calls: dict[int, dict[str, Any]], piece: dict[str, Any]) -> None:
