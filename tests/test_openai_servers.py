@@ -347,3 +347,15 @@ def test_the_run_records_the_model_that_served_it(oai, project, stream):
     result, manifest, events = worker(oai, project, stream=stream)
     assert result.returncode == 0, result.stdout + result.stderr
     assert manifest["model"] == served
+
+
+def test_a_server_that_refuses_stream_options(oai, project):
+    """An older server (Azure's older API versions, pydantic servers that forbid extras)
+    refuses `stream_options`: exit 2 naming the option, not an outage retried all night."""
+    for _ in range(3):
+        oai.raw({"error": {"message": "Unrecognized request argument supplied: stream_options",
+                           "code": None}}, 400, NO_RETRY)
+    result, manifest, events = worker(oai, project, stream=True)
+    out = result.stdout + result.stderr
+    assert result.returncode == 2, out
+    assert "stream_options" in out and "options.stream" in out

@@ -88,6 +88,10 @@ def api_failure(e: openai.APIError, *, model: str, url: Any, retries: int,
         return UsageError(f"{api} refused the output token cap ({e.status_code}) {said}: set "
                           "the role's options.max_tokens_field to the field this server takes "
                           "(max_tokens or max_completion_tokens), or lower caps.max_tokens")
+    if isinstance(e, openai.BadRequestError | openai.UnprocessableEntityError) and (
+            "stream_options" in text):
+        return UsageError(f"{api} refused stream_options ({e.status_code}) {said}: set the "
+                          "role's options.stream to false")
     if isinstance(e, openai.NotFoundError):
         return UsageError(f"{api} has no Chat Completions endpoint (404) {said}: check "
                           "OPENAI_BASE_URL or the role's options.base_url (most servers "
