@@ -359,3 +359,11 @@ def test_a_server_that_refuses_stream_options(oai, project):
     out = result.stdout + result.stderr
     assert result.returncode == 2, out
     assert "stream_options" in out and "options.stream" in out
+
+
+def test_a_server_that_ignores_stream_and_answers_whole(oai, project):
+    oai.raw(completion({"role": "assistant", "content": "Nothing to do."}))
+    result, manifest, events = worker(oai, project, stream=True)
+    out = result.stdout + result.stderr
+    assert result.returncode == 6, out
+    assert "run without `stream`" in out and "Traceback" not in out
