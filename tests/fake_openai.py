@@ -49,6 +49,8 @@ class Reply:
     error: dict[str, Any] | None = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    raw: Any = None  # a body sent as it is (a dict as JSON, a str as text): a server's quirk
+    chunks: list[Any] | None = None  # a stream sent as it is: each a chunk (dict) or a line
 
 
 class FakeOpenAI:
@@ -86,6 +88,15 @@ class FakeOpenAI:
         for _ in range(times):
             self.replies.append(Reply(status=status, headers=dict(headers or {}), error={
                 "message": message, "type": kind, "param": None, "code": code}))
+
+    def raw(self, body: Any, status: int = 200, headers: dict[str, str] | None = None) -> None:
+        """Queue a body as it is, whatever the request: how a real server differs."""
+        self.replies.append(Reply(status=status, raw=body, headers=dict(headers or {})))
+
+    def stream(self, *chunks: Any) -> None:
+        """Queue a stream as it is: each chunk a dict (sent as `data: {json}`) or a str (sent
+        as that line), then `data: [DONE]`."""
+        self.replies.append(Reply(chunks=list(chunks)))
 
     def start(self) -> None:
         self.thread.start()
@@ -128,6 +139,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if reply.error is not None:
             return self._error(reply)
+        if reply.chunks is not None:
+            return self._sse_raw(reply.chunks)
+        if reply.raw is not None:
+            return self._verbatim(reply)
         counted = {"prompt_tokens": count_tokens(body)} if api.count_input else {}
         completion = {
             "id": f"chatcmpl-{next(_ids)}", "object": "chat.completion", "created": 0,
@@ -175,6 +190,27 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
+
+    def _verbatim(self, reply: Reply) -> None:
+        is_text = isinstance(reply.raw, str)
+        data = reply.raw.encode() if is_text else json.dumps(reply.raw).encode()
+        self.send_response(reply.status)
+        self.send_header("content-type", "text/plain" if is_text else "application/json")
+        self.send_header("content-length", str(len(data)))
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _sse_raw(self, chunks: list[Any]) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.end_headers()
+        for chunk in chunks:
+            line = chunk if isinstance(chunk, str) else f"data: {json.dumps(chunk)}"
+            self.wfile.write(f"{line}\n\n".encode())
+            self.wfile.flush()
+        self.wfile.write(b"data: [DONE]\n\n")
 
     def _sse(self, completion: dict[str, Any], body: dict[str, Any]) -> None:
         self.send_response(200)

@@ -149,3 +149,51 @@ def test_a_lesson_holding_the_markers_cannot_break_the_block(project: Path, stat
     assert (project / "AGENTS.md").read_text() == once
     assert once.count(START) == 1 and once.count(END) == 1
     assert without_block(once) == mine + "\n" and "tail" in once
+
+
+def export_once(project: Path, state: Path, isolated_env: Path, mine: bytes,
+                lesson: str = "- TRICK: run pytest -x first") -> tuple[bytes, str]:
+    (isolated_env / "worker.md").write_text(f"# worker\n\n{lesson}\n")
+    (project / "AGENTS.md").write_bytes(mine)
+    export_to(state, "AGENTS.md")
+    result = run_sh("curator", cwd=project)
+    assert result.returncode == 0, result.stderr
+    return (project / "AGENTS.md").read_bytes(), result.stdout
+
+
+def test_a_crlf_file_gets_a_crlf_block_and_keeps_it(project: Path, state: Path,
+                                                     isolated_env: Path) -> None:
+    mine = b"# Mine\r\n\r\n- use tabs\r\n"
+    once, _ = export_once(project, state, isolated_env, mine)
+    assert once.startswith(mine) and b"\n" not in once.replace(b"\r\n", b"")
+    assert run_sh("curator", cwd=project).returncode == 0
+    assert (project / "AGENTS.md").read_bytes() == once
+
+
+def test_a_start_marker_without_its_end_keeps_what_follows(project: Path, state: Path,
+                                                           isolated_env: Path) -> None:
+    """The person deleted the end marker (or put it first): the text after the start marker
+    is theirs, and was cut to the end of the file."""
+    for mine in (f"# Mine\n{START}\n- old lesson\n\n## My own notes\nkeep me\n",
+                 f"# Mine\n{END}\nmiddle\n{START}\n- old lesson\nkeep me too\n"):
+        once, said = export_once(project, state, isolated_env, mine.encode())
+        assert once == mine.encode(), once
+        assert "AGENTS.md" in said and "end marker" in said and "left alone" in said
+
+
+def test_a_block_written_twice_is_one_block_again(project: Path, state: Path,
+                                                  isolated_env: Path) -> None:
+    old = block_text({"worker": "- TRICK: stale lesson\n"})
+    mine = f"# Mine\n{old}\nbetween\n{old}after\n"
+    once, _ = export_once(project, state, isolated_env, mine.encode())
+    text = once.decode()
+    assert text.count(START) == 1 and text.count(END) == 1 and "stale" not in text
+    assert without_block(text) == "# Mine\n\nbetween\nafter\n"
+    assert "run pytest -x first" in text
+
+
+def test_a_doc_that_is_not_utf8_is_left_alone_and_named(project: Path, state: Path,
+                                                        isolated_env: Path) -> None:
+    mine = "# Caf\xe9\n- r\xe8gle\n".encode("latin-1")
+    once, said = export_once(project, state, isolated_env, mine)
+    assert once == mine and "AGENTS.md" in said and "left alone" in said

@@ -3,6 +3,7 @@ notes, each naming its source; idempotent; bad input is exit 2 naming the file a
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from conftest import run_sh
@@ -126,3 +127,22 @@ def test_bad_input_is_exit_2_naming_file_and_line(project: Path, tmp_path: Path)
     missing = run_sh("import-notes", str(tmp_path / "nope.txt"), cwd=project)
     assert missing.returncode == 2 and "nope.txt: file not found" in missing.stderr
     assert not (project / ".harness" / "imported-notes").exists()
+
+
+def test_what_is_no_file_is_refused_not_read_forever(project: Path, tmp_path: Path) -> None:
+    """A fifo waited for a writer for ever, /dev/zero filled the memory: neither is notes."""
+    fifo = tmp_path / "progress.txt"
+    os.mkfifo(fifo)
+    for path in (fifo, Path("/dev/zero")):
+        result = run_sh("import-notes", str(path), cwd=project, timeout=30)
+        assert result.returncode == 2, result.stderr
+        assert f"{path}: not a regular file" in result.stderr
+    assert not (project / ".harness" / "imported-notes").exists()
+
+
+def test_ralphs_placeholder_bullet_is_no_note(tmp_path: Path) -> None:
+    """Ralph's template starts Codebase Patterns with `- (add reusable patterns here)`."""
+    progress = tmp_path / "progress.txt"
+    progress.write_text("# Progress Log\n\n## Codebase Patterns\n- (add reusable patterns "
+                        "here)\n- Use pnpm, not npm\n\n---\n")
+    assert [f.text for f in find_notes(progress)] == ["Use pnpm, not npm"]

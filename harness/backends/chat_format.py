@@ -121,7 +121,8 @@ def reply_of(completion: dict[str, Any]) -> Reply:
     stop = "refusal" if message.get("refusal") else STOP_REASONS.get(finish or "", finish)
     if stop == "end_turn" and any(b["type"] == "tool_use" for b in content):
         stop = "tool_use"  # some servers say "stop" after tool calls
-    return Reply(content, stop, usage_of(completion.get("usage")), {"finish_reason": finish})
+    return Reply(content, stop, usage_of(completion.get("usage")), {"finish_reason": finish},
+                 model=completion.get("model") or None)
 
 
 def text_of(content: Any) -> str:
@@ -155,9 +156,10 @@ def usage_of(usage: dict[str, Any] | None) -> Usage:
 def fold_stream(chunks: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """The completion that streamed chunks (as dicts) add up to."""
     texts, refusals, calls = [], [], {}
-    finish, usage = None, None
+    finish, usage, model = None, None, None
     for chunk in chunks:
         usage = chunk.get("usage") or usage  # on the last chunk, with stream_options
+        model = chunk.get("model") or model
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
             texts.append(delta.get("content") or "")
@@ -168,18 +170,30 @@ def fold_stream(chunks: Iterable[dict[str, Any]]) -> dict[str, Any]:
     message = {"role": "assistant", "content": "".join(texts) or None,
                "refusal": "".join(refusals) or None,
                "tool_calls": [calls[index] for index in sorted(calls)]}
-    return {"choices": [{"message": message, "finish_reason": finish}], "usage": usage}
+    return {"choices": [{"message": message, "finish_reason": finish}], "usage": usage,
+            "model": model}
 
 
 def add_call_piece(calls: dict[int, dict[str, Any]], piece: dict[str, Any]) -> None:
     """Add one streamed piece of a tool call: its id and name come once, its arguments in
     pieces."""
+    function = piece.get("function") or {}
     index = piece.get("index")
-    if index is None:  # a server that numbers no call: an id starts one, the rest go on it
-        index = len(calls) if piece.get("id") or not calls else max(calls)
+    if index is None:  # a server that numbers no call: a new id, or a new name, starts one
+        index = len(calls) if not calls or starts_a_call(piece, calls[max(calls)]) else max(calls)
     call = calls.setdefault(index, {
         "id": "", "type": "function", "function": {"name": "", "arguments": ""}})
-    function = piece.get("function") or {}
     call["id"] = piece.get("id") or call["id"]
     call["function"]["name"] = function.get("name") or call["function"]["name"]
-    call["function"]["arguments"] += function.get("arguments") or ""
+    arguments = function.get("arguments") or ""
+    # some servers stream a call's arguments whole, as an object
+    call["function"]["arguments"] += (arguments if isinstance(arguments, str)
+                                      else json.dumps(arguments))
+
+
+def starts_a_call(piece: dict[str, Any], last: dict[str, Any]) -> bool:
+    """Whether an unnumbered piece begins a call after `last`: it has an id of its own, or
+    (with no id) a name when `last` has one already."""
+    if piece.get("id"):
+        return piece["id"] != last["id"]
+    return bool((piece.get("function") or {}).get("name") and last["function"]["name"])

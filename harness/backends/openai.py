@@ -11,6 +11,7 @@ translates at the edge and harness/backends/openai_errors.py says what a failure
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -22,10 +23,12 @@ import openai
 from harness.agent.tools import ToolBox
 from harness.backends.chat_format import chat_messages, fold_stream, function_tools, reply_of
 from harness.backends.openai_errors import (
+    APIFailed,
     api_failure,
     cut_stream,
     is_context_too_long,
     key_fix,
+    no_reply,
 )
 from harness.backends.toolloop import OutOfTime, PromptTooLong, Reply, ToolLoop
 from harness.errors import HarnessError, UsageError
@@ -123,13 +126,12 @@ class ChatLoop(ToolLoop):
             **{k: options[k] for k in ("reasoning_effort", "temperature") if k in options}}
         try:
             if options.get("stream"):
-                with self.client.chat.completions.create(
-                        **params, stream=True, stream_options={"include_usage": True}) as chunks:
-                    completion = fold_stream(chunk.model_dump() for chunk in chunks)
-                if completion["choices"][0]["finish_reason"] is None:
-                    raise cut_stream(self.client.base_url)
-                return reply_of(completion)
-            return reply_of(self.client.chat.completions.create(**params).model_dump())
+                return self.streamed(params)
+            answer = self.client.chat.completions.create(**params)
+            completion = answer.model_dump() if hasattr(answer, "model_dump") else answer
+            if not isinstance(completion, dict) or not completion.get("choices"):
+                raise no_reply(completion, self.client.base_url)
+            return reply_of(completion)
         except OutOfTime:
             return None
         except openai.APIError as e:
@@ -139,3 +141,16 @@ class ChatLoop(ToolLoop):
                 raise PromptTooLong(e.message) from e
             raise api_failure(e, model=self.session.model, url=self.client.base_url,
                               retries=self.retries, state=self.session.state) from e
+
+    def streamed(self, params: dict[str, Any]) -> Reply:
+        """One streamed call, its chunks folded into a reply."""
+        try:
+            with self.client.chat.completions.create(
+                    **params, stream=True, stream_options={"include_usage": True}) as chunks:
+                completion = fold_stream(chunk.model_dump() for chunk in chunks)
+        except json.JSONDecodeError as e:
+            raise APIFailed(f"the API at {self.client.base_url} streamed a line that is no "
+                            f"JSON ({e})") from e
+        if completion["choices"][0]["finish_reason"] is None:
+            raise cut_stream(self.client.base_url)
+        return reply_of(completion)

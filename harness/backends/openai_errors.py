@@ -26,6 +26,9 @@ TOO_LONG = re.compile(r"context.length|context.size|context.window|maximum conte
                       r"too many tokens|prompt is too long|reduce the length", re.IGNORECASE)
 UNKNOWN_MODEL = re.compile(r"model\b.*\b(not found|does not exist|unknown|invalid|not supported)"
                            r"|(unknown|invalid|no such|not a valid) model", re.IGNORECASE)
+NO_TOOLS = re.compile(r"does not support tools|tools param requires|unsupported param: tools"
+                      r"|tool choice requires|enable-auto-tool-choice", re.IGNORECASE)
+TOKEN_FIELD = re.compile(r"max_(completion_)?tokens")  # a 400 naming the field of the cap
 DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
 RETRY_FAILURES = (  # the first match says what failed
@@ -65,16 +68,30 @@ def is_context_too_long(e: openai.APIError) -> bool:
 def api_failure(e: openai.APIError, *, model: str, url: Any, retries: int,
                 state: Path) -> HarnessError:
     """The HarnessError for a failed call: exit 2 with the fix, or exit 6."""
-    said = f"({e.message})"
-    api = f"the API at {url}"
+    text = said_of(e)
+    said, api = f"({text})", f"the API at {url}"
     if isinstance(e, openai.AuthenticationError | openai.PermissionDeniedError):
         return UsageError(f"{api} refused the key ({e.status_code}) {said}: {key_fix(state)}; "
                           "the key must be one this server takes")
     if getattr(e, "code", None) == "model_not_found" or (
             isinstance(e, openai.NotFoundError | openai.BadRequestError)
-            and UNKNOWN_MODEL.search(str(e.message))):
+            and UNKNOWN_MODEL.search(text)):
         return UsageError(f"{api} has no model {model!r} ({e.status_code}) {said}: set the "
                           "role's `model` (or pass --model) to a model it serves")
+    if isinstance(e, openai.APIStatusError) and NO_TOOLS.search(text):
+        return UsageError(f"{api} does not take tools ({e.status_code}) {said}: the tool "
+                          f"loop needs tool calling; serve a model {model!r} that supports it, "
+                          "with tool calling on (llama.cpp's llama-server: --jinja; vLLM: "
+                          "--enable-auto-tool-choice --tool-call-parser NAME)")
+    if isinstance(e, openai.BadRequestError | openai.UnprocessableEntityError) and (
+            TOKEN_FIELD.search(text)):
+        return UsageError(f"{api} refused the output token cap ({e.status_code}) {said}: set "
+                          "the role's options.max_tokens_field to the field this server takes "
+                          "(max_tokens or max_completion_tokens), or lower caps.max_tokens")
+    if isinstance(e, openai.BadRequestError | openai.UnprocessableEntityError) and (
+            "stream_options" in text):
+        return UsageError(f"{api} refused stream_options ({e.status_code}) {said}: set the "
+                          "role's options.stream to false")
     if isinstance(e, openai.NotFoundError):
         return UsageError(f"{api} has no Chat Completions endpoint (404) {said}: check "
                           "OPENAI_BASE_URL or the role's options.base_url (most servers "
@@ -84,6 +101,26 @@ def api_failure(e: openai.APIError, *, model: str, url: Any, retries: int,
     response = getattr(e, "response", None)
     return APIFailed(f"{what} {said}",
                      reset_time(response.headers) if response is not None else None)
+
+
+def said_of(e: openai.APIError) -> str:
+    """What the server said: the SDK's message, and the body when that is text it left out
+    (a plain-text body, or `error` as a string rather than an object)."""
+    body = getattr(e, "body", None)
+    if isinstance(body, str) and body.strip() and body.strip() not in e.message:
+        return f"{e.message} - {body.strip()[:500]}"
+    return e.message
+
+
+def no_reply(completion: Any, url: Any) -> APIFailed:
+    """A completion with no choice in it (an error object, or nothing, with status 200), or
+    a body that is no completion at all."""
+    if not isinstance(completion, dict):
+        return APIFailed(f"the API at {url} answered with no reply, but "
+                         f"{str(completion).strip()[:500]!r}")
+    error = completion.get("error")
+    said = (error.get("message") if isinstance(error, dict) else error) or "no choices"
+    return APIFailed(f"the API at {url} answered with no reply ({str(said)[:500]})")
 
 
 def cut_stream(url: Any) -> APIFailed:

@@ -60,34 +60,63 @@ def block_text(identities: dict[str, str]) -> str:
     return f"{START}\n{HEADING}{''.join(parts)}{END}\n"
 
 
+class BrokenBlock(ValueError):
+    """A start marker with no end marker after it: where the block ends is not known, and
+    what follows may be the person's."""
+
+
+def find_blocks(text: str) -> list[tuple[int, int]]:
+    """Where the blocks are in `text` (start, end past its end marker's line): one, or more
+    where it was copied; BrokenBlock for a start marker with no end marker after it."""
+    spans: list[tuple[int, int]] = []
+    while (start := text.find(START, spans[-1][1] if spans else 0)) >= 0:
+        end = text.find(END, start)
+        if end < 0:
+            raise BrokenBlock("its start marker has no end marker after it (put the end "
+                              "marker back where the block ends, or remove the start marker)")
+        end += len(END)
+        end += next((len(eol) for eol in ("\r\n", "\n") if text.startswith(eol, end)), 0)
+        spans.append((start, end))
+    return spans
+
+
 def find_block(text: str) -> tuple[int, int] | None:
-    """Where the block is in `text` (start, end past its end marker's line), or None; a
-    start marker with no end marker reaches to the end of the text."""
-    start = text.find(START)
-    if start < 0:
+    """Where the (first) block is in `text`, or None: none, or one whose end is not known."""
+    try:
+        return next(iter(find_blocks(text)), None)
+    except BrokenBlock:
         return None
-    end = text.find(END, start)
-    if end < 0:
-        return start, len(text)
-    end += len(END)
-    return start, end + 1 if text[end:end + 1] == "\n" else end
 
 
 def without_block(text: str) -> str:
-    """`text` with the managed block cut out."""
-    where = find_block(text)
-    return text if where is None else text[:where[0]] + text[where[1]:]
+    """`text` with the managed blocks cut out (as it is when a block's end is not known)."""
+    try:
+        spans = find_blocks(text)
+    except BrokenBlock:
+        return text
+    for start, end in reversed(spans):
+        text = text[:start] + text[end:]
+    return text
 
 
 def with_block(text: str, block: str) -> str:
     """`text` with its block replaced by `block` (appended after a blank line when it has
-    none, the line ends it lacks added; removed when `block` is ""); the rest is untouched."""
-    where = find_block(text)
-    if where is not None:
-        return text[:where[0]] + block + text[where[1]:]
+    none, the line ends it lacks added; removed when `block` is ""; copies of it removed),
+    in the text's line ends; the rest is untouched. BrokenBlock when a block's end is not
+    known."""
+    spans = find_blocks(text)
+    first = text.find("\n")
+    eol = "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"  # as its first line ends
+    block = block.replace("\n", eol)
+    if spans:
+        rest = text[spans[0][1]:]
+        for start, end in reversed(spans[1:]):
+            rest = rest[:start - spans[0][1]] + rest[end - spans[0][1]:]
+        return text[:spans[0][0]] + block + rest
     if not block:
         return text
-    gap = "" if not text or text.endswith("\n\n") else "\n" if text.endswith("\n") else "\n\n"
+    ended = text.endswith(("\n\n", "\r\n\r\n"))
+    gap = "" if not text or ended else eol if text.endswith("\n") else eol * 2
     return text + gap + block
 
 
@@ -148,20 +177,27 @@ def export_identity(workdir: Path, identity_dir: Path, names: list[str],
         if real in done:
             continue
         done.add(real)
-        try:
-            old = read_project_file(root, real, hidden)
-        except (OSError, Refused, UnicodeDecodeError) as e:
-            said.append(f"identity export: {root / name}: cannot read it ({e}); left alone")
-            continue
-        new = with_block(old or "", block)
-        if new != (old or ""):  # written beneath the project, checked as it was read
-            try:
-                TreeFile(root, real, tree_check(root, real, hidden)).write_text(new)
-            except Refused as e:
-                said.append(f"identity export: {root / name}: {e}; left alone")
-                continue
-            said.append(f"identity export: lessons written to {root / name}")
+        said += export_one(root, name, real, block, hidden)
     return said
+
+
+def export_one(root: Path, name: str, real: str, block: str, hidden: tuple[Path, ...]
+               ) -> list[str]:
+    """Write the block into one file of the project; the line saying so, if any."""
+    try:
+        old = read_project_file(root, real, hidden)
+        new = with_block(old or "", block)
+    except (OSError, Refused, UnicodeDecodeError) as e:
+        return [f"identity export: {root / name}: cannot read it ({e}); left alone"]
+    except BrokenBlock as e:
+        return [f"identity export: {root / name}: {e}; left alone"]
+    if new == (old or ""):
+        return []
+    try:  # written beneath the project, checked as it was read
+        TreeFile(root, real, tree_check(root, real, hidden)).write_text(new)
+    except Refused as e:
+        return [f"identity export: {root / name}: {e}; left alone"]
+    return [f"identity export: lessons written to {root / name}"]
 
 
 def identity_beside(identity: str, workdir: Path, docs: tuple[str, ...]) -> str:

@@ -34,6 +34,7 @@ BULLET = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?(.*)")
 GOTCHA = re.compile(r"^(?:\W*)(?:gotchas?\b|avoid\b|don'?t\b|do not\b|never\b|watch out\b)",
                     re.I)
 MARKS = ("<!-- autonomous-harness:identity start -->", "<!-- autonomous-harness:identity end -->")
+PLACEHOLDER = re.compile(r"\(add [^()]*\)", re.I)  # Ralph's "(add reusable patterns here)"
 NOTE_CHARS = 2000  # a bullet longer than this is cut: a note is a line, not a document
 
 
@@ -50,6 +51,8 @@ def read_text(path: Path) -> str:
     """The file's text; UsageError naming the file (and line) when it is no UTF-8 text."""
     if path.is_dir():
         raise UsageError(f"{path}: is a directory, not a notes file")
+    if path.exists() and not path.is_file():  # a fifo waits, /dev/zero never ends
+        raise UsageError(f"{path}: not a regular file (a fifo or a device), not notes")
     try:
         data = read_bytes(path)
     except FileNotFoundError:
@@ -79,7 +82,7 @@ def group_bullets(items: list[tuple[int, int, str]], hint: str, default: str) ->
         if i + 1 < len(items) and items[i + 1][1] > indent:
             heads.append((indent, text))
             continue
-        if text:
+        if text and not PLACEHOLDER.fullmatch(text):
             kind = _kind(text, " ".join(h for _, h in heads) or hint, default)
             found.append(Found(line, kind, text[:NOTE_CHARS]))
     return found
