@@ -116,7 +116,7 @@ class MissionConfig(Strict):
     commit: bool = True
     # event -> shell commands given the event as JSON on stdin (harness/agent/hooks.py)
     hooks: dict[HookEvent, list[str]] = Field(default_factory=dict)
-    hook_timeout: float = Field(default=30, gt=0)  # seconds, per command
+    hook_timeout: float = Field(default=30, gt=0, le=MAX_SECONDS)  # seconds, per command
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
 
     @field_validator("hooks", mode="before")
