@@ -107,3 +107,13 @@ def test_show_names_the_commit_a_run_made_and_the_report_says_why_runs_failed(
     pages = (project / ".harness" / "report" / "runs").glob("page-*.html")
     table = "".join(page.read_text() for page in pages)
     assert "no tests for --top" in table and "awaits validation" in table
+
+
+@pytest.mark.parametrize("span", ["99999999999999999999d", "1000000000w"])
+def test_a_span_longer_than_the_clock_covers_everything(project: Path, span: str) -> None:
+    text = run_sh("summary", "--since", span, cwd=project)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.startswith(f"Since 1970-01-01T00:00:00Z ({span}): ")
+    data = run_sh("summary", "--since", span, "--json", cwd=project)
+    assert data.returncode == 0, data.stderr
+    assert json.loads(data.stdout)["since"] == "1970-01-01T00:00:00Z"

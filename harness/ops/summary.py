@@ -35,8 +35,10 @@ def parse_since(text: str) -> float:
 
 def collect(state: Path, workdir: Path, seconds: float, now: float | None = None
             ) -> dict[str, Any]:
-    """The summary of the last `seconds`, as JSON-ready data (see `collect_since`)."""
-    return collect_since(state, workdir, (time.time() if now is None else now) - seconds)
+    """The summary of the last `seconds`, as JSON-ready data (see `collect_since`); a span
+    longer than the clock's (99999999d) covers everything, from the epoch."""
+    return collect_since(state, workdir, max(0.0, (time.time() if now is None else now)
+                                             - seconds))
 
 
 def ended_at(manifest: dict[str, Any]) -> float:
