@@ -117,3 +117,42 @@ def test_watch_refreshes_in_a_terminal_until_ctrl_c(project: Path) -> None:
         os.close(main)
     assert shown.count(b"0 runs in progress") >= 3  # redrawn, not printed once
     assert b"Traceback" not in shown
+
+
+HOSTILE = ("- tools: [{name: bash, input: {command: \"until [ -e go ]; do sleep .1; done "
+           "#[/n] [b]x[/] \\e]0;PW\\a\"}}]\n"
+           "- tools: [{name: finish, input: {summary: done}}]\n")
+
+
+def test_what_an_agent_wrote_neither_breaks_nor_drives_the_watch(project: Path,
+                                                                   tmp_path: Path) -> None:
+    script = tmp_path / "hostile.yaml"
+    script.write_text(HOSTILE)
+    worker = subprocess.Popen([str(RUN_SH), "worker", "F-004", "--backend", "scripted",
+                               "--script", str(script)], cwd=project, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    main, child = pty.openpty()
+    try:
+        deadline = time.monotonic() + 60
+        while not any("[/n]" in r["last_call"] for r in live(project)):
+            assert worker.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        once = run_sh("watch", "--once", cwd=project)  # markup in a cell: no MarkupError
+        assert once.returncode == 0, once.stderr
+        assert "#[/n] [b]x[/] \\u001b]0;PW\\u0007" in once.stdout
+        watcher = subprocess.Popen([str(RUN_SH), "watch", "--interval", "0.3"], cwd=project,
+                                   stdin=child, stdout=child, stderr=child,
+                                   start_new_session=True, env={**os.environ, "COLUMNS": "250"})
+        shown = read_pty(main, 30, frames=2)
+        watcher.send_signal(signal.SIGINT)
+        shown += read_pty(main, 2)
+        assert watcher.wait(timeout=30) == 0, shown
+    finally:
+        (project / "go").touch()
+        worker.wait(timeout=60)
+        os.close(child)
+        os.close(main)
+    assert b"Traceback" not in shown and b"#[/n] [b]x[/]" in shown
+    assert b"\x1b]0;PW" not in shown  # the agent's escape is shown, not obeyed
+    assert b"\\u001b[" not in shown  # the table's own escapes reach the terminal as such
+    assert b"\x1b[" in shown

@@ -8,14 +8,17 @@ process alive), the turns and cost so far that its newest transcript events repo
 from __future__ import annotations
 
 import os
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 from harness.errors import UsageError
+from harness.names import visible
 from harness.ops.show import clip, describe_call
 from harness.state.reading import parse_json_line
 from harness.state.run_summary import format_duration, parse_time
@@ -100,7 +103,8 @@ def as_json(runs: list[LiveRun]) -> list[dict[str, Any]]:
 
 def table(mission: str, runs: list[LiveRun], at: str) -> Table:
     """One frame: a table of the runs in progress, its caption the time and the count."""
-    grid = Table(title=f"{mission}: {len(runs)} run{'s' * (len(runs) != 1)} in progress",
+    grid = Table(title=Text(visible(f"{mission}: {len(runs)} run{'s' * (len(runs) != 1)} "
+                                    "in progress")),
                  caption=f"{at} · run.sh show RUN_ID for a run's turns", title_justify="left",
                  expand=False)
     for name, justify in (("run", "left"), ("role", "left"), ("feature", "left"),
@@ -109,8 +113,9 @@ def table(mission: str, runs: list[LiveRun], at: str) -> Table:
         grid.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for r in runs:
         cost = "-" if r.cost_usd is None else f"${r.cost_usd:.4f}"
-        grid.add_row(r.run_id, r.role, r.feature, format_duration(r.seconds), str(r.turns),
-                     cost, r.last_call or "-")
+        cells = (r.run_id, r.role, r.feature, format_duration(r.seconds), str(r.turns), cost,
+                 r.last_call or "-")
+        grid.add_row(*(Text(visible(cell)) for cell in cells))  # an agent's text: no markup
     if not runs:
         grid.add_row("no runs in progress", "", "", "", "", "", "")
     return grid
@@ -127,10 +132,13 @@ def watch(state: Path, mission: str, interval: float, once: bool) -> None:
     from rich.console import Console
     from rich.live import Live
 
-    console = Console()
+    # the terminal itself: run.sh's stdout shows escapes as text (cli/entry.Shown), and the
+    # table's own must reach it; each cell an agent wrote is made visible (table)
+    console = Console(file=getattr(sys.stdout, "unescaped", sys.stdout))
     watcher = Watcher(state)
     if once or not console.is_terminal:
-        Console(width=max(console.width, 160), soft_wrap=False).print(frame(watcher, mission))
+        wide = Console(file=console.file, width=max(console.width, 160), soft_wrap=False)
+        wide.print(frame(watcher, mission))
         return
     try:
         with Live(frame(watcher, mission), console=console, auto_refresh=False) as live:
