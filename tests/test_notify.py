@@ -118,3 +118,18 @@ def test_an_unreachable_service_is_logged_and_never_fails_the_run(project: Path,
         config.write("notify:\n  urls: ['json://127.0.0.1:9/nothing']\n")
     blocked_worker(project, tmp_path)
     assert "not sent" in (project / ".harness" / "hooks.log").read_text()
+
+
+@pytest.mark.parametrize("damaged", [
+    '{"sent": {"feature.blocked F-004": "yesterday"}}', '{"held": [1, 2], "digest_at": 0}',
+    '{"digest_at": "soon", "held": ["x"]}', '{"sent": {"feature.blocked F-004": NaN}}',
+    '{"dropped": "many", "held": ["x"], "digest_at": 0}'])
+def test_a_damaged_rate_limit_never_silences_the_notifications(project: Path, tmp_path: Path,
+                                                               sink: Sink,
+                                                               damaged: str) -> None:
+    with (project / ".harness" / "config.yaml").open("a") as config:
+        config.write(f"notify:\n  urls: ['{sink.url('json')}']\n")
+    (project / ".harness" / "notify.json").write_text(damaged)
+    blocked_worker(project, tmp_path)
+    assert [m["title"] for m in sink.json_messages()][:1] == ["[textstats] feature.blocked F-004"]
+    json.loads((project / ".harness" / "notify.json").read_text())  # rewritten, whole
