@@ -23,6 +23,7 @@ from harness.state.memory import utc_now
 from harness.state.store import append_record, hold_lock, lock_path, write_json
 
 URLS_VAR = "HARNESS_NOTIFY_URLS"  # space- or comma-separated apprise URLs
+FIELD_CHARS = 1000  # of a reason or question in a message (Telegram takes 4096 in all)
 HELD_MAX = 200  # held-back events kept for the digest; more are counted
 
 
@@ -55,12 +56,18 @@ def message(event: dict[str, Any]) -> tuple[str, str]:
     """A title and body for one event."""
     feature = event.get("feature")
     title = f"[{event.get('mission')}] {event['event']}" + (f" {feature}" if feature else "")
-    lines = [str(event[key]) for key in ("title", "reason") if event.get(key)]
+    lines = [_cut(event[key]) for key in ("title", "reason") if event.get(key)]
     if event.get("needs"):
-        lines.append(f"Needs: {event['needs']}")
+        lines.append(f"Needs: {_cut(event['needs'])}")
         lines.append(f"Answer with: run.sh answer {feature} 'YOUR ANSWER'")
     lines += [f"{key}: {event[key]}" for key in ("run_id", "cost", "commit") if event.get(key)]
     return title, "\n".join(lines) or event["event"]
+
+
+def _cut(value: Any) -> str:
+    """An agent's text within FIELD_CHARS: a chat service refuses a longer message whole."""
+    text = str(value)
+    return text if len(text) <= FIELD_CHARS else text[:FIELD_CHARS] + " [...]"
 
 
 def _due(state: Path, config: NotifyConfig, event: dict[str, Any]) -> list[tuple[str, str]]:
