@@ -197,3 +197,14 @@ def test_a_hook_timeout_no_clock_can_hold_is_exit_2_naming_the_key(
     assert result.returncode == 2, result.stdout + result.stderr
     assert "config.yaml" in result.stderr and "hook_timeout" in result.stderr
     assert "Traceback" not in result.stderr and not (project / "ran").exists()
+
+
+def test_what_a_hook_echoes_of_an_agents_text_cannot_drive_a_terminal_tailing_the_log(
+        project: Path, tmp_path: Path) -> None:
+    echo = "python3 -c 'import json, sys; print(json.load(sys.stdin)[\"input\"][\"command\"])'"
+    configure(project / ".harness", f"hooks:\n  tool.before: [{json.dumps(echo)}]\n")
+    calls = script(tmp_path, "- tools: [{name: bash, input: {command: \"true \\e]0;PWNED\\a\"}}]\n"
+                   + FINISH)
+    assert worker(project, calls).returncode == 0
+    log = (project / ".harness" / "hooks.log").read_text()
+    assert "true \\u001b]0;PWNED\\u0007" in log and "\x1b" not in log and "\x07" not in log

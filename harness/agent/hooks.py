@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from harness.agent import procs, sandbox
+from harness.names import visible
 from harness.state.memory import utc_now
 from harness.state.redact import scrubbed_environ
 from harness.state.store import append_record, lock_path
@@ -115,7 +116,8 @@ def _log(state: Path, event: dict[str, Any], run: HookRun) -> None:
     for name, text in (("stdout", run.stdout), ("stderr", run.stderr)):
         text = text.strip()
         if text:
-            lines.append(f"  {name}: " + text[-LOG_CHARS:].replace("\n", "\n    "))
+            # visible: a hook may echo what an agent wrote to a person tailing the log
+            lines.append(f"  {name}: " + visible(text)[-LOG_CHARS:].replace("\n", "\n    "))
     try:
         append_record(log_path(state), "\n".join(lines) + "\n", lock_path(state, "hooks"))
     except OSError:
