@@ -18,6 +18,7 @@ from harness.state import plan as plan_mod
 from harness.state.run_summary import RunSummary, parse_time, summarize
 from harness.state.runs import list_runs
 
+SHA = re.compile(r"[0-9a-f]{4,64}")
 SPAN = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 ERRED = ("error", "backend-error", "interrupted")  # results that are no attempt's verdict
@@ -90,7 +91,10 @@ def _erred(r: RunSummary) -> bool:
 
 
 def commit_stat(workdir: Path, sha: str) -> tuple[str, list[str]]:
-    """A commit's subject and diffstat lines; ("", []) when git cannot show it."""
+    """A commit's subject and diffstat lines; ("", []) when git cannot show it, or `sha`
+    is no hex object name (a damaged manifest's `--output=FILE` would be git's option)."""
+    if not SHA.fullmatch(sha):
+        return "", []
     try:
         shown = run_git(workdir, "show", f"--stat=100,80,{STAT_FILES}", "--format=%s",
                         sha, check=False)
