@@ -156,3 +156,9 @@ def test_what_an_agent_wrote_neither_breaks_nor_drives_the_watch(project: Path,
     assert b"\x1b]0;PW" not in shown  # the agent's escape is shown, not obeyed
     assert b"\\u001b[" not in shown  # the table's own escapes reach the terminal as such
     assert b"\x1b[" in shown
+
+
+@pytest.mark.parametrize("interval", ["nan", "inf", "1e300"])
+def test_an_interval_no_clock_can_sleep_is_exit_2(project: Path, interval: str) -> None:
+    bad = run_sh("watch", "--interval", interval, cwd=project)
+    assert bad.returncode == 2 and "'--interval'" in bad.stderr, bad.stdout + bad.stderr
