@@ -162,3 +162,15 @@ def test_what_an_agent_wrote_neither_breaks_nor_drives_the_watch(project: Path,
 def test_an_interval_no_clock_can_sleep_is_exit_2(project: Path, interval: str) -> None:
     bad = run_sh("watch", "--interval", interval, cwd=project)
     assert bad.returncode == 2 and "'--interval'" in bad.stderr, bad.stdout + bad.stderr
+
+
+@pytest.mark.parametrize("so_far", ['{"turns": "x"}', '{"turns": 1e999}', '{"turns": [1]}'])
+def test_a_damaged_transcript_of_a_run_in_progress_is_shown_not_a_crash(
+        project: Path, held_worker: subprocess.Popen, so_far: str) -> None:
+    (run,) = (project / ".harness" / "runs").iterdir()
+    with (run / "transcript.jsonl").open("a") as transcript:
+        transcript.write('{"type": "model_turn", "so_far": ' + so_far + '}\n')
+    (shown,) = live(project)
+    assert shown["run_id"] == run.name and shown["turns"] == 0
+    once = run_sh("watch", "--once", cwd=project)
+    assert once.returncode == 0 and run.name in once.stdout, once.stderr

@@ -7,6 +7,7 @@ process alive), the turns and cost so far that its newest transcript events repo
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
@@ -75,14 +76,16 @@ def live_run(state: Path, manifest: dict[str, Any], now: float) -> LiveRun:
     """What a started run's records say of it so far."""
     run_id = manifest["run_id"]
     progress = run_progress(state, run_id) or {}
-    cost = progress.get("cost_usd")
+    cost, turns = progress.get("cost_usd"), progress.get("turns")
     start = parse_time(manifest.get("started_at"))
     return LiveRun(run_id=run_id, role=str(manifest.get("role") or "?"),
                    feature=str(manifest.get("feature") or "-"),
                    started_at=str(manifest.get("started_at") or ""),
                    seconds=None if start is None else max(0.0, now - start),
-                   turns=int(progress.get("turns") or 0), last_call=last_call(state, run_id),
-                   cost_usd=float(cost) if isinstance(cost, int | float) else None)
+                   turns=turns if isinstance(turns, int) else 0,  # a damaged line: 0
+                   last_call=last_call(state, run_id),
+                   cost_usd=float(cost) if isinstance(cost, int | float) and math.isfinite(cost)
+                   else None)
 
 
 def last_call(state: Path, run_id: str) -> str:
