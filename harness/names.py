@@ -58,3 +58,13 @@ def escape_controls(text: str) -> str:
     if CONTROL.search(text) is None:
         return text
     return CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+# C0 controls but tab and newline, DEL and C1: what could drive the person's terminal
+TERMINAL_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """`text` with each control character but newline and tab as a visible `\\u00XX` (valid
+    in a JSON string too): text an agent wrote must not drive the person's terminal."""
+    return TERMINAL_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

@@ -162,3 +162,49 @@ def test_the_example_hook_lets_ordinary_calls_run(tmp_path: Path, tool: str, arg
     event = {"event": "tool.before", "tool": tool, "input": args}
     (run,) = run_hooks(tmp_path, tmp_path, [str(REFUSE)], event, 10)
     assert run.exit_code == 0 and vetoed([run]) is None
+
+
+def peak_rss_mb(*args: str, cwd: Path) -> tuple[int, float]:
+    """run.sh's exit code and the peak memory (MB) of the largest process it ran."""
+    measure = ("import resource, subprocess, sys\n"
+               "code = subprocess.run(sys.argv[1:]).returncode\n"
+               "print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)\n")
+    shown = subprocess.run([sys.executable, "-c", measure, str(ROOT / "run.sh"), *args],
+                           cwd=cwd, capture_output=True, text=True, timeout=120)
+    code, mb = shown.stdout.split()[-2:]
+    return int(code), float(mb)
+
+
+def test_a_hook_that_prints_hundreds_of_megabytes_is_not_kept_in_memory(
+        project: Path, tmp_path: Path) -> None:
+    configure(project / ".harness", "hooks:\n  run.finished:\n"
+                                    "    - 'head -c 400000000 /dev/zero; echo said-last'\n"
+                                    "    - 'head -c 400000000 /dev/zero >&2; exit 5'\n")
+    code, mb = peak_rss_mb("worker", "F-004", "--backend", "scripted", "--script",
+                           str(script(tmp_path, FINISH)), cwd=project)
+    assert code == 0
+    assert mb < 250, f"the harness held {mb:.0f} MB of a hook's output"
+    log = (project / ".harness" / "hooks.log").read_text()
+    assert "said-last" in log and "exit=5" in log and len(log) < 20_000
+
+
+@pytest.mark.parametrize("value", [".inf", "1e300"])
+def test_a_hook_timeout_no_clock_can_hold_is_exit_2_naming_the_key(
+        project: Path, tmp_path: Path, value: str) -> None:
+    configure(project / ".harness", f"hook_timeout: {value}\nhooks:\n  tool.before: ['true']\n")
+    calls = script(tmp_path, "- tools: [{name: bash, input: {command: 'touch ran'}}]\n" + FINISH)
+    result = worker(project, calls)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "config.yaml" in result.stderr and "hook_timeout" in result.stderr
+    assert "Traceback" not in result.stderr and not (project / "ran").exists()
+
+
+def test_what_a_hook_echoes_of_an_agents_text_cannot_drive_a_terminal_tailing_the_log(
+        project: Path, tmp_path: Path) -> None:
+    echo = "python3 -c 'import json, sys; print(json.load(sys.stdin)[\"input\"][\"command\"])'"
+    configure(project / ".harness", f"hooks:\n  tool.before: [{json.dumps(echo)}]\n")
+    calls = script(tmp_path, "- tools: [{name: bash, input: {command: \"true \\e]0;PWNED\\a\"}}]\n"
+                   + FINISH)
+    assert worker(project, calls).returncode == 0
+    log = (project / ".harness" / "hooks.log").read_text()
+    assert "true \\u001b]0;PWNED\\u0007" in log and "\x1b" not in log and "\x07" not in log

@@ -118,3 +118,35 @@ def test_an_unreachable_service_is_logged_and_never_fails_the_run(project: Path,
         config.write("notify:\n  urls: ['json://127.0.0.1:9/nothing']\n")
     blocked_worker(project, tmp_path)
     assert "not sent" in (project / ".harness" / "hooks.log").read_text()
+
+
+@pytest.mark.parametrize("damaged", [
+    '{"sent": {"feature.blocked F-004": "yesterday"}}', '{"held": [1, 2], "digest_at": 0}',
+    '{"digest_at": "soon", "held": ["x"]}', '{"sent": {"feature.blocked F-004": NaN}}',
+    '{"dropped": "many", "held": ["x"], "digest_at": 0}'])
+def test_a_damaged_rate_limit_never_silences_the_notifications(project: Path, tmp_path: Path,
+                                                               sink: Sink,
+                                                               damaged: str) -> None:
+    with (project / ".harness" / "config.yaml").open("a") as config:
+        config.write(f"notify:\n  urls: ['{sink.url('json')}']\n")
+    (project / ".harness" / "notify.json").write_text(damaged)
+    blocked_worker(project, tmp_path)
+    assert [m["title"] for m in sink.json_messages()][:1] == ["[textstats] feature.blocked F-004"]
+    json.loads((project / ".harness" / "notify.json").read_text())  # rewritten, whole
+
+
+def test_a_huge_question_is_cut_so_the_message_still_goes_out(project: Path, tmp_path: Path,
+                                                              sink: Sink) -> None:
+    with (project / ".harness" / "config.yaml").open("a") as config:
+        config.write(f"notify:\n  urls: ['{sink.url('json')}']\n")
+    script = tmp_path / "huge.yaml"
+    script.write_text("- tools: [{name: finish, input: " + json.dumps(
+        {"summary": "s" * 100_000, "status": "blocked", "needs": "which db? " + "q" * 100_000})
+        + "}]\n")
+    result = run_sh("worker", "F-004", "--backend", "scripted", "--script", str(script),
+                    cwd=project)
+    assert result.returncode == 7, result.stderr[-2000:]
+    (message,) = sink.json_messages()
+    assert len(message["message"]) < 4000  # a chat service's limit (Telegram: 4096)
+    assert "Needs: which db? qqq" in message["message"]
+    assert "run.sh answer F-004 'YOUR ANSWER'" in message["message"]

@@ -118,3 +118,17 @@ def test_guide_refuses_a_feature_not_in_the_plan_and_a_bad_number(project: Path)
     assert missing.returncode == 2 and "no feature F-999" in missing.stderr
     bad = run_sh("guide", "F-004", "--remove", "3", cwd=project)
     assert bad.returncode == 2 and "--remove takes a number" in bad.stderr
+
+
+def test_an_answer_that_cannot_be_kept_leaves_the_feature_blocked(project: Path,
+                                                                  tmp_path: Path) -> None:
+    assert worker(project, tmp_path, BLOCKED)[0] == 7
+    ledger = project / ".harness" / "ledger" / "F-004.jsonl"
+    ledger.mkdir(parents=True)  # the ledger cannot be written
+    refused = run_sh("answer", "F-004", "use postgres", cwd=project)
+    assert refused.returncode == 2 and "F-004.jsonl" in refused.stderr
+    assert plan_status(project)["status"] == "blocked"  # not pending with its answer lost
+    ledger.rmdir()
+    again = run_sh("answer", "F-004", "use postgres", cwd=project)
+    assert again.returncode == 0, again.stderr
+    assert plan_status(project)["status"] == "pending" and "use postgres" in ledger.read_text()

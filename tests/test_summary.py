@@ -107,3 +107,31 @@ def test_show_names_the_commit_a_run_made_and_the_report_says_why_runs_failed(
     pages = (project / ".harness" / "report" / "runs").glob("page-*.html")
     table = "".join(page.read_text() for page in pages)
     assert "no tests for --top" in table and "awaits validation" in table
+
+
+@pytest.mark.parametrize("span", ["99999999999999999999d", "1000000000w"])
+def test_a_span_longer_than_the_clock_covers_everything(project: Path, span: str) -> None:
+    text = run_sh("summary", "--since", span, cwd=project)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.startswith(f"Since 1970-01-01T00:00:00Z ({span}): ")
+    data = run_sh("summary", "--since", span, "--json", cwd=project)
+    assert data.returncode == 0, data.stderr
+    assert json.loads(data.stdout)["since"] == "1970-01-01T00:00:00Z"
+
+
+def test_a_damaged_manifests_commit_is_never_an_option_to_git(project: Path,
+                                                              tmp_path: Path) -> None:
+    git_init(project)
+    script = tmp_path / "finish.yaml"
+    script.write_text("- tools: [{name: finish, input: {summary: done}}]\n")
+    assert run_sh("worker", "F-004", "--backend", "scripted", "--script", str(script),
+                  cwd=project).returncode == 0
+    (run,) = (project / ".harness" / "runs").iterdir()
+    manifest = json.loads((run / "manifest.json").read_text())
+    written = tmp_path / "written-by-git.txt"
+    manifest["commit"] = f"--output={written}"
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    for args in (["summary"], ["show", run.name], ["report"]):
+        result = run_sh(*args, cwd=project)
+        assert result.returncode == 0, result.stderr
+        assert not written.exists(), args

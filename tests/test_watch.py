@@ -33,13 +33,9 @@ def live(project: Path) -> list[dict]:
 
 @pytest.fixture
 def held_worker(project: Path, tmp_path: Path) -> Iterator[subprocess.Popen]:
-    yield from hold_worker(project, tmp_path, HELD)
-
-
-def hold_worker(project: Path, tmp_path: Path, held: str) -> Iterator[subprocess.Popen]:
     """A worker on F-004 whose second turn waits in the shell until `go` exists."""
     script = tmp_path / "held.yaml"
-    script.write_text(held)
+    script.write_text(HELD)
     worker = subprocess.Popen([str(RUN_SH), "worker", "F-004", "--backend", "scripted",
                                "--script", str(script)], cwd=project, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
@@ -76,17 +72,6 @@ def test_watch_shows_a_run_in_progress_then_none(project: Path,
     piped = run_sh("watch", cwd=project)  # stdout is a pipe: one frame, then exit
     assert piped.returncode == 0 and "0 runs in progress" in piped.stdout
     assert "no runs in progress" in piped.stdout and run["run_id"] not in piped.stdout
-
-
-def test_what_an_agent_ran_is_shown_as_text_not_as_rich_markup(project: Path,
-                                                                tmp_path: Path) -> None:
-    # a shell command holding "[/]" made rich raise MarkupError: a traceback, exit 1
-    command = "while [ ! -e go ]; do sleep 0.1; done # [/] [link=http://x]hi[/link]"
-    held = HELD.replace("'while [ ! -e go ]; do sleep 0.1; done'", json.dumps(command))
-    for _ in hold_worker(project, tmp_path, held):
-        shown = run_sh("watch", "--once", cwd=project)
-        assert shown.returncode == 0, shown.stderr
-        assert "# [/] [link=http://x]hi" in shown.stdout
 
 
 def test_watch_with_no_runs_and_bad_input(project: Path, tmp_path: Path) -> None:
@@ -132,6 +117,60 @@ def test_watch_refreshes_in_a_terminal_until_ctrl_c(project: Path) -> None:
         os.close(main)
     assert shown.count(b"0 runs in progress") >= 3  # redrawn, not printed once
     assert b"Traceback" not in shown
-    # rich's own cursor moves reach the terminal; run.sh's guard on what agents wrote
-    # (`entry.Shown`) must not print them as text
-    assert b"\x1b[" in shown and b"\\u001b" not in shown
+
+
+HOSTILE = ("- tools: [{name: bash, input: {command: \"until [ -e go ]; do sleep .1; done "
+           "#[/n] [b]x[/] \\e]0;PW\\a\"}}]\n"
+           "- tools: [{name: finish, input: {summary: done}}]\n")
+
+
+def test_what_an_agent_wrote_neither_breaks_nor_drives_the_watch(project: Path,
+                                                                   tmp_path: Path) -> None:
+    script = tmp_path / "hostile.yaml"
+    script.write_text(HOSTILE)
+    worker = subprocess.Popen([str(RUN_SH), "worker", "F-004", "--backend", "scripted",
+                               "--script", str(script)], cwd=project, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    main, child = pty.openpty()
+    try:
+        deadline = time.monotonic() + 60
+        while not any("[/n]" in r["last_call"] for r in live(project)):
+            assert worker.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        once = run_sh("watch", "--once", cwd=project)  # markup in a cell: no MarkupError
+        assert once.returncode == 0, once.stderr
+        assert "#[/n] [b]x[/] \\u001b]0;PW\\u0007" in once.stdout
+        watcher = subprocess.Popen([str(RUN_SH), "watch", "--interval", "0.3"], cwd=project,
+                                   stdin=child, stdout=child, stderr=child,
+                                   start_new_session=True, env={**os.environ, "COLUMNS": "250"})
+        shown = read_pty(main, 30, frames=2)
+        watcher.send_signal(signal.SIGINT)
+        shown += read_pty(main, 2)
+        assert watcher.wait(timeout=30) == 0, shown
+    finally:
+        (project / "go").touch()
+        worker.wait(timeout=60)
+        os.close(child)
+        os.close(main)
+    assert b"Traceback" not in shown and b"#[/n] [b]x[/]" in shown
+    assert b"\x1b]0;PW" not in shown  # the agent's escape is shown, not obeyed
+    assert b"\\u001b[" not in shown  # the table's own escapes reach the terminal as such
+    assert b"\x1b[" in shown
+
+
+@pytest.mark.parametrize("interval", ["nan", "inf", "1e300"])
+def test_an_interval_no_clock_can_sleep_is_exit_2(project: Path, interval: str) -> None:
+    bad = run_sh("watch", "--interval", interval, cwd=project)
+    assert bad.returncode == 2 and "'--interval'" in bad.stderr, bad.stdout + bad.stderr
+
+
+@pytest.mark.parametrize("so_far", ['{"turns": "x"}', '{"turns": 1e999}', '{"turns": [1]}'])
+def test_a_damaged_transcript_of_a_run_in_progress_is_shown_not_a_crash(
+        project: Path, held_worker: subprocess.Popen, so_far: str) -> None:
+    (run,) = (project / ".harness" / "runs").iterdir()
+    with (run / "transcript.jsonl").open("a") as transcript:
+        transcript.write('{"type": "model_turn", "so_far": ' + so_far + '}\n')
+    (shown,) = live(project)
+    assert shown["run_id"] == run.name and shown["turns"] == 0
+    once = run_sh("watch", "--once", cwd=project)
+    assert once.returncode == 0 and run.name in once.stdout, once.stderr

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from harness.agent import procs, sandbox
+from harness.names import visible
 from harness.state.memory import utc_now
 from harness.state.redact import scrubbed_environ
 from harness.state.store import append_record, lock_path
@@ -23,6 +25,7 @@ from harness.types import SandboxPolicy
 
 VETO = 2  # a `tool.before` hook's exit code that refuses the tool call
 LOG_CHARS = 4000  # of each stream, per hook run, in hooks.log
+KEEP_BYTES = 64 * 1024  # of each stream, per hook run, kept in memory (its tail)
 
 
 @dataclass
@@ -67,18 +70,44 @@ def _run_one(workdir: Path, state: Path, command: str, event: dict[str, Any],
            "HARNESS_STATE": str(state)}
     argv = sandbox.confine(["/bin/sh", "-c", command], SandboxPolicy(), workdir)
     proc = subprocess.Popen(argv, cwd=workdir, env=env, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            errors="replace", start_new_session=True,
-                            preexec_fn=procs.die_with_parent)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True, preexec_fn=procs.die_with_parent)
+    data = (json.dumps(event, ensure_ascii=False) + "\n").encode("utf-8", "replace")
+    out, err = bytearray(), bytearray()
+    readers = [threading.Thread(target=_drain, args=(proc.stdout, out), daemon=True),
+               threading.Thread(target=_drain, args=(proc.stderr, err), daemon=True)]
+    for thread in [threading.Thread(target=_feed, args=(proc.stdin, data), daemon=True),
+                   *readers]:
+        thread.start()
     try:
-        out, err = proc.communicate(json.dumps(event, ensure_ascii=False) + "\n", timeout)
+        code: int | None = proc.wait(timeout)
     except subprocess.TimeoutExpired:
         procs.stop_tree(proc)
-        out, err = proc.communicate()
-        return HookRun(command, None, out, f"{err}timed out after {timeout:g}s; stopped")
-    except BrokenPipeError:  # it did not read its stdin: that is its business
-        out, err = proc.communicate()
-    return HookRun(command, proc.returncode, out, err)
+        code = None
+    for reader in readers:  # the keeper has stopped all the hook started: its pipes close
+        reader.join(procs.STOP_GRACE)
+    stdout, stderr = (bytes(b).decode("utf-8", "replace") for b in (out, err))
+    if code is None:
+        return HookRun(command, None, stdout, f"{stderr}timed out after {timeout:g}s; stopped")
+    return HookRun(command, code, stdout, stderr)
+
+
+def _feed(stream: IO[bytes], data: bytes) -> None:
+    """Write the event to a hook's stdin; one that does not read it is its business."""
+    try:
+        with stream:
+            stream.write(data)
+    except OSError:
+        pass
+
+
+def _drain(stream: IO[bytes], kept: bytearray) -> None:
+    """Read a hook's stream to its end, keeping only its last KEEP_BYTES: a hook printing
+    gigabytes costs the harness no more memory than one printing a line."""
+    with stream:
+        for chunk in iter(lambda: stream.read1(65536), b""):  # type: ignore[attr-defined]
+            kept += chunk
+            del kept[:-KEEP_BYTES]
 
 
 def _log(state: Path, event: dict[str, Any], run: HookRun) -> None:
@@ -87,7 +116,8 @@ def _log(state: Path, event: dict[str, Any], run: HookRun) -> None:
     for name, text in (("stdout", run.stdout), ("stderr", run.stderr)):
         text = text.strip()
         if text:
-            lines.append(f"  {name}: " + text[-LOG_CHARS:].replace("\n", "\n    "))
+            # visible: a hook may echo what an agent wrote to a person tailing the log
+            lines.append(f"  {name}: " + visible(text)[-LOG_CHARS:].replace("\n", "\n    "))
     try:
         append_record(log_path(state), "\n".join(lines) + "\n", lock_path(state, "hooks"))
     except OSError:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import re
 import sys
 from typing import Any
+
+from harness.names import visible
 
 GLOBAL_OPTIONS = ("--state", "--workdir")
 
@@ -25,21 +26,17 @@ def subcommand_index(argv: list[str]) -> int | None:
     return None
 
 
-# C0 controls but tab and newline, DEL and C1: what could drive the person's terminal
-TERMINAL_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
 class Shown:
     """A text stream writing each control character but newline and tab as a visible
-    `\\u00XX` (valid in a JSON string too): what run.sh prints holds text an agent wrote (a
-    reason, a note, a file name, a CLI's message), which must not drive the terminal."""
+    `\\u00XX` (names.visible): what run.sh prints holds text an agent wrote (a reason, a
+    note, a file name, a CLI's message), which must not drive the terminal. `unescaped` is
+    the stream itself, for a view that draws with escapes of its own (`watch`)."""
 
     def __init__(self, stream: Any) -> None:
-        self._stream = stream
-        self.unguarded = stream  # for rich's own cursor moves (`run.sh watch`)
+        self._stream = self.unescaped = stream
 
     def write(self, text: str) -> int:
-        self._stream.write(TERMINAL_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text))
+        self._stream.write(visible(text))
         return len(text)
 
     def __getattr__(self, name: str) -> Any:

@@ -151,7 +151,7 @@ def summary(ctx: click.Context, span: str, as_json: bool) -> None:
 @click.option("--once", is_flag=True,
               help="Print one frame and exit (so does a stdout that is no terminal).")
 @click.option("--interval", default=2.0, show_default=True, metavar="SECONDS",
-              type=click.FloatRange(min=0.2), help="Seconds between refreshes.")
+              type=click.FloatRange(min=0.2, max=86400), help="Seconds between refreshes.")
 @click.option("--json", "as_json", is_flag=True, help="The runs in progress as JSON, once.")
 @click.pass_context
 def watch(ctx: click.Context, once: bool, interval: float, as_json: bool) -> None:
@@ -159,6 +159,8 @@ def watch(ctx: click.Context, once: bool, interval: float, as_json: bool) -> Non
     from harness.config import load_mission_config, mission_name
     from harness.ops import watch as live
 
+    if interval != interval:  # NaN, which FloatRange lets through; time.sleep does not
+        raise click.BadParameter("not a number", param_hint="'--interval'")
     state = check_state(paths_of(ctx).state)
     if as_json:
         click.echo(json.dumps(live.as_json(live.Watcher(state).live()), indent=2))

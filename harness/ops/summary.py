@@ -18,6 +18,7 @@ from harness.state import plan as plan_mod
 from harness.state.run_summary import RunSummary, parse_time, summarize
 from harness.state.runs import list_runs
 
+SHA = re.compile(r"[0-9a-f]{4,64}")
 SPAN = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 ERRED = ("error", "backend-error", "interrupted")  # results that are no attempt's verdict
@@ -35,8 +36,10 @@ def parse_since(text: str) -> float:
 
 def collect(state: Path, workdir: Path, seconds: float, now: float | None = None
             ) -> dict[str, Any]:
-    """The summary of the last `seconds`, as JSON-ready data (see `collect_since`)."""
-    return collect_since(state, workdir, (time.time() if now is None else now) - seconds)
+    """The summary of the last `seconds`, as JSON-ready data (see `collect_since`); a span
+    longer than the clock's (99999999d) covers everything, from the epoch."""
+    return collect_since(state, workdir, max(0.0, (time.time() if now is None else now)
+                                             - seconds))
 
 
 def ended_at(manifest: dict[str, Any]) -> float:
@@ -88,7 +91,10 @@ def _erred(r: RunSummary) -> bool:
 
 
 def commit_stat(workdir: Path, sha: str) -> tuple[str, list[str]]:
-    """A commit's subject and diffstat lines; ("", []) when git cannot show it."""
+    """A commit's subject and diffstat lines; ("", []) when git cannot show it, or `sha`
+    is no hex object name (a damaged manifest's `--output=FILE` would be git's option)."""
+    if not SHA.fullmatch(sha):
+        return "", []
     try:
         shown = run_git(workdir, "show", f"--stat=100,80,{STAT_FILES}", "--format=%s",
                         sha, check=False)

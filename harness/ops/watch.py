@@ -7,6 +7,7 @@ process alive), the turns and cost so far that its newest transcript events repo
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
@@ -18,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.errors import UsageError
+from harness.names import visible
 from harness.ops.show import clip, describe_call
 from harness.state.reading import parse_json_line
 from harness.state.run_summary import format_duration, parse_time
@@ -74,14 +76,16 @@ def live_run(state: Path, manifest: dict[str, Any], now: float) -> LiveRun:
     """What a started run's records say of it so far."""
     run_id = manifest["run_id"]
     progress = run_progress(state, run_id) or {}
-    cost = progress.get("cost_usd")
+    cost, turns = progress.get("cost_usd"), progress.get("turns")
     start = parse_time(manifest.get("started_at"))
     return LiveRun(run_id=run_id, role=str(manifest.get("role") or "?"),
                    feature=str(manifest.get("feature") or "-"),
                    started_at=str(manifest.get("started_at") or ""),
                    seconds=None if start is None else max(0.0, now - start),
-                   turns=int(progress.get("turns") or 0), last_call=last_call(state, run_id),
-                   cost_usd=float(cost) if isinstance(cost, int | float) else None)
+                   turns=turns if isinstance(turns, int) else 0,  # a damaged line: 0
+                   last_call=last_call(state, run_id),
+                   cost_usd=float(cost) if isinstance(cost, int | float) and math.isfinite(cost)
+                   else None)
 
 
 def last_call(state: Path, run_id: str) -> str:
@@ -102,7 +106,8 @@ def as_json(runs: list[LiveRun]) -> list[dict[str, Any]]:
 
 def table(mission: str, runs: list[LiveRun], at: str) -> Table:
     """One frame: a table of the runs in progress, its caption the time and the count."""
-    grid = Table(title=f"{mission}: {len(runs)} run{'s' * (len(runs) != 1)} in progress",
+    grid = Table(title=Text(visible(f"{mission}: {len(runs)} run{'s' * (len(runs) != 1)} "
+                                    "in progress")),
                  caption=f"{at} · run.sh show RUN_ID for a run's turns", title_justify="left",
                  expand=False)
     for name, justify in (("run", "left"), ("role", "left"), ("feature", "left"),
@@ -111,9 +116,9 @@ def table(mission: str, runs: list[LiveRun], at: str) -> Table:
         grid.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for r in runs:
         cost = "-" if r.cost_usd is None else f"${r.cost_usd:.4f}"
-        # Text: what an agent ran is shown as it is, not read as rich's markup ("[/]")
-        grid.add_row(Text(r.run_id), Text(r.role), Text(r.feature), format_duration(r.seconds),
-                     str(r.turns), cost, Text(r.last_call or "-"))
+        cells = (r.run_id, r.role, r.feature, format_duration(r.seconds), str(r.turns), cost,
+                 r.last_call or "-")
+        grid.add_row(*(Text(visible(cell)) for cell in cells))  # an agent's text: no markup
     if not runs:
         grid.add_row("no runs in progress", "", "", "", "", "", "")
     return grid
@@ -130,12 +135,13 @@ def watch(state: Path, mission: str, interval: float, once: bool) -> None:
     from rich.console import Console
     from rich.live import Live
 
-    # rich strips control characters from what it shows; its own cursor moves must reach the
-    # terminal past run.sh's guard on what agents wrote (`cli.entry.Shown`)
-    console = Console(file=getattr(sys.stdout, "unguarded", sys.stdout))
+    # the terminal itself: run.sh's stdout shows escapes as text (cli/entry.Shown), and the
+    # table's own must reach it; each cell an agent wrote is made visible (table)
+    console = Console(file=getattr(sys.stdout, "unescaped", sys.stdout))
     watcher = Watcher(state)
     if once or not console.is_terminal:
-        Console(width=max(console.width, 160), soft_wrap=False).print(frame(watcher, mission))
+        wide = Console(file=console.file, width=max(console.width, 160), soft_wrap=False)
+        wide.print(frame(watcher, mission))
         return
     try:
         with Live(frame(watcher, mission), console=console, auto_refresh=False) as live:

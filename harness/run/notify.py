@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import time
 from pathlib import Path
@@ -22,6 +23,7 @@ from harness.state.memory import utc_now
 from harness.state.store import append_record, hold_lock, lock_path, write_json
 
 URLS_VAR = "HARNESS_NOTIFY_URLS"  # space- or comma-separated apprise URLs
+FIELD_CHARS = 1000  # of a reason or question in a message (Telegram takes 4096 in all)
 HELD_MAX = 200  # held-back events kept for the digest; more are counted
 
 
@@ -54,12 +56,18 @@ def message(event: dict[str, Any]) -> tuple[str, str]:
     """A title and body for one event."""
     feature = event.get("feature")
     title = f"[{event.get('mission')}] {event['event']}" + (f" {feature}" if feature else "")
-    lines = [str(event[key]) for key in ("title", "reason") if event.get(key)]
+    lines = [_cut(event[key]) for key in ("title", "reason") if event.get(key)]
     if event.get("needs"):
-        lines.append(f"Needs: {event['needs']}")
+        lines.append(f"Needs: {_cut(event['needs'])}")
         lines.append(f"Answer with: run.sh answer {feature} 'YOUR ANSWER'")
     lines += [f"{key}: {event[key]}" for key in ("run_id", "cost", "commit") if event.get(key)]
     return title, "\n".join(lines) or event["event"]
+
+
+def _cut(value: Any) -> str:
+    """An agent's text within FIELD_CHARS: a chat service refuses a longer message whole."""
+    text = str(value)
+    return text if len(text) <= FIELD_CHARS else text[:FIELD_CHARS] + " [...]"
 
 
 def _due(state: Path, config: NotifyConfig, event: dict[str, Any]) -> list[tuple[str, str]]:
@@ -67,13 +75,7 @@ def _due(state: Path, config: NotifyConfig, event: dict[str, Any]) -> list[tuple
     path, now = state / "notify.json", time.time()
     key = f"{event['event']} {event.get('feature') or '-'}"
     with hold_lock(lock_path(state, "notify")):
-        try:
-            limits = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError):
-            limits = {}
-        if not (isinstance(limits, dict) and isinstance(limits.get("sent", {}), dict)
-                and isinstance(limits.get("held", []), list)):
-            limits = {}  # damaged: start the rate limit afresh rather than stop the run
+        limits = _read_limits(path)
         sent, held = limits.setdefault("sent", {}), limits.setdefault("held", [])
         limits.setdefault("digest_at", now)
         out = []
@@ -89,6 +91,24 @@ def _due(state: Path, config: NotifyConfig, event: dict[str, Any]) -> list[tuple
             limits["held"], limits["digest_at"] = [], now
         write_json(path, limits)
     return out
+
+
+def _read_limits(path: Path) -> dict[str, Any]:
+    """The rate limit's state; a damaged one (any value of the wrong type, a time that is
+    no number) is started afresh: left as it was, it would silence every notification."""
+    try:
+        limits = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return {}
+    if not isinstance(limits, dict):
+        return {}
+    sent, held = limits.get("sent", {}), limits.get("held", [])
+    times = [limits.get("digest_at", 0), *(sent.values() if isinstance(sent, dict) else [""])]
+    if not (all(isinstance(t, int | float) and math.isfinite(t) for t in times)
+            and isinstance(held, list) and all(isinstance(h, str) for h in held)
+            and isinstance(limits.get("dropped", 0), int)):
+        return {}
+    return limits
 
 
 def _digest(mission: Any, held: list[str], dropped: int) -> tuple[str, str]:

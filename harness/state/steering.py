@@ -30,22 +30,22 @@ def _text(text: str, what: str) -> str:
 
 def answer_feature(state: Path, feature_id: str, text: str) -> plan_mod.Feature:
     """Return a blocked feature to pending with a person's answer to what it needs; its
-    attempts stay as they are (a block is no attempt), as `unblock` leaves them."""
+    attempts stay as they are (a block is no attempt), as `unblock` leaves them. The answer
+    is kept in the ledger first, under the plan's lock: one that cannot be kept leaves the
+    feature blocked, to be answered again."""
     plan_mod.check_feature_id(feature_id)
     answer = _text(text, "answer")
-    asked: list[str] = []
 
     def change(f: plan_mod.Feature) -> plan_mod.Feature:
         if f.status != "blocked":
             raise UsageError(f"{feature_id} is {f.status}, not blocked; `run.sh guide "
                              f"{feature_id} TEXT` steers a feature that is not waiting")
-        asked.append(f.blocked_reason or "")
+        append_verdict(state, feature_id, {"run_id": ANSWER, "verdict": ANSWER,
+                                           "question": f.blocked_reason or "",
+                                           "reason": answer})
         return f.model_copy(update={"status": "pending", "blocked_reason": None})
 
-    updated = plan_mod.update_feature(state, feature_id, change)
-    append_verdict(state, feature_id, {"run_id": ANSWER, "verdict": ANSWER,
-                                       "question": asked[0], "reason": answer})
-    return updated
+    return plan_mod.update_feature(state, feature_id, change)
 
 
 def add_guidance(state: Path, feature_id: str, text: str) -> list[str]:
