@@ -286,3 +286,18 @@ def test_an_agent_cli_command_that_cannot_be_read_leaves_the_rules(invoke, state
     result = invoke("curator")
     assert result.exit_code == 0, result.output
     assert "judge: none (its command cannot be read: No closing quotation)" in result.output
+
+
+def test_a_limit_that_asks_to_wait_past_the_wall_cap_is_not_slept_out(
+        api, project: Path, state: Path, isolated_env: Path) -> None:
+    # a 429 asking for an hour: the SDK slept it out, holding the curator's lock an hour
+    # past the role's wall-clock cap; the limit is the judge's failure, and the pass goes on
+    unsure_mission(state, api.base_url)
+    role = state / "roles" / "curator.yaml"
+    role.write_text(role.read_text() + "caps: {wall_seconds: 20}\n")
+    api.error(429, "rate_limit_error", "slow down", headers={"retry-after": "3600"}, times=3)
+    result = run_sh("curator", cwd=project, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "rate limited" in result.stdout and "the rules decided alone" in result.stdout
+    assert "the limit resets at" in result.stdout  # a loop still learns when to come back
+    assert len(api.requests) == 1
