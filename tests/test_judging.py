@@ -301,3 +301,19 @@ def test_a_limit_that_asks_to_wait_past_the_wall_cap_is_not_slept_out(
     assert "rate limited" in result.stdout and "the rules decided alone" in result.stdout
     assert "the limit resets at" in result.stdout  # a loop still learns when to come back
     assert len(api.requests) == 1
+
+
+def test_a_huge_note_is_shown_to_the_judge_cut_short(
+        api, project: Path, state: Path, isolated_env: Path) -> None:
+    # a megabyte of note (the note tool and `run.sh note` take stdin whole) went to the judge
+    # whole, twice: 250k tokens a call, past a real model's context, for one question
+    unsure_mission(state, api.base_url)
+    raw = state / "raw.md"
+    raw.write_text(raw.read_text().replace("tests/web/", "tests/web/ " + "pad " * 250_000, 1))
+    api.reply(text("1: same as #1"))
+    api.reply(text("1: yes"))
+    result = run_sh("curator", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert len(api.requests) == 2
+    assert all(len(json.dumps(request)) < 20_000 for request in api.requests)
+    assert "pad pad" in json.dumps(api.requests[0])  # its words, cut short

@@ -22,6 +22,7 @@ from __future__ import annotations
 import sqlite3
 
 from harness.config import MissionConfig, load_mission_config, mission_name
+from harness.curator.book import clip
 from harness.curator.commit import CuratorPaths
 from harness.curator.curate import CuratorReport, CuratorSettings, curate, preview_for_model
 from harness.curator.identity import identity_file, role_of
@@ -32,7 +33,7 @@ from harness.errors import DONE, UsageError
 from harness.paths import Paths, check_state
 from harness.run.events import emit
 from harness.run.export import export_identity
-from harness.run.judging import Verdict, judged
+from harness.run.judging import SHOWN_CHARS, Verdict, judged
 from harness.run.lifecycle import call_and_close
 from harness.run.outcome import Interrupted, Judged, judge_error, outcome_fields
 from harness.run.prepare import Prepared, prepare
@@ -191,8 +192,8 @@ def questions_shown(questions: list[tuple[tuple, str, str]]) -> list[str]:
         where = (f"a line of {identity_file(bucket)}" if identity
                  else f"an earlier {bucket[0]} {bucket[1]} note")
         role = role_of(bucket) if identity else bucket[0]
-        lines += [f"{n}. A {role} note: {text}",
-                  f"   B, {where}: {other}"]
+        lines += [f"{n}. A {role} note: {clip(text, SHOWN_CHARS)}",
+                  f"   B, {where}: {clip(other, SHOWN_CHARS)}"]
     return [*lines, ""]
 
 
