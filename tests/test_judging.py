@@ -317,3 +317,23 @@ def test_a_huge_note_is_shown_to_the_judge_cut_short(
     assert len(api.requests) == 2
     assert all(len(json.dumps(request)) < 20_000 for request in api.requests)
     assert "pad pad" in json.dumps(api.requests[0])  # its words, cut short
+
+
+@pytest.mark.parametrize(("mode", "content", "why"), [
+    (0o644, "ANTHROPIC_API_KEY=k\n", "is readable by group or others"),
+    (0o600, "not a pair\n", "line 1: expected KEY=value"),
+])
+def test_an_env_file_the_judge_cannot_use_leaves_the_rules_and_names_it(
+        project: Path, state: Path, isolated_env: Path, monkeypatch, mode: int,
+        content: str, why: str) -> None:
+    # the judge reads the env files only for its key: a pass that needs none must not stop
+    # there (exit 2 and nothing curated, every cron pass) when the judge is all that needs it
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    unsure_mission(state, "http://127.0.0.1:9")
+    (state / "env").write_text(content)
+    (state / "env").chmod(mode)
+    result = run_sh("curator", cwd=project, env={"HOME": str(project)})
+    assert result.returncode == 0, result.stderr
+    assert "curator: 2 new lines" in result.stdout
+    assert f"judge: none ({state / 'env'}" in result.stdout and why in result.stdout
+    assert "the rules decided alone" in result.stdout

@@ -84,7 +84,7 @@ def _run_curator(paths: Paths, dry_run: bool) -> CuratorReport:
     # the model's call is made outside the curator's own lock (`curate`'s): an overlapping
     # cron pass is turned away here, before it pays for a call of its own
     with hold_lock(lock_path(state, "curation"), wait=False, what="the curator"):
-        if config.curator.mode == "model" or config.curator.judge == "auto":
+        if config.curator.mode == "model":
             load_env_files(state)  # cron reads no profile: keys may live in env files
         report = (ModelCuration(paths, config).run() if config.curator.mode == "model"
                   else _judged_pass(paths, config))
@@ -104,7 +104,12 @@ def _judged_pass(paths: Paths, config: MissionConfig) -> CuratorReport:
     name, settings = mission_name(config, paths.state), settings_for(config)
     verdict = Verdict(None)
     if config.curator.judge == "auto":
-        verdict = judged(paths, config, name, settings)
+        try:  # cron reads no profile: keys may live in env files, needed by the judge alone
+            load_env_files(paths.state)
+        except UsageError as e:
+            verdict = Verdict(None, f"judge: none ({e}); the rules decided alone")
+        else:
+            verdict = judged(paths, config, name, settings)
     report = curate(paths.state, paths.identity, name, settings, judge=verdict.answers)
     if verdict.note:
         report.changes.append(verdict.note)
