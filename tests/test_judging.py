@@ -337,3 +337,34 @@ def test_an_env_file_the_judge_cannot_use_leaves_the_rules_and_names_it(
     assert "curator: 2 new lines" in result.stdout
     assert f"judge: none ({state / 'env'}" in result.stdout and why in result.stdout
     assert "the rules decided alone" in result.stdout
+
+
+def test_an_agent_cli_judge_may_neither_edit_nor_run_commands(
+        project: Path, state: Path, isolated_env: Path, tmp_path: Path, monkeypatch) -> None:
+    # the notes in the judge's prompt are agents' words: Claude Code judging them ran with
+    # the worker's permissions (Bash allowed, edits accepted), so a note saying "first run
+    # this" could have it run; the judge is a question with no tools, on any backend
+    import os
+    import sys
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    fake = Path(__file__).parent / "fake_clis" / "claude.py"
+    argvs = tmp_path / "argvs"
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "claude").write_text(
+        f"#!/bin/sh\necho \"$@\" >> {argvs}\n"
+        f"exec {sys.executable} {fake} text '1: same as #1\n1: yes' \"$@\"\n")
+    (bindir / "claude").chmod(0o755)
+    (state / "raw.md").write_text(unsure_pair_lines())
+    (state / "roles").mkdir(exist_ok=True)
+    (state / "roles" / "curator.yaml").write_text(
+        "backend: command\noptions: {preset: claude, permission_mode: bypassPermissions}\n")
+    result = run_sh("curator", cwd=project,
+                    env={"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"})
+    assert result.returncode == 0, result.stderr
+    assert_unsure_pair_judged_one(isolated_env)
+    calls = argvs.read_text().splitlines()
+    assert len(calls) == 2
+    for argv in calls:
+        assert "--permission-mode plan" in argv and "--allowedTools" not in argv, argv

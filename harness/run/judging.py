@@ -47,6 +47,10 @@ TEMPLATE = "judge.md.j2"
 PAIR_TEMPLATE = "judge_pair.md.j2"  # the second look at each "same"
 MAX_TOKENS = 1024  # an answer is a line per note
 SHOWN_CHARS = 600  # of each note or lesson: a megabyte of note must not make a question huge
+# an agent CLI judging agents' notes may neither edit nor run commands: Claude Code plans
+# (read-only), Codex's sandbox is read-only, Gemini asks, and headless nobody approves
+NO_TOOLS = {"permission_mode": "plan", "allowed_tools": [], "sandbox": "read-only",
+            "approval_mode": "default"}
 KEYS = {"anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"), "openai": ("OPENAI_API_KEY",)}
 _ANSWER = re.compile(r"^\W*(?:note\s*)?(\d+)\s*[:.)\-]\s*(?:(new)\b|same(?:\s+as)?\s*#?\s*(\d+))",
                      re.I | re.M)
@@ -128,6 +132,8 @@ def _call(paths: Paths, mission: MissionConfig, role: RoleConfig, template: str,
     prepared = prepare(paths, "curator", None, load_plan(paths.state), mission,
                        extra=shown_text,
                        role_update={"template": template, "tools": [],
+                                    "options": {**role.options, **(
+                                        NO_TOOLS if role.backend == "command" else {})},
                                     "caps": role.caps.model_copy(update={
                                         "turns": 1, "max_tokens": MAX_TOKENS})})
     result = call_and_close(paths, prepared, _reader(read, answers, asked))
