@@ -359,7 +359,8 @@ def test_an_agent_cli_judge_may_neither_edit_nor_run_commands(
     (state / "raw.md").write_text(unsure_pair_lines())
     (state / "roles").mkdir(exist_ok=True)
     (state / "roles" / "curator.yaml").write_text(
-        "backend: command\noptions: {preset: claude, permission_mode: bypassPermissions}\n")
+        "backend: command\noptions: {preset: claude, permission_mode: bypassPermissions, "
+        "structured_answer: true}\n")
     result = run_sh("curator", cwd=project,
                     env={"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"})
     assert result.returncode == 0, result.stderr
@@ -368,3 +369,5 @@ def test_an_agent_cli_judge_may_neither_edit_nor_run_commands(
     assert len(calls) == 2
     for argv in calls:
         assert "--permission-mode plan" in argv and "--allowedTools" not in argv, argv
+        # nor a structured answer, whose notes would go to raw.md as the judge's own
+        assert "--json-schema" not in argv, argv

@@ -48,9 +48,10 @@ PAIR_TEMPLATE = "judge_pair.md.j2"  # the second look at each "same"
 MAX_TOKENS = 1024  # an answer is a line per note
 SHOWN_CHARS = 600  # of each note or lesson: a megabyte of note must not make a question huge
 # an agent CLI judging agents' notes may neither edit nor run commands: Claude Code plans
-# (read-only), Codex's sandbox is read-only, Gemini asks, and headless nobody approves
+# (read-only), Codex's sandbox is read-only, Gemini asks, and headless nobody approves; nor
+# note: no structured answer, whose notes would go to raw.md
 NO_TOOLS = {"permission_mode": "plan", "allowed_tools": [], "sandbox": "read-only",
-            "approval_mode": "default"}
+            "approval_mode": "default", "structured_answer": False}
 KEYS = {"anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"), "openai": ("OPENAI_API_KEY",)}
 _ANSWER = re.compile(r"^\W*(?:note\s*)?(\d+)\s*[:.)\-]\s*(?:(new)\b|same(?:\s+as)?\s*#?\s*(\d+))",
                      re.I | re.M)
