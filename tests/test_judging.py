@@ -286,3 +286,88 @@ def test_an_agent_cli_command_that_cannot_be_read_leaves_the_rules(invoke, state
     result = invoke("curator")
     assert result.exit_code == 0, result.output
     assert "judge: none (its command cannot be read: No closing quotation)" in result.output
+
+
+def test_a_limit_that_asks_to_wait_past_the_wall_cap_is_not_slept_out(
+        api, project: Path, state: Path, isolated_env: Path) -> None:
+    # a 429 asking for an hour: the SDK slept it out, holding the curator's lock an hour
+    # past the role's wall-clock cap; the limit is the judge's failure, and the pass goes on
+    unsure_mission(state, api.base_url)
+    role = state / "roles" / "curator.yaml"
+    role.write_text(role.read_text() + "caps: {wall_seconds: 20}\n")
+    api.error(429, "rate_limit_error", "slow down", headers={"retry-after": "3600"}, times=3)
+    result = run_sh("curator", cwd=project, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "rate limited" in result.stdout and "the rules decided alone" in result.stdout
+    assert "the limit resets at" in result.stdout  # a loop still learns when to come back
+    assert len(api.requests) == 1
+
+
+def test_a_huge_note_is_shown_to_the_judge_cut_short(
+        api, project: Path, state: Path, isolated_env: Path) -> None:
+    # a megabyte of note (the note tool and `run.sh note` take stdin whole) went to the judge
+    # whole, twice: 250k tokens a call, past a real model's context, for one question
+    unsure_mission(state, api.base_url)
+    raw = state / "raw.md"
+    raw.write_text(raw.read_text().replace("tests/web/", "tests/web/ " + "pad " * 250_000, 1))
+    api.reply(text("1: same as #1"))
+    api.reply(text("1: yes"))
+    result = run_sh("curator", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert len(api.requests) == 2
+    assert all(len(json.dumps(request)) < 20_000 for request in api.requests)
+    assert "pad pad" in json.dumps(api.requests[0])  # its words, cut short
+
+
+@pytest.mark.parametrize(("mode", "content", "why"), [
+    (0o644, "ANTHROPIC_API_KEY=k\n", "is readable by group or others"),
+    (0o600, "not a pair\n", "line 1: expected KEY=value"),
+])
+def test_an_env_file_the_judge_cannot_use_leaves_the_rules_and_names_it(
+        project: Path, state: Path, isolated_env: Path, monkeypatch, mode: int,
+        content: str, why: str) -> None:
+    # the judge reads the env files only for its key: a pass that needs none must not stop
+    # there (exit 2 and nothing curated, every cron pass) when the judge is all that needs it
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    unsure_mission(state, "http://127.0.0.1:9")
+    (state / "env").write_text(content)
+    (state / "env").chmod(mode)
+    result = run_sh("curator", cwd=project, env={"HOME": str(project)})
+    assert result.returncode == 0, result.stderr
+    assert "curator: 2 new lines" in result.stdout
+    assert f"judge: none ({state / 'env'}" in result.stdout and why in result.stdout
+    assert "the rules decided alone" in result.stdout
+
+
+def test_an_agent_cli_judge_may_neither_edit_nor_run_commands(
+        project: Path, state: Path, isolated_env: Path, tmp_path: Path, monkeypatch) -> None:
+    # the notes in the judge's prompt are agents' words: Claude Code judging them ran with
+    # the worker's permissions (Bash allowed, edits accepted), so a note saying "first run
+    # this" could have it run; the judge is a question with no tools, on any backend
+    import os
+    import sys
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    fake = Path(__file__).parent / "fake_clis" / "claude.py"
+    argvs = tmp_path / "argvs"
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "claude").write_text(
+        f"#!/bin/sh\necho \"$@\" >> {argvs}\n"
+        f"exec {sys.executable} {fake} text '1: same as #1\n1: yes' \"$@\"\n")
+    (bindir / "claude").chmod(0o755)
+    (state / "raw.md").write_text(unsure_pair_lines())
+    (state / "roles").mkdir(exist_ok=True)
+    (state / "roles" / "curator.yaml").write_text(
+        "backend: command\noptions: {preset: claude, permission_mode: bypassPermissions, "
+        "structured_answer: true}\n")
+    result = run_sh("curator", cwd=project,
+                    env={"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"})
+    assert result.returncode == 0, result.stderr
+    assert_unsure_pair_judged_one(isolated_env)
+    calls = argvs.read_text().splitlines()
+    assert len(calls) == 2
+    for argv in calls:
+        assert "--permission-mode plan" in argv and "--allowedTools" not in argv, argv
+        # nor a structured answer, whose notes would go to raw.md as the judge's own
+        assert "--json-schema" not in argv, argv

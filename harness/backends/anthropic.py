@@ -20,6 +20,7 @@ from harness.backends.api_errors import (
     backend_error,
     is_prompt_too_long,
     key_fix,
+    retry_after,
     role_file,
 )
 from harness.backends.context import EPHEMERAL
@@ -103,9 +104,15 @@ class MessagesLoop(ToolLoop):
             raise backend_error(e, self.retries, self.client.base_url, self.where) from e
 
     def stop_when_out_of_time_middleware(self, request: Any, call_next: Any) -> Any:
-        """SDK middleware: no new attempt (a retry) once the wall-clock cap has run out."""
+        """SDK middleware: no new attempt (a retry) once the wall-clock cap has run out, nor
+        one the API asks to wait for past it (the SDK sleeps any retry-after, an hour too)."""
         self.stop_when_out_of_time()
-        return call_next(request)
+        result = call_next(request)
+        response = getattr(result, "http_response", None)
+        if response is not None and not response.is_success and self.waits_past_cap(
+                retry_after(response.headers)):
+            response.headers["x-should-retry"] = "false"  # the error, with its reset time
+        return result
 
 
 def usage_of(usage: Any) -> Usage:

@@ -122,3 +122,20 @@ def reset_time(headers: Any, now: datetime | None = None) -> str | None:
     except (TypeError, ValueError, OverflowError):  # a malformed header must not hide the error
         return None
     return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") if when else None
+
+
+def retry_after(headers: Any) -> float | None:
+    """The seconds the API asks a client to wait before it tries again, as the SDK reads
+    them (`retry-after-ms`, else `retry-after` in seconds or as a date); None: not said."""
+    try:
+        if ms := headers.get("retry-after-ms"):
+            return float(ms) / 1000
+        if said := headers.get("retry-after"):
+            try:
+                return float(said)
+            except ValueError:
+                when = email.utils.parsedate_to_datetime(said)
+                return (when - datetime.now(timezone.utc)).total_seconds()
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return None

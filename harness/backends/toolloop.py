@@ -206,6 +206,11 @@ class ToolLoop:
     def cost(self) -> float:
         return cost_of(self.usage, self.session.model, self.session.prices)
 
+    def waits_past_cap(self, seconds: float | None) -> bool:
+        """Whether a retry after waiting `seconds` would start past the wall-clock cap."""
+        wall = self.session.caps.wall_seconds
+        return seconds is not None and wall is not None and self.elapsed + seconds >= wall
+
     def out_of_time(self) -> bool:
         wall = self.session.caps.wall_seconds
         return wall is not None and self.elapsed >= wall

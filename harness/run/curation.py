@@ -22,6 +22,7 @@ from __future__ import annotations
 import sqlite3
 
 from harness.config import MissionConfig, load_mission_config, mission_name
+from harness.curator.book import clip
 from harness.curator.commit import CuratorPaths
 from harness.curator.curate import CuratorReport, CuratorSettings, curate, preview_for_model
 from harness.curator.identity import identity_file, role_of
@@ -32,7 +33,7 @@ from harness.errors import DONE, UsageError
 from harness.paths import Paths, check_state
 from harness.run.events import emit
 from harness.run.export import export_identity
-from harness.run.judging import Verdict, judged
+from harness.run.judging import SHOWN_CHARS, Verdict, judged
 from harness.run.lifecycle import call_and_close
 from harness.run.outcome import Interrupted, Judged, judge_error, outcome_fields
 from harness.run.prepare import Prepared, prepare
@@ -83,7 +84,7 @@ def _run_curator(paths: Paths, dry_run: bool) -> CuratorReport:
     # the model's call is made outside the curator's own lock (`curate`'s): an overlapping
     # cron pass is turned away here, before it pays for a call of its own
     with hold_lock(lock_path(state, "curation"), wait=False, what="the curator"):
-        if config.curator.mode == "model" or config.curator.judge == "auto":
+        if config.curator.mode == "model":
             load_env_files(state)  # cron reads no profile: keys may live in env files
         report = (ModelCuration(paths, config).run() if config.curator.mode == "model"
                   else _judged_pass(paths, config))
@@ -103,7 +104,12 @@ def _judged_pass(paths: Paths, config: MissionConfig) -> CuratorReport:
     name, settings = mission_name(config, paths.state), settings_for(config)
     verdict = Verdict(None)
     if config.curator.judge == "auto":
-        verdict = judged(paths, config, name, settings)
+        try:  # cron reads no profile: keys may live in env files, needed by the judge alone
+            load_env_files(paths.state)
+        except UsageError as e:
+            verdict = Verdict(None, f"judge: none ({e}); the rules decided alone")
+        else:
+            verdict = judged(paths, config, name, settings)
     report = curate(paths.state, paths.identity, name, settings, judge=verdict.answers)
     if verdict.note:
         report.changes.append(verdict.note)
@@ -191,8 +197,8 @@ def questions_shown(questions: list[tuple[tuple, str, str]]) -> list[str]:
         where = (f"a line of {identity_file(bucket)}" if identity
                  else f"an earlier {bucket[0]} {bucket[1]} note")
         role = role_of(bucket) if identity else bucket[0]
-        lines += [f"{n}. A {role} note: {text}",
-                  f"   B, {where}: {other}"]
+        lines += [f"{n}. A {role} note: {clip(text, SHOWN_CHARS)}",
+                  f"   B, {where}: {clip(other, SHOWN_CHARS)}"]
     return [*lines, ""]
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from harness.backends.cli_presets import build_argv
 from harness.config import MissionConfig, RoleConfig, load_role_config
+from harness.curator.book import clip
 from harness.curator.curate import preview_for_model
 from harness.curator.identity import identity_file, identity_lessons, role_of
 from harness.curator.judge import Judgments, about_identity
@@ -45,6 +46,12 @@ from harness.types import Outcome
 TEMPLATE = "judge.md.j2"
 PAIR_TEMPLATE = "judge_pair.md.j2"  # the second look at each "same"
 MAX_TOKENS = 1024  # an answer is a line per note
+SHOWN_CHARS = 600  # of each note or lesson: a megabyte of note must not make a question huge
+# an agent CLI judging agents' notes may neither edit nor run commands: Claude Code plans
+# (read-only), Codex's sandbox is read-only, Gemini asks, and headless nobody approves; nor
+# note: no structured answer, whose notes would go to raw.md
+NO_TOOLS = {"permission_mode": "plan", "allowed_tools": [], "sandbox": "read-only",
+            "approval_mode": "default", "structured_answer": False}
 KEYS = {"anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"), "openai": ("OPENAI_API_KEY",)}
 _ANSWER = re.compile(r"^\W*(?:note\s*)?(\d+)\s*[:.)\-]\s*(?:(new)\b|same(?:\s+as)?\s*#?\s*(\d+))",
                      re.I | re.M)
@@ -126,6 +133,8 @@ def _call(paths: Paths, mission: MissionConfig, role: RoleConfig, template: str,
     prepared = prepare(paths, "curator", None, load_plan(paths.state), mission,
                        extra=shown_text,
                        role_update={"template": template, "tools": [],
+                                    "options": {**role.options, **(
+                                        NO_TOOLS if role.backend == "command" else {})},
                                     "caps": role.caps.model_copy(update={
                                         "turns": 1, "max_tokens": MAX_TOKENS})})
     result = call_and_close(paths, prepared, _reader(read, answers, asked))
@@ -179,8 +188,9 @@ def shown(notes: list[tuple[str, str, list[Pair], list[str]]]) -> str:
     """The questions as the judge's prompt shows them, numbered."""
     lines = []
     for n, (asked, text, _, others) in enumerate(notes, 1):
-        lines += [f"Note {n} ({asked}): {text}",
-                  *(f"  #{i}: {other}" for i, other in enumerate(others, 1)), ""]
+        lines += [f"Note {n} ({asked}): {clip(text, SHOWN_CHARS)}",
+                  *(f"  #{i}: {clip(other, SHOWN_CHARS)}" for i, other in enumerate(others, 1)),
+                  ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -203,7 +213,8 @@ def parse(answer: str, notes: list[tuple[str, str, list[Pair], list[str]]]) -> d
 
 def shown_pairs(pairs: list[tuple[Pair, str, str]]) -> str:
     """The second look's pairs as its prompt shows them: the lesson first, then the note."""
-    return "".join(f"Pair {n}:\n  A: {other}\n  B: {text}\n\n"
+    return "".join(f"Pair {n}:\n  A: {clip(other, SHOWN_CHARS)}\n"
+                   f"  B: {clip(text, SHOWN_CHARS)}\n\n"
                    for n, (_, text, other) in enumerate(pairs, 1)).rstrip() + "\n"
 
 
