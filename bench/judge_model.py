@@ -40,10 +40,12 @@ from corpus_quality import Quality, evaluate_passes, held_out_corpora  # noqa: E
 from fake_api import FakeAPI, text  # noqa: E402
 
 from harness.config import CuratorConfig  # noqa: E402
+from harness.curator.book import clip  # noqa: E402
 from harness.curator.identity import identity_lessons  # noqa: E402
 from harness.curator.promotion import Promotion  # noqa: E402
 from harness.paths import Paths  # noqa: E402
 from harness.run.curation import run_curator  # noqa: E402
+from harness.run.judging import SHOWN_CHARS  # noqa: E402
 
 EXAMPLE = ROOT / ".harness.example"
 # a note and its candidates as `harness.run.judging.shown` numbers them
@@ -122,7 +124,9 @@ def through_judge(folder: Path, work: Path, model: str, base_url: str | None, qu
     def run_pass(state: Path, identity: Path, mission: str,
                  family_of: dict[str, str]) -> list[Promotion]:
         if label is not None:
-            label.family_of = family_of
+            # as the judge is shown them: a long note cut (judging.SHOWN_CHARS)
+            label.family_of = {**family_of, **{clip(text, SHOWN_CHARS): family
+                                               for text, family in family_of.items()}}
         if not (state / "config.yaml").exists():
             raw = (state / "raw.md").read_text()
             shutil.rmtree(state)

@@ -46,6 +46,7 @@ def limit_storm(api: FakeAPI, headers: dict[str, str]) -> dict[str, str]:
     return {"ANTHROPIC_BASE_URL": api.base_url}
 
 
+@pytest.mark.slow  # its waits are the point: 5 s past the reset time, then the 6 s back-off
 def test_a_limit_storm_with_short_resets_backs_off_instead_of_spinning(
         api: FakeAPI, project: Path, mission: Path) -> None:
     env = limit_storm(api, {"retry-after": "0"})

@@ -86,10 +86,11 @@ def test_watch_with_no_runs_and_bad_input(project: Path, tmp_path: Path) -> None
     assert missing.returncode == 2 and "state directory" in missing.stderr
 
 
-def read_pty(fd: int, seconds: float, frames: int = 0) -> bytes:
-    """What the terminal shows within `seconds`, or until `frames` tables were drawn."""
+def read_pty(fd: int, seconds: float, frames: int = 0, title: bytes = b"runs in progress") -> bytes:
+    """What the terminal shows within `seconds`, or until `frames` tables were drawn (each
+    `title` seen is one)."""
     out, end = b"", time.monotonic() + seconds
-    while time.monotonic() < end and (not frames or out.count(b"runs in progress") < frames):
+    while time.monotonic() < end and (not frames or out.count(title) < frames):
         if select.select([fd], [], [], 0.1)[0]:
             try:
                 data = os.read(fd, 65536)
@@ -143,7 +144,7 @@ def test_what_an_agent_wrote_neither_breaks_nor_drives_the_watch(project: Path,
         watcher = subprocess.Popen([str(RUN_SH), "watch", "--interval", "0.3"], cwd=project,
                                    stdin=child, stdout=child, stderr=child,
                                    start_new_session=True, env={**os.environ, "COLUMNS": "250"})
-        shown = read_pty(main, 30, frames=2)
+        shown = read_pty(main, 30, frames=2, title=b"1 run in progress")
         watcher.send_signal(signal.SIGINT)
         shown += read_pty(main, 2)
         assert watcher.wait(timeout=30) == 0, shown
