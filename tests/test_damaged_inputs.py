@@ -304,6 +304,7 @@ def test_a_curator_input_turned_folder_stops_the_pass_before_its_database_is_mad
     assert sorted(p.relative_to(isolated_env) for p in isolated_env.rglob("*")) == before
 
 
+@pytest.mark.slow  # one run.sh run per case: CI runs them all (HARNESS_SLOW=1)
 @pytest.mark.parametrize("name, content", [
     ("tree.json", b"[]"), ("tree.json", b"null"), ("tree.json", b'"x"'),
     ("tree.json", b"[" * 100_000), ("tree.json", b'{"format": 1, "open": "x", "left": []}'),

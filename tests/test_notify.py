@@ -120,6 +120,7 @@ def test_an_unreachable_service_is_logged_and_never_fails_the_run(project: Path,
     assert "not sent" in (project / ".harness" / "hooks.log").read_text()
 
 
+@pytest.mark.slow  # one run.sh run per case: CI runs them all (HARNESS_SLOW=1)
 @pytest.mark.parametrize("damaged", [
     '{"sent": {"feature.blocked F-004": "yesterday"}}', '{"held": [1, 2], "digest_at": 0}',
     '{"digest_at": "soon", "held": ["x"]}', '{"sent": {"feature.blocked F-004": NaN}}',

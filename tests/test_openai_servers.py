@@ -252,6 +252,7 @@ MAX_TOKENS_REFUSED = {"error": {
 NO_RETRY = {"x-should-retry": "false"}
 
 
+@pytest.mark.slow  # one run.sh run per case: CI runs them all (HARNESS_SLOW=1)
 @pytest.mark.parametrize(("status", "body", "code", "says"), [
     (404, {"error": "model 'llama9' not found, try pulling it first"}, 2,
      "has no model 'gpt-test' (404)"),

@@ -165,6 +165,7 @@ def test_an_interval_no_clock_can_sleep_is_exit_2(project: Path, interval: str) 
     assert bad.returncode == 2 and "'--interval'" in bad.stderr, bad.stdout + bad.stderr
 
 
+@pytest.mark.slow  # one run.sh run per case: CI runs them all (HARNESS_SLOW=1)
 @pytest.mark.parametrize("so_far", ['{"turns": "x"}', '{"turns": 1e999}', '{"turns": [1]}'])
 def test_a_damaged_transcript_of_a_run_in_progress_is_shown_not_a_crash(
         project: Path, held_worker: subprocess.Popen, so_far: str) -> None:
