@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import run_sh, unwritable
+from conftest import RUN_SH, run_sh, unwritable
 
 from harness.cli.app import cli
 from harness.cli.note import note_main
@@ -319,3 +319,20 @@ def test_shell_completion_is_clicks_own_named_for_run_sh(tmp_path: Path) -> None
     roles = run_sh(cwd=tmp_path, env={"_RUN_SH_COMPLETE": "bash_complete",
                                       "COMP_WORDS": "run.sh cron v", "COMP_CWORD": "2"})
     assert roles.stdout.split() == ["plain,validator"]
+
+
+def test_reconstruct_prints_the_prompt_byte_for_byte_to_a_file(project: Path) -> None:
+    # a CR or a form feed a person left in summary.md is part of the prompt: printed as
+    # `\u000d` by run.sh's guard on terminals, the rebuild would differ from what fired
+    state = project / ".harness"
+    (state / "summary.md").write_bytes(b"# Summary\r\n\r\n## Lessons\r\n- page\x0cbreak\r\n")
+    dry = subprocess.run([str(RUN_SH), "worker", "F-004", "--dry-run"], cwd=project,
+                         capture_output=True, text=True)
+    assert dry.returncode == 0, dry.stderr
+    (run_id,) = [p.name for p in (state / "runs").iterdir()]
+    recorded = (state / "runs" / run_id / "prompt.md").read_bytes()
+    assert b"\x0c" in recorded
+    rebuilt = subprocess.run([str(RUN_SH), "reconstruct", run_id], cwd=project,
+                             capture_output=True)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert rebuilt.stdout == recorded

@@ -129,7 +129,9 @@ def reconstruct(ctx: click.Context, run_id: str, check: bool, templates_dir: str
             ctx.exit(TASK_FAILED)
         click.echo(f"{run_id}: prompt rebuilt, sha256 {digest} matches")
         return
-    sys.stdout.write(text)
+    # byte for byte into a file or a pipe; a terminal still sees escapes made visible
+    out = sys.stdout if sys.stdout.isatty() else getattr(sys.stdout, "unescaped", sys.stdout)
+    out.write(text)
 
 
 @click.command()
