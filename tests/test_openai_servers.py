@@ -6,25 +6,17 @@ reproduced verbatim by the fake Chat Completions server (tests/fake_openai.py `r
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import run_sh
 from fake_openai import FakeOpenAI
+from test_openai_backend import oai_fixture  # noqa: F401  (the fake API, as `oai`)
 
 EDITOR = "str_replace_based_edit_tool"
 
 
-@pytest.fixture(name="oai")
-def oai_fixture() -> Iterator[FakeOpenAI]:
-    server = FakeOpenAI()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def worker(oai: FakeOpenAI, project: Path, model: str = "gpt-test", stream: bool = False,
