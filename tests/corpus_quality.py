@@ -81,11 +81,22 @@ def held_out_corpora() -> list[Path]:
 
 
 def read_corpus(folder: Path) -> tuple[list[list[str]], set[tuple[str, ...]]]:
-    rows = [line.rstrip("\n").split("\t", 2)
-            for line in (folder / "corpus.tsv").read_text().splitlines(True)]
-    expected = {tuple(line.split("\t")) for line in
-                (folder / "expected.tsv").read_text().split("\n") if line}
-    return rows, expected
+    """corpus.tsv's rows and expected.tsv's lessons; a file saved with a BOM or CRLF endings
+    reads the same, blank lines are skipped, and a short row is a ValueError naming it."""
+    rows = _tsv(folder / "corpus.tsv", 3)
+    return rows, {tuple(row) for row in _tsv(folder / "expected.tsv", 3)}
+
+
+def _tsv(path: Path, fields: int) -> list[list[str]]:
+    rows = []
+    for n, line in enumerate(path.read_text(encoding="utf-8-sig").split("\n"), 1):
+        if not line.strip():
+            continue
+        row = line.rstrip("\r").split("\t", fields - 1)
+        if len(row) != fields:
+            raise ValueError(f"{path}:{n}: expected {fields} tab-separated fields, got {len(row)}")
+        rows.append(row)
+    return rows
 
 
 def reading_order(rows: list[list[str]]) -> Iterator[tuple[str, list[list[str]]]]:

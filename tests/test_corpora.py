@@ -98,3 +98,19 @@ def test_a_lesson_back_from_the_archive_is_not_counted_a_wrong_promotion(tmp_pat
     rows += [(other, "A", "F-007", 7), (other, "A", "F-008", 8), (other, "A", "F-009", 9)]
     quality = evaluate(write_corpus(corpus, rows), tmp_path / "again", CuratorSettings())
     assert (quality.promoted, quality.right, quality.wrong) == (3, 2, [other])
+
+
+def test_a_corpus_saved_with_a_bom_and_crlf_reads_as_the_same_labels(tmp_path: Path) -> None:
+    """A labelled folder from another editor (bench/judge_bound.py --corpus DIR): a BOM,
+    CRLF endings and a blank line change nothing; a short row names its file and line."""
+    plain = write_corpus(tmp_path / "plain", [("`pnpm test --runInBand` is green", "A",
+                                               "F-001", 1), ("x y", "-", "F-002", 2)])
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    for name in ("corpus.tsv", "expected.tsv"):
+        text = (plain / name).read_text().replace("\n", "\r\n")
+        (saved / name).write_bytes(("\ufeff" + text + "\r\n").encode())
+    assert read_corpus(saved) == read_corpus(plain)
+    (saved / "expected.tsv").write_text("worker\tTRICK\tA\nworker TRICK B\n")
+    with pytest.raises(ValueError, match=r"expected\.tsv:2: expected 3 tab-separated"):
+        read_corpus(saved)
