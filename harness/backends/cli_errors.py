@@ -29,6 +29,10 @@ _MODEL = re.compile(
     r"model_not_found|issue with the selected model|model[ `:]+\S+ (?:does not exist|not found)"
     r"|does not exist or you do not have access|unknown model|invalid model"
     r"|modelnotfound|is not found for api version", re.I)
+# The CLI never ran: the keeper or bwrap could not exec it, or `#!/usr/bin/env node` found no
+# node (GNU env quotes the name 'x' or ‘x’; busybox says "can't execute 'x'")
+_NOT_STARTED = re.compile(r"harness keeper: cannot run .*|bwrap: execvp .*"
+                          r"|\S*env: (?:can't execute )?['‘][^'’]*['’]: No such file.*")
 _REFUSED = re.compile(r"not inside a trusted directory|skip-git-repo-check", re.I)
 _SERVER = re.compile(
     r"\b5\d\d\b|server[- ]side issue|server_error|internal server error|overloaded"
@@ -77,6 +81,15 @@ def classify(message: str, status: int | None = None) -> HarnessError | None:
     if status == 429 or (status or 0) >= 500 or _SERVER.search(text):
         return BackendError(f"the agent CLI's model service failed: {short}")
     return None
+
+
+def not_started(code: int | None, stdout: str, stderr: str) -> str | None:
+    """What the CLI's stderr says when it could not be started at all (it printed nothing,
+    failed, and its first line is the exec's failure), else None."""
+    lines = stderr.strip().splitlines()
+    if not code or stdout.strip() or not lines:
+        return None
+    return m[0] if (m := _NOT_STARTED.match(lines[0])) else None
 
 
 @dataclass(frozen=True)

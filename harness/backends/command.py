@@ -37,7 +37,7 @@ from harness.backends.cli_answer import (
     record_answer,
     wants_answer,
 )
-from harness.backends.cli_errors import CliRefused, Setup, fix_for
+from harness.backends.cli_errors import CliRefused, Setup, fix_for, not_started
 from harness.backends.cli_presets import Preset, build_argv, cli_model, passed_env, sandbox_for
 from harness.backends.cli_process import Output, wait_and_stop
 from harness.backends.cli_results import (
@@ -159,6 +159,11 @@ def _read_outcome(argv: list[str], preset: Preset, session: Session,
     """The outcome of a CLI that exited: from its events or its JSON result; an error for
     what its failure means."""
     code, stdout, stderr = ended
+    if said := not_started(code, stdout, stderr):
+        seen = ("; under `sandbox: bwrap` it must be in a folder the sandbox shows (/usr, /opt,"
+                " or one in the role's `sandbox_paths`)" if said.startswith("bwrap") else "")
+        raise UsageError(f"cannot run agent CLI {argv[0]!r}: {said}; {CLI_FIX} (the program"
+                         f" its #! line names must be on PATH too, cron's included){seen}")
     stream = None if isinstance(fold, ClaudeEvents) else fold
     result = None if stream else find_claude_result(stdout)
     if stream and (outcome := stream.outcome(session.model, session.prices)) is not None:

@@ -1,0 +1,53 @@
+"""Agent CLIs as they really behave, through real `run.sh worker --backend command` runs with
+small stand-ins: a CLI that cannot start (its interpreter missing, not a program at all), a
+result line bigger than the output kept for parsing, Claude Code's error results that say
+what went wrong in `errors` rather than `result`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_sh
+from test_loop import pending
+
+
+@pytest.fixture
+def mission(state: Path) -> Path:
+    pending(state, "F-004")
+    return state
+
+
+def cli(tmp_path: Path, text: str) -> Path:
+    """An executable file holding `text`: the agent CLI the role runs."""
+    path = tmp_path / "agent-cli"
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+def worker(project: Path, command: Path, preset: str = "claude"):
+    """A real run.sh worker with the CLI as the preset's command; the result and F-004."""
+    result = run_sh("worker", "F-004", "--backend", "command", "--preset", preset,
+                    "--command", str(command), cwd=project)
+    plan = json.loads((project / ".harness" / "features.json").read_text())
+    return result, next(f for f in plan if f["id"] == "F-004")
+
+
+@pytest.mark.parametrize("text", [
+    "#!/usr/bin/env no-such-node-for-the-harness\nconsole.log(1)\n",  # npm's shim, no node
+    "#!/no/such/interpreter\nprint(1)\n",                            # a bad interpreter
+    "not a program, and no #! line\n",                               # exec format error
+], ids=["env-interpreter-missing", "bad-interpreter", "not-a-program"])
+@pytest.mark.parametrize("preset", ["claude", "codex"])
+def test_a_cli_that_cannot_start_is_a_setup_error_not_an_outage(
+        tmp_path: Path, project: Path, mission: Path, text: str, preset: str) -> None:
+    # cron's PATH has no node: npm's `claude` cannot start. A loop waits on 6 and retries all
+    # night; this is the person's to fix: exit 2 naming the CLI, no attempt counted
+    command = cli(tmp_path, text)
+    result, feature = worker(project, command, preset)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"cannot run agent CLI {str(command)!r}" in result.stderr
+    assert "PATH" in result.stderr
+    assert feature["status"] == "pending" and feature["attempts"] == 0
