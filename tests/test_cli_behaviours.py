@@ -51,3 +51,28 @@ def test_a_cli_that_cannot_start_is_a_setup_error_not_an_outage(
     assert f"cannot run agent CLI {str(command)!r}" in result.stderr
     assert "PATH" in result.stderr
     assert feature["status"] == "pending" and feature["attempts"] == 0
+
+
+HUGE = 3 << 20  # bytes: more than the 1 MiB of output a CLI's run keeps for reading
+
+
+def test_a_result_line_bigger_than_the_output_kept_is_still_read(
+        tmp_path: Path, project: Path, mission: Path) -> None:
+    # Claude Code prints its result as one line; a long last answer (or its tool results,
+    # echoed in `tool_use_result`) made the line too long to keep whole: the run, finished
+    # and paid for, was exit 6 "printed no claude JSON result" with its cost lost
+    command = cli(tmp_path, f"""#!/usr/bin/env python3
+import json, sys
+sys.stdin.read()
+usage = {{"input_tokens": 10, "output_tokens": 20}}
+print(json.dumps({{"type": "assistant", "message": {{"id": "m1", "model": "claude-sonnet-4-5",
+      "content": [{{"type": "text", "text": "x" * {HUGE}}}], "usage": usage}}}}))
+print(json.dumps({{"type": "result", "subtype": "success", "is_error": False, "num_turns": 1,
+      "result": "y" * {HUGE}, "total_cost_usd": 0.25, "usage": usage}}))
+""")
+    result, feature = worker(project, command)
+    assert result.returncode == 0, result.stdout + result.stderr[:2000]
+    assert "awaits validation" in result.stdout and feature["status"] == "in_progress"
+    manifest = json.loads(next((project / ".harness" / "runs").glob("*/manifest.json"))
+                          .read_text())
+    assert manifest["cost_usd"] == 0.25 and manifest["turns"] == 1
