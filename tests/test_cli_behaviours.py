@@ -76,3 +76,22 @@ print(json.dumps({{"type": "result", "subtype": "success", "is_error": False, "n
     manifest = json.loads(next((project / ".harness" / "runs").glob("*/manifest.json"))
                           .read_text())
     assert manifest["cost_usd"] == 0.25 and manifest["turns"] == 1
+
+
+@pytest.mark.parametrize("errors, code", [
+    (["API Error: 529 {\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}"], 6),
+    (["Invalid API key · Please run /login"], 2),
+    (["No conversation found with session ID: d56965c9"], 1),
+])
+def test_claude_codes_error_result_is_read_from_its_errors(
+        tmp_path: Path, project: Path, mission: Path, errors: list[str], code: int) -> None:
+    # Claude Code's error results (error_during_execution, ...) carry no `result`: what went
+    # wrong is in `errors`. It was not read: an overload or a refused key was the agent's
+    # failure (exit 1), and the run's detail said only "error_during_execution: "
+    line = json.dumps({"type": "result", "subtype": "error_during_execution", "is_error": True,
+                       "num_turns": 0, "total_cost_usd": 0, "errors": errors})
+    result, feature = worker(project, cli(tmp_path, f"#!/bin/sh\ncat >/dev/null\n"
+                                                    f"echo '{line}'\nexit 1\n"))
+    assert result.returncode == code, result.stdout + result.stderr
+    assert errors[0][:30] in result.stdout + result.stderr
+    assert feature["status"] == ("in_progress" if code == 1 else "pending")

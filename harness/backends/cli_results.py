@@ -54,6 +54,8 @@ def find_claude_result(text: str) -> dict[str, Any] | None:
 def claude_outcome(result: dict[str, Any], model: str, prices: dict) -> Outcome:
     """Map a Claude Code result object to an Outcome; a usage limit raises UsageLimitReached."""
     subtype, text = str(result.get("subtype") or ""), result.get("result")
+    if text is None and isinstance(errors := result.get("errors"), list):
+        text = "; ".join(map(str, errors))  # an error result says what went wrong here
     text = text if isinstance(text, str) else "" if text is None else json.dumps(text)
     raw = result.get("usage")
     usage = usage_from(raw if isinstance(raw, dict) else {})
