@@ -95,3 +95,22 @@ def test_claude_codes_error_result_is_read_from_its_errors(
     assert result.returncode == code, result.stdout + result.stderr
     assert errors[0][:30] in result.stdout + result.stderr
     assert feature["status"] == ("in_progress" if code == 1 else "pending")
+
+
+@pytest.mark.parametrize("preset, says, code", [
+    ("claude", "error: unknown option '--max-budget-usd'", 1),           # commander
+    ("codex", "error: unexpected argument '--output-schema' found\n\n"   # clap
+              "Usage: codex exec --json [PROMPT]\n\nFor more information, try '--help'.", 2),
+    ("gemini", "Unknown arguments: skip-trust, skipTrust", 1),           # yargs
+])
+def test_a_cli_too_old_for_the_presets_flags_is_a_setup_error(
+        tmp_path: Path, project: Path, mission: Path, preset: str, says: str,
+        code: int) -> None:
+    # a Claude Code from before --max-budget-usd refuses every run the preset makes; as exit 6
+    # a loop waited and retried it all night
+    command = cli(tmp_path, f"#!/bin/sh\ncat >/dev/null\nprintf '%s\\n' {json.dumps(says)} >&2\n"
+                            f"exit {code}\n")
+    result, feature = worker(project, command, preset)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert says.splitlines()[0] in result.stderr and "update" in result.stderr
+    assert feature["status"] == "pending" and feature["attempts"] == 0

@@ -33,6 +33,9 @@ _MODEL = re.compile(
 # node (GNU env quotes the name 'x' or ‘x’; busybox says "can't execute 'x'")
 _NOT_STARTED = re.compile(r"harness keeper: cannot run .*|bwrap: execvp .*"
                           r"|\S*env: (?:can't execute )?['‘][^'’]*['’]: No such file.*")
+# A CLI older (or newer) than the preset's flags: commander's, clap's and yargs's words
+_FLAGS = re.compile(r"^\s*(?:error: )?(?:unknown option|unexpected argument|unknown arguments?:)",
+                    re.I | re.M)
 _REFUSED = re.compile(r"not inside a trusted directory|skip-git-repo-check", re.I)
 _SERVER = re.compile(
     r"\b5\d\d\b|server[- ]side issue|server_error|internal server error|overloaded"
@@ -44,8 +47,10 @@ AUTH_FIX = ("log the CLI in (`claude login`, `codex login`, `opencode auth login
             " its key: put the key's variable in the role's `options: {pass_env: [...]}`")
 MODEL_FIX = ("set the role's `model` to one this CLI's provider serves, or to \"\" to let the"
              " CLI choose")
+FLAGS_FIX = ("update the CLI to a version that takes the preset's flags (docs/backends.md names"
+             " them), or set the role's `command` and `args` to the ones it takes")
 REFUSED_FIX = "run it in a git repository or pass the flag it names in the role's `args`"
-KEY, ENV, MODEL, REFUSED = "key", "env", "model", "refused"
+KEY, ENV, MODEL, REFUSED, FLAGS = "key", "env", "model", "refused", "flags"
 
 
 class CliRefused(UsageError):
@@ -69,6 +74,9 @@ def classify(message: str, status: int | None = None) -> HarnessError | None:
         return CliRefused(f"the agent CLI needs the environment variable {var}, which the"
                           f" harness does not pass unless asked ({short})", ENV, var,
                           f"add it to the role's `options: {{pass_env: [{var}]}}`")
+    if _FLAGS.search(message):
+        return CliRefused(f"the agent CLI does not take its flags: {short}", FLAGS,
+                          fix=FLAGS_FIX)
     if status in (401, 403) or _AUTH.search(text):
         return CliRefused(f"the agent CLI's credentials were refused: {short}", KEY,
                           fix=AUTH_FIX)
@@ -119,8 +127,8 @@ def fix_for(error: CliRefused, setup: Setup) -> str:
     if error.kind == MODEL:
         return (f"set `model` in {role_yaml} to one this CLI's provider serves, or to \"\" to "
                 "let the CLI choose")
-    if error.kind == REFUSED:
-        return f"{REFUSED_FIX} ({role_yaml})"
+    if error.kind in (REFUSED, FLAGS):
+        return f"{REFUSED_FIX if error.kind == REFUSED else FLAGS_FIX} ({role_yaml})"
     if error.kind == ENV and error.variable:
         var = error.variable
         if setup.environ.get(var) and var not in setup.pass_env:
