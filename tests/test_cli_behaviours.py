@@ -114,3 +114,21 @@ def test_a_cli_too_old_for_the_presets_flags_is_a_setup_error(
     assert result.returncode == 2, result.stdout + result.stderr
     assert says.splitlines()[0] in result.stderr and "update" in result.stderr
     assert feature["status"] == "pending" and feature["attempts"] == 0
+
+
+def test_a_codex_printing_the_event_format_before_0_44_is_a_setup_error(
+        tmp_path: Path, project: Path, mission: Path) -> None:
+    # codex before 0.44 printed {"id", "msg": {...}} events for --json: the run did the work
+    # and paid for it, the harness read none of it, and exit 6 had a loop run it again and
+    # again. Exit 2 names the fix
+    events = [{"id": "0", "msg": {"type": "task_started", "model_context_window": 272000}},
+              {"id": "0", "msg": {"type": "agent_message", "message": "Done."}},
+              {"id": "0", "msg": {"type": "token_count", "input_tokens": 10,
+                                  "output_tokens": 5}},
+              {"id": "0", "msg": {"type": "task_complete", "last_agent_message": "Done."}}]
+    lines = "".join(f"echo '{json.dumps(e)}'\n" for e in events)
+    result, feature = worker(project, cli(tmp_path, f"#!/bin/sh\ncat >/dev/null\n{lines}"),
+                             "codex")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "events the harness does not read" in result.stderr and "update" in result.stderr
+    assert feature["status"] == "pending"

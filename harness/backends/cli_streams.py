@@ -14,11 +14,38 @@ A step is one model call: a turn.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from harness.backends.cli_results import raise_for_failure
 from harness.backends.pricing import known_cost
 from harness.types import FINISHED, GAVE_UP, Outcome, Usage
+
+# the event types each CLI's stream has: a stream holding JSON objects of none of them is a
+# format the harness does not read (codex before 0.44 printed {"id", "msg": {...}})
+EVENT_TYPES = {
+    "claude": {"system", "assistant", "user", "result", "stream_event"},
+    "codex": {"thread.started", "turn.started", "turn.completed", "turn.failed", "error",
+              "item.started", "item.updated", "item.completed"},
+    "gemini": {"init", "message", "tool_use", "tool_result", "error", "result"},
+    "opencode": {"step_start", "text", "tool_use", "step_finish", "error", "reasoning"},
+}
+
+
+def foreign_events(parser: str, stdout: str) -> bool:
+    """Whether `stdout` holds JSON objects and none of them is an event `parser` knows."""
+    known = EVENT_TYPES.get(parser)
+    seen = False
+    for line in stdout.splitlines() if known else ():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            if event.get("type") in known:
+                return False
+            seen = True
+    return seen
 
 
 def _int(value: Any) -> int:
