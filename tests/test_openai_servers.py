@@ -360,3 +360,22 @@ def test_a_server_that_ignores_stream_and_answers_whole(oai, project):
     out = result.stdout + result.stderr
     assert result.returncode == 6, out
     assert "run without `stream`" in out and "Traceback" not in out
+
+
+@pytest.mark.parametrize("where", ["env", "role"])
+@pytest.mark.parametrize("url", ["localhost:11434/v1", "127.0.0.1:11434", "htp://127.0.0.1/v1",
+                                 "http://[::1/v1", "http://127.0.0.1:port/v1"])
+def test_a_server_address_that_is_no_http_url(project, where, url):
+    """`OPENAI_BASE_URL=localhost:11434/v1` (Ollama's port, the scheme left out) was 'cannot
+    reach the API' after the retries, exit 6, which a loop waits out and retries all night:
+    exit 2 naming where the address came from."""
+    role = project / ".harness" / "roles" / "worker.yaml"
+    role.parent.mkdir(exist_ok=True)
+    role.write_text(f"options: {json.dumps({'base_url': url} if where == 'role' else {})}\n")
+    env = {"OPENAI_API_KEY": "k", **({"OPENAI_BASE_URL": url} if where == "env" else {})}
+    result = run_sh("worker", "F-004", "--backend", "openai", "--model", "qwen", cwd=project,
+                    env=env)
+    out = result.stdout + result.stderr
+    assert result.returncode == 2, out
+    assert url in out and "http://" in out
+    assert ("OPENAI_BASE_URL" if where == "env" else "options.base_url") in out

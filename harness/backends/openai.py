@@ -63,13 +63,29 @@ class Client(openai.OpenAI):
 def make_client(options: dict[str, Any], state: Path,
                 before_attempt: Callable[[], None] = lambda: None, retries: int = 2) -> Client:
     """A client for the role's server; a UsageError when OpenAI's API has no key."""
-    base_url = options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or None
+    base_url = server_url(options)
     key = os.environ.get("OPENAI_API_KEY")
     if not key and is_openai(base_url):
         raise UsageError(f"no OpenAI API key: {key_fix(state)}; or set OPENAI_BASE_URL to a "
                          "server that needs none")
     return Client(before_attempt=before_attempt, api_key=key or NO_KEY, base_url=base_url,
                   max_retries=retries, timeout=float(options.get("timeout", 600)))
+
+
+def server_url(options: dict[str, Any]) -> str | None:
+    """The role's server (None: OpenAI's); a UsageError naming where it came from when it is
+    no http(s) URL (`localhost:11434/v1` is, to the SDK, a server it cannot reach)."""
+    url = str(options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "").strip()
+    try:
+        parts = urlsplit(url)
+        http = parts.scheme in ("http", "https") and bool(parts.netloc) and parts.port != 0
+    except ValueError:  # an unclosed [ or a port that is no number
+        http = False
+    if url and not http:
+        where = "options.base_url" if options.get("base_url") else "OPENAI_BASE_URL"
+        raise UsageError(f"{where} {url!r} is no http(s) URL: give the server's address whole,"
+                         " e.g. http://127.0.0.1:11434/v1")
+    return url or None
 
 
 def check_access(options: dict[str, Any], state: Path, model: str,
