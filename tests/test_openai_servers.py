@@ -379,3 +379,16 @@ def test_a_server_address_that_is_no_http_url(project, where, url):
     assert result.returncode == 2, out
     assert url in out and "http://" in out
     assert ("OPENAI_BASE_URL" if where == "env" else "options.base_url") in out
+
+
+def test_a_proxy_page_answering_a_streamed_request_is_named(oai, project):
+    """A proxy's login page (HTML, status 200) answering a streamed request was 'ended before
+    it was finished (no finish_reason); run without stream', which sends the person to the
+    wrong fix: the page is named, as for a request not streamed."""
+    oai.raw("<html><title>Sign in to Corp Proxy</title></html>",
+            headers={"content-type": "text/html"})
+    result, manifest, events = worker(oai, project, stream=True)
+    out = result.stdout + result.stderr
+    assert result.returncode == 6, out
+    assert "Sign in to Corp Proxy" in out and "text/html" in out
+    assert "without `stream`" not in out

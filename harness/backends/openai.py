@@ -163,6 +163,10 @@ class ChatLoop(ToolLoop):
         try:
             with self.client.chat.completions.create(
                     **params, stream=True, stream_options={"include_usage": True}) as chunks:
+                kind = chunks.response.headers.get("content-type", "")
+                if "html" in kind:  # a proxy's or a login page, which no stream is
+                    page = chunks.response.read()[:500].decode("utf-8", "replace")
+                    raise no_reply(f"a page ({kind}): {page}", self.client.base_url)
                 completion = fold_stream(chunk.model_dump() for chunk in chunks)
         except json.JSONDecodeError as e:
             raise APIFailed(f"the API at {self.client.base_url} streamed a line that is no "
