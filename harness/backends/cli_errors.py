@@ -28,7 +28,8 @@ _AUTH = re.compile(
 _MODEL = re.compile(
     r"model_not_found|issue with the selected model|model[ `:]+\S+ (?:does not exist|not found)"
     r"|does not exist or you do not have access|unknown model|invalid model"
-    r"|modelnotfound|is not found for api version", re.I)
+    r"|modelnotfound|is not found for api version"
+    r"|model is not supported when using", re.I)  # Codex: a model the account may not use
 # The CLI never ran: the keeper or bwrap could not exec it, or `#!/usr/bin/env node` found no
 # node (GNU env quotes the name 'x' or ‘x’; busybox says "can't execute 'x'")
 _NOT_STARTED = re.compile(r"harness keeper: cannot run .*|bwrap: execvp .*"
