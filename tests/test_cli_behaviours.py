@@ -151,3 +151,18 @@ def test_a_model_codex_refuses_for_a_chatgpt_account_is_a_setup_error(
     assert result.returncode == 2, result.stdout + result.stderr
     assert "not supported when using Codex" in result.stderr and "model" in result.stderr
     assert feature["status"] == "pending"
+
+
+def test_a_claude_account_out_of_credit_is_a_setup_error(
+        tmp_path: Path, project: Path, mission: Path) -> None:
+    # Claude Code's result when the API key's organisation has no credit left: the agent's
+    # failure (exit 1) at every run until someone looked; the person must add credit
+    said = "Credit balance is too low · Add funds: https://platform.claude.com/settings/billing"
+    line = json.dumps({"type": "result", "subtype": "success", "is_error": True,
+                       "api_error_status": 400, "num_turns": 1, "result": said,
+                       "total_cost_usd": 0})
+    result, feature = worker(project, cli(tmp_path, f"#!/bin/sh\ncat >/dev/null\n"
+                                                    f"echo '{line}'\nexit 1\n"))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Credit balance is too low" in result.stderr and "credit" in result.stderr
+    assert feature["status"] == "pending"

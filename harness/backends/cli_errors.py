@@ -37,6 +37,7 @@ _NOT_STARTED = re.compile(r"harness keeper: cannot run .*|bwrap: execvp .*"
 # A CLI older (or newer) than the preset's flags: commander's, clap's and yargs's words
 _FLAGS = re.compile(r"^\s*(?:error: )?(?:unknown option|unexpected argument|unknown arguments?:)",
                     re.I | re.M)
+_CREDIT = re.compile(r"credit balance is too low|insufficient_quota", re.I)  # out of money
 _REFUSED = re.compile(r"not inside a trusted directory|skip-git-repo-check", re.I)
 _SERVER = re.compile(
     r"\b5\d\d\b|server[- ]side issue|server_error|internal server error|overloaded"
@@ -50,6 +51,8 @@ MODEL_FIX = ("set the role's `model` to one this CLI's provider serves, or to \"
              " CLI choose")
 FLAGS_FIX = ("update the CLI to a version that takes the preset's flags (docs/backends.md names"
              " them), or set the role's `command` and `args` to the ones it takes")
+CREDIT_FIX = ("add credit to the account the CLI bills (its provider's billing page), or give"
+              " it another key or login")
 REFUSED_FIX = "run it in a git repository or pass the flag it names in the role's `args`"
 KEY, ENV, MODEL, REFUSED, FLAGS = "key", "env", "model", "refused", "flags"
 
@@ -60,7 +63,7 @@ class CliRefused(UsageError):
 
     def __init__(self, said: str, kind: str, variable: str | None = None, fix: str = ""):
         super().__init__(f"{said}; {fix}" if fix else said)
-        self.said, self.kind, self.variable = said, kind, variable
+        self.said, self.kind, self.variable, self.fix = said, kind, variable, fix
 
 
 def classify(message: str, status: int | None = None) -> HarnessError | None:
@@ -78,6 +81,9 @@ def classify(message: str, status: int | None = None) -> HarnessError | None:
     if _FLAGS.search(message):
         return CliRefused(f"the agent CLI does not take its flags: {short}", FLAGS,
                           fix=FLAGS_FIX)
+    if _CREDIT.search(message):
+        return CliRefused(f"the agent CLI's account has no credit left: {short}", REFUSED,
+                          fix=CREDIT_FIX)
     if status in (401, 403) or _AUTH.search(text):
         return CliRefused(f"the agent CLI's credentials were refused: {short}", KEY,
                           fix=AUTH_FIX)
@@ -128,8 +134,8 @@ def fix_for(error: CliRefused, setup: Setup) -> str:
     if error.kind == MODEL:
         return (f"set `model` in {role_yaml} to one this CLI's provider serves, or to \"\" to "
                 "let the CLI choose")
-    if error.kind in (REFUSED, FLAGS):
-        return f"{REFUSED_FIX if error.kind == REFUSED else FLAGS_FIX} ({role_yaml})"
+    if error.kind in (REFUSED, FLAGS):  # their fixes are the error's own
+        return f"{error.fix or REFUSED_FIX} ({role_yaml})"
     if error.kind == ENV and error.variable:
         var = error.variable
         if setup.environ.get(var) and var not in setup.pass_env:
