@@ -392,3 +392,21 @@ def test_a_proxy_page_answering_a_streamed_request_is_named(oai, project):
     assert result.returncode == 6, out
     assert "Sign in to Corp Proxy" in out and "text/html" in out
     assert "without `stream`" not in out
+
+
+@pytest.mark.parametrize("status, code, says", [
+    (429, "insufficient_quota", "You exceeded your current quota, please check your plan and "
+                                "billing details."),                            # OpenAI
+    (402, 402, "Insufficient credits. Add more using https://openrouter.ai/settings/credits"),
+])
+def test_an_account_out_of_credit_is_a_setup_error(oai, project, status, code, says):
+    """OpenAI's 429 insufficient_quota, OpenRouter's 402: no credit left on the account, no
+    limit that lifts; exit 6 had a loop wait and retry it all night. Exit 2, saying to add
+    credit."""
+    for _ in range(3):
+        oai.raw({"error": {"message": says, "type": "insufficient_quota", "code": code}},
+                status, NO_RETRY)
+    result, manifest, events = worker(oai, project)
+    out = result.stdout + result.stderr
+    assert result.returncode == 2, out
+    assert says[:30] in out and "add credit" in out
