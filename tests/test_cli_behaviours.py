@@ -166,3 +166,34 @@ def test_a_claude_account_out_of_credit_is_a_setup_error(
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Credit balance is too low" in result.stderr and "credit" in result.stderr
     assert feature["status"] == "pending"
+
+
+@pytest.mark.parametrize("said", [
+    "Quota exceeded. Check your plan and billing details.",  # the key's account: no credit
+    "To use Codex with your ChatGPT plan, upgrade to Plus: https://chatgpt.com/explore/plus.",
+])
+def test_a_codex_account_that_cannot_pay_is_a_setup_error(
+        tmp_path: Path, project: Path, mission: Path, said: str) -> None:
+    # Codex's billing stops, which no wait lifts: the first was a usage limit with no reset
+    # time (exit 6, retried all night), the second the agent giving up (exit 1)
+    events = [{"type": "thread.started", "thread_id": "0199a213-81c0-7800-8aa1-bbab2a035a53"},
+              {"type": "turn.started"}, {"type": "error", "message": said},
+              {"type": "turn.failed", "error": {"message": said}}]
+    script = "".join(f"print({json.dumps(json.dumps(e))})\n" for e in events)
+    command = cli(tmp_path, f"#!/usr/bin/env python3\nimport sys\nsys.stdin.read()\n{script}"
+                            "sys.exit(1)\n")
+    result, feature = worker(project, command, "codex")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert said[:20] in result.stderr and "add credit" in result.stderr
+    assert feature["status"] == "pending"
+
+
+def test_geminis_per_minute_quota_is_still_a_limit_with_its_reset() -> None:
+    # Google's 429 asks to "check your plan and billing details" too, and says when to retry
+    from harness.backends.cli_results import UsageLimitReached, raise_for_failure
+    said = ("You exceeded your current quota, please check your plan and billing details. "
+            "* Quota exceeded for metric: generate_content_free_tier_requests, limit: 10 "
+            "Please retry in 37.8s.")
+    with pytest.raises(UsageLimitReached) as caught:
+        raise_for_failure(said, 429)
+    assert caught.value.reset_at

@@ -37,7 +37,11 @@ _NOT_STARTED = re.compile(r"harness keeper: cannot run .*|bwrap: execvp .*"
 # A CLI older (or newer) than the preset's flags: commander's, clap's and yargs's words
 _FLAGS = re.compile(r"^\s*(?:error: )?(?:unknown option|unexpected argument|unknown arguments?:)",
                     re.I | re.M)
-_CREDIT = re.compile(r"credit balance is too low|insufficient_quota", re.I)  # out of money
+# no credit, or a plan without the CLI (Claude Code's, Codex's words): no wait lifts these
+# (Gemini's per-minute 429 says "exceeded your current quota, please check your plan and
+# billing details ... retry in 37s": a limit, not this)
+CREDIT = re.compile(r"credit balance is too low|insufficient_quota|quota exceeded\. check your"
+                    r" plan and billing|to use codex with your chatgpt plan", re.I)
 _REFUSED = re.compile(r"not inside a trusted directory|skip-git-repo-check", re.I)
 _SERVER = re.compile(
     r"\b5\d\d\b|server[- ]side issue|server_error|internal server error|overloaded"
@@ -51,8 +55,8 @@ MODEL_FIX = ("set the role's `model` to one this CLI's provider serves, or to \"
              " CLI choose")
 FLAGS_FIX = ("update the CLI to a version that takes the preset's flags (docs/backends.md names"
              " them), or set the role's `command` and `args` to the ones it takes")
-CREDIT_FIX = ("add credit to the account the CLI bills (its provider's billing page), or give"
-              " it another key or login")
+CREDIT_FIX = ("add credit to the account the CLI bills (its provider's billing page) or a plan"
+              " that includes the CLI, or give it another key or login")
 REFUSED_FIX = "run it in a git repository or pass the flag it names in the role's `args`"
 KEY, ENV, MODEL, REFUSED, FLAGS = "key", "env", "model", "refused", "flags"
 
@@ -81,7 +85,7 @@ def classify(message: str, status: int | None = None) -> HarnessError | None:
     if _FLAGS.search(message):
         return CliRefused(f"the agent CLI does not take its flags: {short}", FLAGS,
                           fix=FLAGS_FIX)
-    if _CREDIT.search(message):
+    if CREDIT.search(message):
         return CliRefused(f"the agent CLI's account has no credit left: {short}", REFUSED,
                           fix=CREDIT_FIX)
     if status in (401, 403) or _AUTH.search(text):

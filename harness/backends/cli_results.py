@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from harness.backends.cli_errors import classify
+from harness.backends.cli_errors import CREDIT, classify
 from harness.backends.pricing import known_cost
 from harness.errors import BackendError
 from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Usage
@@ -250,8 +250,9 @@ def raise_for_failure(message: str, status: int | None = None) -> None:
 def check_usage_limit(
     message: str, now: datetime | None = None, local: tzinfo | None = None
 ) -> None:
-    """Raise UsageLimitReached when `message` reports a usage or rate limit."""
-    if LIMIT_TEXT.search(message):
+    """Raise UsageLimitReached when `message` reports a usage or rate limit (not an account
+    out of credit: no wait lifts that)."""
+    if LIMIT_TEXT.search(message) and not CREDIT.search(message):
         try:
             reset = reset_time(message, now, local)
         except (ValueError, OverflowError):  # a date no calendar has: the limit still holds
