@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 
 KEEP_BYTES = 1 << 20  # stdout kept for parsing; every line also goes to the transcript
-LINE_BYTES = 64 << 20  # a longer line (no JSON event of a CLI is) is read in pieces
+LINE_BYTES = 16 << 20  # a longer line (no JSON event of a CLI is) is read in pieces
 STDERR_BYTES = 16 << 10  # stderr tail kept and recorded
 
 
