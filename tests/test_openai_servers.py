@@ -410,3 +410,16 @@ def test_an_account_out_of_credit_is_a_setup_error(oai, project, status, code, s
     out = result.stdout + result.stderr
     assert result.returncode == 2, out
     assert says[:30] in out and "add credit" in out
+
+
+def test_a_password_in_the_server_address_is_recorded_nowhere(project):
+    """A gateway reached as http://user:password@host/v1: the failure message named the
+    address whole, so the password went to the run's manifest and to stderr."""
+    url = "http://bob:hunter2-gateway-pass@127.0.0.1:9/v1"
+    result = run_sh("worker", "F-004", "--backend", "openai", "--model", "qwen", cwd=project,
+                    env={"OPENAI_BASE_URL": url, "OPENAI_API_KEY": "k"})
+    assert result.returncode == 6, result.stdout + result.stderr
+    assert "127.0.0.1:9" in result.stderr
+    assert "hunter2" not in result.stdout + result.stderr
+    state = project / ".harness"
+    assert not [p for p in state.rglob("*") if p.is_file() and b"hunter2" in p.read_bytes()]
