@@ -197,3 +197,28 @@ def test_geminis_per_minute_quota_is_still_a_limit_with_its_reset() -> None:
     with pytest.raises(UsageLimitReached) as caught:
         raise_for_failure(said, 429)
     assert caught.value.reset_at
+
+
+@pytest.mark.parametrize("tool_output", [
+    "curl -i localhost:8080/admin -> HTTP/1.1 401 Unauthorized",   # was exit 2: a loop stops
+    "pytest: 3 failed; see docs/errors.md#503-retry-budget",       # was exit 6 (a "5xx")
+])
+def test_a_cli_that_dies_without_a_result_is_not_judged_by_its_agents_work(
+        tmp_path: Path, project: Path, mission: Path, tool_output: str) -> None:
+    # Claude Code's stream ended with no result (killed, or its known missing-result bug):
+    # the failure was read out of the whole stream, the agent's tool results included, so
+    # an API project's "401 Unauthorized" was a refused key (exit 2, the loop stops) and a
+    # number like 503 a failing service
+    events = [{"type": "system", "subtype": "init", "model": "claude-sonnet-4-5"},
+              {"type": "assistant", "message": {
+                  "id": "m1", "model": "claude-sonnet-4-5", "usage": {"output_tokens": 5},
+                  "content": [{"type": "tool_use", "id": "t1", "name": "Bash",
+                               "input": {"command": "curl -i localhost:8080/admin"}}]}},
+              {"type": "user", "message": {"role": "user", "content": [
+                  {"type": "tool_result", "tool_use_id": "t1", "content": tool_output}]}}]
+    script = "".join(f"print({json.dumps(json.dumps(e))})\n" for e in events)
+    command = cli(tmp_path, f"#!/usr/bin/env python3\nimport os, sys\nsys.stdin.read()\n"
+                            f"{script}sys.stdout.flush()\nos._exit(1)\n")
+    result, feature = worker(project, command)
+    assert result.returncode == 6, result.stdout + result.stderr
+    assert "printed no claude JSON result" in result.stderr

@@ -48,6 +48,24 @@ def foreign_events(parser: str, stdout: str) -> bool:
     return seen
 
 
+def own_words(stdout: str) -> str:
+    """What the CLI itself said on stdout: its lines that are no JSON event, and the text of
+    Claude Code's own (`<synthetic>`) messages; not its events, which hold the agent's work
+    (a tool's "401 Unauthorized" is no refused key)."""
+    said = []
+    for line in stdout.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            said.append(line)
+            continue
+        message = event.get("message") if isinstance(event, dict) else None
+        if isinstance(message, dict) and message.get("model") == "<synthetic>":
+            said += [str(b.get("text")) for b in message.get("content") or []
+                     if isinstance(b, dict) and b.get("text")]
+    return "\n".join(said)
+
+
 def _int(value: Any) -> int:
     return int(value) if isinstance(value, int | float) else 0
 

@@ -49,7 +49,12 @@ from harness.backends.cli_results import (
     raise_for_failure,
 )
 from harness.backends.cli_retries import retry_notice
-from harness.backends.cli_streams import GeminiEvents, OpenCodeEvents, foreign_events
+from harness.backends.cli_streams import (
+    GeminiEvents,
+    OpenCodeEvents,
+    foreign_events,
+    own_words,
+)
 from harness.backends.pricing import known_cost
 from harness.errors import BackendError, HarnessError, UsageError
 from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session
@@ -174,7 +179,7 @@ def _read_outcome(argv: list[str], preset: Preset, session: Session,
     if preset.parser == "generic":
         detail = f"exit code {code}" if code else ""
         return Outcome(GAVE_UP if code else FINISHED, summary=stdout[-2000:], detail=detail), None
-    raise_for_failure(f"{stdout}\n{stderr}")
+    raise_for_failure(f"{own_words(stdout)}\n{stderr}")
     if foreign_events(preset.parser, stdout):
         raise UsageError(f"{argv[0]} printed JSON events the harness does not read (output"
                          f" starts: {stdout[:300]!r}): update it to the version the preset"
