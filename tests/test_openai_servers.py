@@ -423,3 +423,34 @@ def test_a_password_in_the_server_address_is_recorded_nowhere(project):
     assert "hunter2" not in result.stdout + result.stderr
     state = project / ".harness"
     assert not [p for p in state.rglob("*") if p.is_file() and b"hunter2" in p.read_bytes()]
+
+
+@pytest.mark.parametrize("body", [
+    {**completion({}), "choices": {"0": {"message": {"role": "assistant", "content": "hi"}}}},
+    {**completion({}), "choices": [None]},
+    {**completion({"role": "assistant", "content": "hi"}), "usage": "n/a"},
+    {**completion({"role": "assistant", "content": "hi"}), "usage": {"prompt_tokens": "12"}},
+    completion({"role": "assistant", "content": None, "tool_calls": "none"}),
+], ids=["choices-an-object", "a-null-choice", "usage-as-text", "a-count-as-text",
+        "tool-calls-as-text"])
+def test_a_reply_of_a_shape_no_server_should_send(oai, project, body):
+    """A body the backend cannot read was a traceback and exit 1 (the agent's failure, to a
+    loop): exit 6 naming what the server sent."""
+    oai.raw(body)
+    result, manifest, events = worker(oai, project)
+    out = result.stdout + result.stderr
+    assert result.returncode == 6, out
+    assert "sent a reply the backend cannot read" in out and "Traceback" not in out
+
+
+@pytest.mark.parametrize("chunks", [
+    [chunk({"role": "assistant", "content": "hi"}), {**chunk({}, "stop"), "usage": "n/a"}],
+    [chunk({"tool_calls": "x"}), chunk({}, "stop")],
+    [chunk({"content": ["a", "b"]}), chunk({}, "stop")],
+], ids=["usage-as-text", "tool-calls-as-text", "content-a-list-of-strings"])
+def test_a_stream_of_a_shape_no_server_should_send(oai, project, chunks):
+    oai.stream(*chunks)
+    result, manifest, events = worker(oai, project, stream=True)
+    out = result.stdout + result.stderr
+    assert result.returncode == 6, out
+    assert "the backend cannot read" in out and "Traceback" not in out

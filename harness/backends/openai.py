@@ -35,6 +35,7 @@ from harness.errors import HarnessError, UsageError
 from harness.types import Outcome, Session
 
 OPENAI_HOST = "api.openai.com"
+UNREADABLE = (AttributeError, TypeError, KeyError, IndexError, ValueError)
 NO_KEY = "no-key"  # what a server that wants no key is sent: the SDK insists on one
 
 
@@ -144,10 +145,11 @@ class ChatLoop(ToolLoop):
             if options.get("stream"):
                 return self.streamed(params)
             answer = self.client.chat.completions.create(**params)
-            completion = answer.model_dump() if hasattr(answer, "model_dump") else answer
+            completion = (answer.model_dump(warnings=False) if hasattr(answer, "model_dump")
+                          else answer)
             if not isinstance(completion, dict) or not completion.get("choices"):
                 raise no_reply(completion, self.client.base_url)
-            return reply_of(completion)
+            return self.readable(completion)
         except OutOfTime:
             return None
         except openai.APIError as e:
@@ -167,10 +169,23 @@ class ChatLoop(ToolLoop):
                 if "html" in kind:  # a proxy's or a login page, which no stream is
                     page = chunks.response.read()[:500].decode("utf-8", "replace")
                     raise no_reply(f"a page ({kind}): {page}", self.client.base_url)
-                completion = fold_stream(chunk.model_dump() for chunk in chunks)
+                completion = fold_stream(chunk.model_dump(warnings=False) for chunk in chunks)
         except json.JSONDecodeError as e:
             raise APIFailed(f"the API at {self.client.base_url} streamed a line that is no "
                             f"JSON ({e})") from e
+        except UNREADABLE as e:  # a chunk of a shape no server should send
+            raise APIFailed(f"the API at {self.client.base_url} streamed a chunk the backend "
+                            f"cannot read ({type(e).__name__}: {e})") from e
         if completion["choices"][0]["finish_reason"] is None:
             raise cut_stream(self.client.base_url)
-        return reply_of(completion)
+        return self.readable(completion)
+
+    def readable(self, completion: dict[str, Any]) -> Reply:
+        """The completion as the loop's Reply; exit 6 naming it when it has a shape no
+        server should send (`choices` an object, a null choice, `usage` as text)."""
+        try:
+            return reply_of(completion)
+        except UNREADABLE as e:
+            said = json.dumps(completion, default=str)[:300]
+            raise APIFailed(f"the API at {self.client.base_url} sent a reply the backend "
+                            f"cannot read ({type(e).__name__}: {e}): {said}") from e
