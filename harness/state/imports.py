@@ -96,15 +96,17 @@ def ralph_notes(lines: list[str]) -> list[Found]:
     found: list[Found] = []
     items: list[tuple[int, int, str]] = []
     where, base = None, -1  # "patterns", "learnings" or None; the learnings line's indent
+    level = 0  # of the Codebase Patterns heading: a deeper one (### Database) is inside it
     for n, line in enumerate(lines, 1):
         heading, bullet = HEADING.match(line), BULLET.match(line)
         learnings = LEARNINGS in line.lower()
-        if heading or line.strip() == "---" or learnings or (
+        inside = where == "patterns" and _level(line) > level
+        if (heading and not inside) or line.strip() == "---" or learnings or (
                 where == "learnings" and bullet and len(bullet[1]) <= base):
             found += group_bullets(items, "", "TRICK")
             items, where = [], None
         if heading and PATTERNS.match(line):
-            where = "patterns"
+            where, level = "patterns", _level(line)
         elif learnings:
             where, base = "learnings", len(line) - len(line.lstrip())
             if inline := _clean(line[line.lower().index(LEARNINGS) + len(LEARNINGS):]
@@ -116,6 +118,11 @@ def ralph_notes(lines: list[str]) -> list[Found]:
             last = items[-1]
             items[-1] = (last[0], last[1], _clean(f"{last[2]} {line}"))
     return found + group_bullets(items, "", "TRICK")
+
+
+def _level(line: str) -> int:
+    """A heading's level (the number of its #s); 0 for a line that is none."""
+    return len(line) - len(line.lstrip("#")) if HEADING.match(line) else 0
 
 
 def memory_notes(lines: list[str]) -> list[Found]:
