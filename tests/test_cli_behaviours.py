@@ -222,3 +222,15 @@ def test_a_cli_that_dies_without_a_result_is_not_judged_by_its_agents_work(
     result, feature = worker(project, command)
     assert result.returncode == 6, result.stdout + result.stderr
     assert "printed no claude JSON result" in result.stderr
+
+
+def test_the_fix_for_a_missing_cli_keeps_the_presets_flags(project: Path, mission: Path,
+                                                           tmp_path: Path) -> None:
+    # the fix said "set the role's `command` option to its full path": a role that did so
+    # ran `claude` with none of the preset's flags, no -p: it waits on its input until the
+    # wall-clock cap (30 minutes), each run an attempt
+    result = run_sh("worker", "F-004", "--backend", "command", "--preset", "claude", cwd=project,
+                    env={"PATH": f"{tmp_path}:/usr/bin:/bin"})
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "cannot run agent CLI 'claude'" in result.stderr
+    assert "its full path followed by the preset's flags" in result.stderr

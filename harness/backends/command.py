@@ -62,7 +62,9 @@ from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session
 Fold = ClaudeEvents | CodexEvents | GeminiEvents | OpenCodeEvents
 FOLDS: dict[str, type[Fold]] = {"codex": CodexEvents, "gemini": GeminiEvents,
                                 "opencode": OpenCodeEvents}  # else Claude Code's events
-CLI_FIX = "install it or put it on PATH, or set the role's `command` option to its full path"
+CLI_FIX = ("install it or put its folder on PATH, or set the role's `command` option to its full"
+           " path followed by the preset's flags (docs/backends.md lists them: a `command` is run"
+           " as it is)")
 
 
 def build_env(session: Session, environ: dict[str, str] | None = None) -> dict[str, str]:
