@@ -325,7 +325,7 @@ def test_env_has_run_names_and_no_canary_secret(tmp_path, monkeypatch):
 def test_codex_preset_does_not_pass_the_anthropic_key(tmp_path, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-not-for-codex-0123456789")
     dump = tmp_path / "dump.json"
-    with pytest.raises(BackendError):  # the stand-in prints a claude result, not codex events
+    with pytest.raises(UsageError):  # a claude result is no codex event: update the CLI (2)
         run(tmp_path, preset="codex", command=fake("claude.py", "dump", str(dump)))
     assert "ANTHROPIC_API_KEY" not in json.loads(dump.read_text())["env"]
 

@@ -197,3 +197,19 @@ def test_a_doc_that_is_not_utf8_is_left_alone_and_named(project: Path, state: Pa
     mine = "# Caf\xe9\n- r\xe8gle\n".encode("latin-1")
     once, said = export_once(project, state, isolated_env, mine)
     assert once == mine and "AGENTS.md" in said and "left alone" in said
+
+
+def test_markers_the_person_wrote_about_are_no_block(project: Path, state: Path,
+                                                     isolated_env: Path) -> None:
+    """AGENTS.md telling the team not to edit between the markers: the markers were found
+    mid-line, so the curator replaced the middle of the person's sentence with the block,
+    and prompts showed the sentence cut. A marker is one only alone on its line."""
+    mine = (f"# Mine\nDo not edit between `{START}` and `{END}`: the curator writes it.\n"
+            f"- the block starts at {START}, alone on its line\n")
+    once, _ = export_once(project, state, isolated_env, mine.encode())
+    text = once.decode()
+    assert text.startswith(mine), text
+    assert "run pytest -x first" in text[len(mine):]
+    assert without_block(text) == mine + "\n"
+    again, _ = export_once(project, state, isolated_env, once, "- GOTCHA: a newer one")
+    assert again.decode().startswith(mine) and "a newer one" in again.decode()

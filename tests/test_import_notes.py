@@ -146,3 +146,38 @@ def test_ralphs_placeholder_bullet_is_no_note(tmp_path: Path) -> None:
     progress.write_text("# Progress Log\n\n## Codebase Patterns\n- (add reusable patterns "
                         "here)\n- Use pnpm, not npm\n\n---\n")
     assert [f.text for f in find_notes(progress)] == ["Use pnpm, not npm"]
+
+
+def test_a_memory_files_bullet_with_bullets_under_it_is_a_note_too(project: Path,
+                                                                   state: Path) -> None:
+    # "every bullet" of a memory file: a sentence with sub-bullets was taken for a heading
+    # and dropped, and so was a bullet followed, after a paragraph, by an indented one
+    memory = project / "CLAUDE.md"
+    memory.write_text("## Conventions\n"
+                      "- Always log through `app.log`, never print()\n"
+                      "  - print() output is lost under systemd\n"
+                      "- **Things to check before you push:**\n"
+                      "  - run `make test` before pushing\n"
+                      "- Use pnpm, not npm\n"
+                      "\nSome prose.\n\n"
+                      "    - keep lockfiles committed\n")
+    result = run_sh("import-notes", str(memory), cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert [e.text.split(" [from ")[0] for e in raw_notes(state)] == [
+        "Always log through `app.log`, never print()", "print() output is lost under systemd",
+        "run `make test` before pushing", "Use pnpm, not npm", "keep lockfiles committed"]
+
+
+def test_codebase_patterns_under_subheadings_are_read(project: Path, state: Path) -> None:
+    # Ralph's agents keep "## Codebase Patterns" in ### sections: a subheading ended the
+    # section, and its patterns were never read
+    progress = project / "progress.txt"
+    progress.write_text("# Ralph Progress Log\n\n## Codebase Patterns\n### Database\n"
+                        "- Always use `IF NOT EXISTS` for migrations\n### API\n"
+                        "- API routes live in app/api/*/route.ts\n\n## Design notes\n"
+                        "- not a pattern: its section is no Codebase Patterns\n")
+    result = run_sh("import-notes", str(progress), cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert [(e.kind, e.text.split(" [from ")[0]) for e in raw_notes(state)] == [
+        ("TRICK", "Always use `IF NOT EXISTS` for migrations"),
+        ("TRICK", "API routes live in app/api/*/route.ts")]

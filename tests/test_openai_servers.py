@@ -360,3 +360,97 @@ def test_a_server_that_ignores_stream_and_answers_whole(oai, project):
     out = result.stdout + result.stderr
     assert result.returncode == 6, out
     assert "run without `stream`" in out and "Traceback" not in out
+
+
+@pytest.mark.parametrize("where", ["env", "role"])
+@pytest.mark.parametrize("url", ["localhost:11434/v1", "127.0.0.1:11434", "htp://127.0.0.1/v1",
+                                 "http://[::1/v1", "http://127.0.0.1:port/v1"])
+def test_a_server_address_that_is_no_http_url(project, where, url):
+    """`OPENAI_BASE_URL=localhost:11434/v1` (Ollama's port, the scheme left out) was 'cannot
+    reach the API' after the retries, exit 6, which a loop waits out and retries all night:
+    exit 2 naming where the address came from."""
+    role = project / ".harness" / "roles" / "worker.yaml"
+    role.parent.mkdir(exist_ok=True)
+    role.write_text(f"options: {json.dumps({'base_url': url} if where == 'role' else {})}\n")
+    env = {"OPENAI_API_KEY": "k", **({"OPENAI_BASE_URL": url} if where == "env" else {})}
+    result = run_sh("worker", "F-004", "--backend", "openai", "--model", "qwen", cwd=project,
+                    env=env)
+    out = result.stdout + result.stderr
+    assert result.returncode == 2, out
+    assert url in out and "http://" in out
+    assert ("OPENAI_BASE_URL" if where == "env" else "options.base_url") in out
+
+
+def test_a_proxy_page_answering_a_streamed_request_is_named(oai, project):
+    """A proxy's login page (HTML, status 200) answering a streamed request was 'ended before
+    it was finished (no finish_reason); run without stream', which sends the person to the
+    wrong fix: the page is named, as for a request not streamed."""
+    oai.raw("<html><title>Sign in to Corp Proxy</title></html>",
+            headers={"content-type": "text/html"})
+    result, manifest, events = worker(oai, project, stream=True)
+    out = result.stdout + result.stderr
+    assert result.returncode == 6, out
+    assert "Sign in to Corp Proxy" in out and "text/html" in out
+    assert "without `stream`" not in out
+
+
+@pytest.mark.parametrize("status, code, says", [
+    (429, "insufficient_quota", "You exceeded your current quota, please check your plan and "
+                                "billing details."),                            # OpenAI
+    (402, 402, "Insufficient credits. Add more using https://openrouter.ai/settings/credits"),
+])
+def test_an_account_out_of_credit_is_a_setup_error(oai, project, status, code, says):
+    """OpenAI's 429 insufficient_quota, OpenRouter's 402: no credit left on the account, no
+    limit that lifts; exit 6 had a loop wait and retry it all night. Exit 2, saying to add
+    credit."""
+    for _ in range(3):
+        oai.raw({"error": {"message": says, "type": "insufficient_quota", "code": code}},
+                status, NO_RETRY)
+    result, manifest, events = worker(oai, project)
+    out = result.stdout + result.stderr
+    assert result.returncode == 2, out
+    assert says[:30] in out and "add credit" in out
+
+
+def test_a_password_in_the_server_address_is_recorded_nowhere(project):
+    """A gateway reached as http://user:password@host/v1: the failure message named the
+    address whole, so the password went to the run's manifest and to stderr."""
+    url = "http://bob:hunter2-gateway-pass@127.0.0.1:9/v1"
+    result = run_sh("worker", "F-004", "--backend", "openai", "--model", "qwen", cwd=project,
+                    env={"OPENAI_BASE_URL": url, "OPENAI_API_KEY": "k"})
+    assert result.returncode == 6, result.stdout + result.stderr
+    assert "127.0.0.1:9" in result.stderr
+    assert "hunter2" not in result.stdout + result.stderr
+    state = project / ".harness"
+    assert not [p for p in state.rglob("*") if p.is_file() and b"hunter2" in p.read_bytes()]
+
+
+@pytest.mark.parametrize("body", [
+    {**completion({}), "choices": {"0": {"message": {"role": "assistant", "content": "hi"}}}},
+    {**completion({}), "choices": [None]},
+    {**completion({"role": "assistant", "content": "hi"}), "usage": "n/a"},
+    {**completion({"role": "assistant", "content": "hi"}), "usage": {"prompt_tokens": "12"}},
+    completion({"role": "assistant", "content": None, "tool_calls": "none"}),
+], ids=["choices-an-object", "a-null-choice", "usage-as-text", "a-count-as-text",
+        "tool-calls-as-text"])
+def test_a_reply_of_a_shape_no_server_should_send(oai, project, body):
+    """A body the backend cannot read was a traceback and exit 1 (the agent's failure, to a
+    loop): exit 6 naming what the server sent."""
+    oai.raw(body)
+    result, manifest, events = worker(oai, project)
+    out = result.stdout + result.stderr
+    assert result.returncode == 6, out
+    assert "sent a reply the backend cannot read" in out and "Traceback" not in out
+
+
+@pytest.mark.parametrize("chunks", [
+    [chunk({"role": "assistant", "content": "hi"}), {**chunk({}, "stop"), "usage": "n/a"}],
+    [chunk({"tool_calls": "x"}), chunk({}, "stop")],
+    [chunk({"content": ["a", "b"]}), chunk({}, "stop")],
+], ids=["usage-as-text", "tool-calls-as-text", "content-a-list-of-strings"])
+def test_a_stream_of_a_shape_no_server_should_send(oai, project, chunks):
+    oai.stream(*chunks)
+    result, manifest, events = worker(oai, project, stream=True)
+    out = result.stdout + result.stderr
+    assert result.returncode == 6, out
+    assert "the backend cannot read" in out and "Traceback" not in out

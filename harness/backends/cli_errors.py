@@ -28,7 +28,20 @@ _AUTH = re.compile(
 _MODEL = re.compile(
     r"model_not_found|issue with the selected model|model[ `:]+\S+ (?:does not exist|not found)"
     r"|does not exist or you do not have access|unknown model|invalid model"
-    r"|modelnotfound|is not found for api version", re.I)
+    r"|modelnotfound|is not found for api version"
+    r"|model is not supported when using", re.I)  # Codex: a model the account may not use
+# The CLI never ran: the keeper or bwrap could not exec it, or `#!/usr/bin/env node` found no
+# node (GNU env quotes the name 'x' or ‘x’; busybox says "can't execute 'x'")
+_NOT_STARTED = re.compile(r"harness keeper: cannot run .*|bwrap: execvp .*"
+                          r"|\S*env: (?:can't execute )?['‘][^'’]*['’]: No such file.*")
+# A CLI older (or newer) than the preset's flags: commander's, clap's and yargs's words
+_FLAGS = re.compile(r"^\s*(?:error: )?(?:unknown option|unexpected argument|unknown arguments?:)",
+                    re.I | re.M)
+# no credit, or a plan without the CLI (Claude Code's, Codex's words): no wait lifts these
+# (Gemini's per-minute 429 says "exceeded your current quota, please check your plan and
+# billing details ... retry in 37s": a limit, not this)
+CREDIT = re.compile(r"credit balance is too low|insufficient_quota|quota exceeded\. check your"
+                    r" plan and billing|to use codex with your chatgpt plan", re.I)
 _REFUSED = re.compile(r"not inside a trusted directory|skip-git-repo-check", re.I)
 _SERVER = re.compile(
     r"\b5\d\d\b|server[- ]side issue|server_error|internal server error|overloaded"
@@ -40,8 +53,12 @@ AUTH_FIX = ("log the CLI in (`claude login`, `codex login`, `opencode auth login
             " its key: put the key's variable in the role's `options: {pass_env: [...]}`")
 MODEL_FIX = ("set the role's `model` to one this CLI's provider serves, or to \"\" to let the"
              " CLI choose")
+FLAGS_FIX = ("update the CLI to a version that takes the preset's flags (docs/backends.md names"
+             " them), or set the role's `command` and `args` to the ones it takes")
+CREDIT_FIX = ("add credit to the account the CLI bills (its provider's billing page) or a plan"
+              " that includes the CLI, or give it another key or login")
 REFUSED_FIX = "run it in a git repository or pass the flag it names in the role's `args`"
-KEY, ENV, MODEL, REFUSED = "key", "env", "model", "refused"
+KEY, ENV, MODEL, REFUSED, FLAGS = "key", "env", "model", "refused", "flags"
 
 
 class CliRefused(UsageError):
@@ -50,7 +67,7 @@ class CliRefused(UsageError):
 
     def __init__(self, said: str, kind: str, variable: str | None = None, fix: str = ""):
         super().__init__(f"{said}; {fix}" if fix else said)
-        self.said, self.kind, self.variable = said, kind, variable
+        self.said, self.kind, self.variable, self.fix = said, kind, variable, fix
 
 
 def classify(message: str, status: int | None = None) -> HarnessError | None:
@@ -65,6 +82,12 @@ def classify(message: str, status: int | None = None) -> HarnessError | None:
         return CliRefused(f"the agent CLI needs the environment variable {var}, which the"
                           f" harness does not pass unless asked ({short})", ENV, var,
                           f"add it to the role's `options: {{pass_env: [{var}]}}`")
+    if _FLAGS.search(message):
+        return CliRefused(f"the agent CLI does not take its flags: {short}", FLAGS,
+                          fix=FLAGS_FIX)
+    if CREDIT.search(message):
+        return CliRefused(f"the agent CLI's account has no credit left: {short}", REFUSED,
+                          fix=CREDIT_FIX)
     if status in (401, 403) or _AUTH.search(text):
         return CliRefused(f"the agent CLI's credentials were refused: {short}", KEY,
                           fix=AUTH_FIX)
@@ -77,6 +100,15 @@ def classify(message: str, status: int | None = None) -> HarnessError | None:
     if status == 429 or (status or 0) >= 500 or _SERVER.search(text):
         return BackendError(f"the agent CLI's model service failed: {short}")
     return None
+
+
+def not_started(code: int | None, stdout: str, stderr: str) -> str | None:
+    """What the CLI's stderr says when it could not be started at all (it printed nothing,
+    failed, and its first line is the exec's failure), else None."""
+    lines = stderr.strip().splitlines()
+    if not code or stdout.strip() or not lines:
+        return None
+    return m[0] if (m := _NOT_STARTED.match(lines[0])) else None
 
 
 @dataclass(frozen=True)
@@ -106,8 +138,8 @@ def fix_for(error: CliRefused, setup: Setup) -> str:
     if error.kind == MODEL:
         return (f"set `model` in {role_yaml} to one this CLI's provider serves, or to \"\" to "
                 "let the CLI choose")
-    if error.kind == REFUSED:
-        return f"{REFUSED_FIX} ({role_yaml})"
+    if error.kind in (REFUSED, FLAGS):  # their fixes are the error's own
+        return f"{error.fix or REFUSED_FIX} ({role_yaml})"
     if error.kind == ENV and error.variable:
         var = error.variable
         if setup.environ.get(var) and var not in setup.pass_env:

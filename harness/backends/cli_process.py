@@ -10,9 +10,10 @@ import subprocess
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 KEEP_BYTES = 1 << 20  # stdout kept for parsing; every line also goes to the transcript
+LINE_BYTES = 16 << 20  # a longer line (no JSON event of a CLI is) is read in pieces
 STDERR_BYTES = 16 << 10  # stderr tail kept and recorded
 
 
@@ -88,7 +89,7 @@ class Output:
                 pass  # keep draining, or a CLI blocked on a full pipe outlives the run
 
     def _read_lines(self, stdout, record: Callable, on_event) -> None:
-        for raw in iter(lambda: stdout.readline(KEEP_BYTES), b""):
+        for raw in _whole_lines(stdout):
             line = raw.decode("utf-8", "replace").rstrip("\r\n")
             try:
                 event = json.loads(line)
@@ -119,3 +120,18 @@ class Output:
 
     def stderr(self) -> str:
         return self._err.decode("utf-8", "replace")
+
+
+def _whole_lines(stdout) -> Iterator[bytes]:
+    """stdout's lines, each whole up to LINE_BYTES: a result line longer than what is kept
+    for parsing must still be one line to parse."""
+    parts: list[bytes] = []
+    size = 0
+    for chunk in iter(lambda: stdout.readline(KEEP_BYTES), b""):
+        parts.append(chunk)
+        size += len(chunk)
+        if chunk.endswith(b"\n") or size >= LINE_BYTES:
+            yield b"".join(parts)
+            parts, size = [], 0
+    if parts:
+        yield b"".join(parts)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from harness.backends.cli_errors import classify
+from harness.backends.cli_errors import CREDIT, classify
 from harness.backends.pricing import known_cost
 from harness.errors import BackendError
 from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Usage
@@ -54,6 +54,8 @@ def find_claude_result(text: str) -> dict[str, Any] | None:
 def claude_outcome(result: dict[str, Any], model: str, prices: dict) -> Outcome:
     """Map a Claude Code result object to an Outcome; a usage limit raises UsageLimitReached."""
     subtype, text = str(result.get("subtype") or ""), result.get("result")
+    if text is None and isinstance(errors := result.get("errors"), list):
+        text = "; ".join(map(str, errors))  # an error result says what went wrong here
     text = text if isinstance(text, str) else "" if text is None else json.dumps(text)
     raw = result.get("usage")
     usage = usage_from(raw if isinstance(raw, dict) else {})
@@ -248,8 +250,9 @@ def raise_for_failure(message: str, status: int | None = None) -> None:
 def check_usage_limit(
     message: str, now: datetime | None = None, local: tzinfo | None = None
 ) -> None:
-    """Raise UsageLimitReached when `message` reports a usage or rate limit."""
-    if LIMIT_TEXT.search(message):
+    """Raise UsageLimitReached when `message` reports a usage or rate limit (not an account
+    out of credit: no wait lifts that)."""
+    if LIMIT_TEXT.search(message) and not CREDIT.search(message):
         try:
             reset = reset_time(message, now, local)
         except (ValueError, OverflowError):  # a date no calendar has: the limit still holds

@@ -14,11 +14,56 @@ A step is one model call: a turn.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from harness.backends.cli_results import raise_for_failure
 from harness.backends.pricing import known_cost
 from harness.types import FINISHED, GAVE_UP, Outcome, Usage
+
+# the event types each CLI's stream has: a stream holding JSON objects of none of them is a
+# format the harness does not read (codex before 0.44 printed {"id", "msg": {...}})
+EVENT_TYPES = {
+    "claude": {"system", "assistant", "user", "result", "stream_event"},
+    "codex": {"thread.started", "turn.started", "turn.completed", "turn.failed", "error",
+              "item.started", "item.updated", "item.completed"},
+    "gemini": {"init", "message", "tool_use", "tool_result", "error", "result"},
+    "opencode": {"step_start", "text", "tool_use", "step_finish", "error", "reasoning"},
+}
+
+
+def foreign_events(parser: str, stdout: str) -> bool:
+    """Whether `stdout` holds JSON objects and none of them is an event `parser` knows."""
+    known = EVENT_TYPES.get(parser)
+    seen = False
+    for line in stdout.splitlines() if known else ():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            if event.get("type") in known:
+                return False
+            seen = True
+    return seen
+
+
+def own_words(stdout: str) -> str:
+    """What the CLI itself said on stdout: its lines that are no JSON event, and the text of
+    Claude Code's own (`<synthetic>`) messages; not its events, which hold the agent's work
+    (a tool's "401 Unauthorized" is no refused key)."""
+    said = []
+    for line in stdout.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            said.append(line)
+            continue
+        message = event.get("message") if isinstance(event, dict) else None
+        if isinstance(message, dict) and message.get("model") == "<synthetic>":
+            said += [str(b.get("text")) for b in message.get("content") or []
+                     if isinstance(b, dict) and b.get("text")]
+    return "\n".join(said)
 
 
 def _int(value: Any) -> int:

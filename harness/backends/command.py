@@ -37,7 +37,7 @@ from harness.backends.cli_answer import (
     record_answer,
     wants_answer,
 )
-from harness.backends.cli_errors import CliRefused, Setup, fix_for
+from harness.backends.cli_errors import CliRefused, Setup, fix_for, not_started
 from harness.backends.cli_presets import Preset, build_argv, cli_model, passed_env, sandbox_for
 from harness.backends.cli_process import Output, wait_and_stop
 from harness.backends.cli_results import (
@@ -49,7 +49,12 @@ from harness.backends.cli_results import (
     raise_for_failure,
 )
 from harness.backends.cli_retries import retry_notice
-from harness.backends.cli_streams import GeminiEvents, OpenCodeEvents
+from harness.backends.cli_streams import (
+    GeminiEvents,
+    OpenCodeEvents,
+    foreign_events,
+    own_words,
+)
 from harness.backends.pricing import known_cost
 from harness.errors import BackendError, HarnessError, UsageError
 from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session
@@ -57,7 +62,9 @@ from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session
 Fold = ClaudeEvents | CodexEvents | GeminiEvents | OpenCodeEvents
 FOLDS: dict[str, type[Fold]] = {"codex": CodexEvents, "gemini": GeminiEvents,
                                 "opencode": OpenCodeEvents}  # else Claude Code's events
-CLI_FIX = "install it or put it on PATH, or set the role's `command` option to its full path"
+CLI_FIX = ("install it or put its folder on PATH, or set the role's `command` option to its full"
+           " path followed by the preset's flags (docs/backends.md lists them: a `command` is run"
+           " as it is)")
 
 
 def build_env(session: Session, environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -159,6 +166,11 @@ def _read_outcome(argv: list[str], preset: Preset, session: Session,
     """The outcome of a CLI that exited: from its events or its JSON result; an error for
     what its failure means."""
     code, stdout, stderr = ended
+    if said := not_started(code, stdout, stderr):
+        seen = ("; under `sandbox: bwrap` it must be in a folder the sandbox shows (/usr, /opt,"
+                " or one in the role's `sandbox_paths`)" if said.startswith("bwrap") else "")
+        raise UsageError(f"cannot run agent CLI {argv[0]!r}: {said}; {CLI_FIX} (the program"
+                         f" its #! line names must be on PATH too, cron's included){seen}")
     stream = None if isinstance(fold, ClaudeEvents) else fold
     result = None if stream else find_claude_result(stdout)
     if stream and (outcome := stream.outcome(session.model, session.prices)) is not None:
@@ -169,7 +181,11 @@ def _read_outcome(argv: list[str], preset: Preset, session: Session,
     if preset.parser == "generic":
         detail = f"exit code {code}" if code else ""
         return Outcome(GAVE_UP if code else FINISHED, summary=stdout[-2000:], detail=detail), None
-    raise_for_failure(f"{stdout}\n{stderr}")
+    raise_for_failure(f"{own_words(stdout)}\n{stderr}")
+    if foreign_events(preset.parser, stdout):
+        raise UsageError(f"{argv[0]} printed JSON events the harness does not read (output"
+                         f" starts: {stdout[:300]!r}): update it to the version the preset"
+                         " reads (docs/backends.md), or run it with `preset: generic`")
     raise BackendError(
         f"{argv[0]} printed no {preset.parser} JSON result (exit code {code});"
         f" output starts: {stdout[:500]!r}; stderr ends: {stderr[-500:]!r}"

@@ -35,6 +35,7 @@ from harness.errors import HarnessError, UsageError
 from harness.types import Outcome, Session
 
 OPENAI_HOST = "api.openai.com"
+UNREADABLE = (AttributeError, TypeError, KeyError, IndexError, ValueError)
 NO_KEY = "no-key"  # what a server that wants no key is sent: the SDK insists on one
 
 
@@ -63,13 +64,29 @@ class Client(openai.OpenAI):
 def make_client(options: dict[str, Any], state: Path,
                 before_attempt: Callable[[], None] = lambda: None, retries: int = 2) -> Client:
     """A client for the role's server; a UsageError when OpenAI's API has no key."""
-    base_url = options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or None
+    base_url = server_url(options)
     key = os.environ.get("OPENAI_API_KEY")
     if not key and is_openai(base_url):
         raise UsageError(f"no OpenAI API key: {key_fix(state)}; or set OPENAI_BASE_URL to a "
                          "server that needs none")
     return Client(before_attempt=before_attempt, api_key=key or NO_KEY, base_url=base_url,
                   max_retries=retries, timeout=float(options.get("timeout", 600)))
+
+
+def server_url(options: dict[str, Any]) -> str | None:
+    """The role's server (None: OpenAI's); a UsageError naming where it came from when it is
+    no http(s) URL (`localhost:11434/v1` is, to the SDK, a server it cannot reach)."""
+    url = str(options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "").strip()
+    try:
+        parts = urlsplit(url)
+        http = parts.scheme in ("http", "https") and bool(parts.netloc) and parts.port != 0
+    except ValueError:  # an unclosed [ or a port that is no number
+        http = False
+    if url and not http:
+        where = "options.base_url" if options.get("base_url") else "OPENAI_BASE_URL"
+        raise UsageError(f"{where} {url!r} is no http(s) URL: give the server's address whole,"
+                         " e.g. http://127.0.0.1:11434/v1")
+    return url or None
 
 
 def check_access(options: dict[str, Any], state: Path, model: str,
@@ -128,10 +145,11 @@ class ChatLoop(ToolLoop):
             if options.get("stream"):
                 return self.streamed(params)
             answer = self.client.chat.completions.create(**params)
-            completion = answer.model_dump() if hasattr(answer, "model_dump") else answer
+            completion = (answer.model_dump(warnings=False) if hasattr(answer, "model_dump")
+                          else answer)
             if not isinstance(completion, dict) or not completion.get("choices"):
                 raise no_reply(completion, self.client.base_url)
-            return reply_of(completion)
+            return self.readable(completion)
         except OutOfTime:
             return None
         except openai.APIError as e:
@@ -147,10 +165,27 @@ class ChatLoop(ToolLoop):
         try:
             with self.client.chat.completions.create(
                     **params, stream=True, stream_options={"include_usage": True}) as chunks:
-                completion = fold_stream(chunk.model_dump() for chunk in chunks)
+                kind = chunks.response.headers.get("content-type", "")
+                if "html" in kind:  # a proxy's or a login page, which no stream is
+                    page = chunks.response.read()[:500].decode("utf-8", "replace")
+                    raise no_reply(f"a page ({kind}): {page}", self.client.base_url)
+                completion = fold_stream(chunk.model_dump(warnings=False) for chunk in chunks)
         except json.JSONDecodeError as e:
             raise APIFailed(f"the API at {self.client.base_url} streamed a line that is no "
                             f"JSON ({e})") from e
+        except UNREADABLE as e:  # a chunk of a shape no server should send
+            raise APIFailed(f"the API at {self.client.base_url} streamed a chunk the backend "
+                            f"cannot read ({type(e).__name__}: {e})") from e
         if completion["choices"][0]["finish_reason"] is None:
             raise cut_stream(self.client.base_url)
-        return reply_of(completion)
+        return self.readable(completion)
+
+    def readable(self, completion: dict[str, Any]) -> Reply:
+        """The completion as the loop's Reply; exit 6 naming it when it has a shape no
+        server should send (`choices` an object, a null choice, `usage` as text)."""
+        try:
+            return reply_of(completion)
+        except UNREADABLE as e:
+            said = json.dumps(completion, default=str)[:300]
+            raise APIFailed(f"the API at {self.client.base_url} sent a reply the backend "
+                            f"cannot read ({type(e).__name__}: {e}): {said}") from e

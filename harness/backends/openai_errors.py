@@ -70,6 +70,10 @@ def api_failure(e: openai.APIError, *, model: str, url: Any, retries: int,
     """The HarnessError for a failed call: exit 2 with the fix, or exit 6."""
     text = said_of(e)
     said, api = f"({text})", f"the API at {url}"
+    if getattr(e, "status_code", None) == 402 or "insufficient_quota" in (
+            getattr(e, "code", None), getattr(e, "type", None)):
+        return UsageError(f"{api} says the account has no credit left ({e.status_code})"
+                          f" {said}: add credit to it (its billing page), or use another key")
     if isinstance(e, openai.AuthenticationError | openai.PermissionDeniedError):
         return UsageError(f"{api} refused the key ({e.status_code}) {said}: {key_fix(state)}; "
                           "the key must be one this server takes")

@@ -105,7 +105,9 @@ def _role_command(role: str, doc: str) -> click.Command:
                 click.echo(f"run.sh: warning: {warning}", err=True)
         result = run_role(paths, role, target, dry_run=dry_run, backend=backend,
                           backend_options=options, sandbox=sandbox)
-        click.echo(result.message, err=result.exit_code != 0)
+        from harness.state.redact import redact  # as every record is (a cron log keeps it)
+
+        click.echo(redact(result.message), err=result.exit_code != 0)
         ctx.exit(result.exit_code)
 
     return command

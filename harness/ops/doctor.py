@@ -232,7 +232,8 @@ def backend_check(paths: Paths, config: RoleConfig, probe: Callable[[str], Check
 
 def probe_cli(exe: str) -> Check:
     """Whether `exe` is on PATH and answers `--version` within 10 s."""
-    fix = f"install {exe} or put its folder on PATH (or give the full path in `command`)"
+    fix = (f"install {exe} or put its folder on PATH (or give its full path in `command`,"
+           " followed by the preset's flags: a `command` is run as it is)")
     path = shutil.which(exe)
     if path is None:
         return Check("", False, f"command: {exe} is not on PATH", fix)

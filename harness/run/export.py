@@ -69,14 +69,18 @@ def find_blocks(text: str) -> list[tuple[int, int]]:
     """Where the blocks are in `text` (start, end past its end marker's line): one, or more
     where it was copied; BrokenBlock for a start marker with no end marker after it."""
     spans: list[tuple[int, int]] = []
-    while (start := text.find(START, spans[-1][1] if spans else 0)) >= 0:
-        end = text.find(END, start)
-        if end < 0:
-            raise BrokenBlock("its start marker has no end marker after it (put the end "
-                              "marker back where the block ends, or remove the start marker)")
-        end += len(END)
-        end += next((len(eol) for eol in ("\r\n", "\n") if text.startswith(eol, end)), 0)
-        spans.append((start, end))
+    start, at = None, 0
+    for line in text.splitlines(keepends=True):  # a marker is one alone on its line: one
+        marker = line.strip()                     # in a sentence is the person's words
+        if marker == START and start is None:
+            start = at
+        elif marker == END and start is not None:
+            spans.append((start, at + len(line)))
+            start = None
+        at += len(line)
+    if start is not None:
+        raise BrokenBlock("its start marker has no end marker after it (put the end "
+                          "marker back where the block ends, or remove the start marker)")
     return spans
 
 

@@ -72,16 +72,19 @@ def _kind(text: str, hint: str, default: str) -> str:
     return "GOTCHA" if GOTCHA.match(text) or GOTCHA.match(hint) else default
 
 
-def group_bullets(items: list[tuple[int, int, str]], hint: str, default: str) -> list[Found]:
+def group_bullets(items: list[tuple[int, int, str]], hint: str, default: str,
+                  headings: set[int] | None = None) -> list[Found]:
     """Notes from bullets (line, indent, text): a bullet with deeper bullets under it is
-    their heading ("Gotchas encountered"), which says their kind, not a note."""
+    their heading ("Gotchas encountered"), which says their kind, not a note; where the
+    lines that read as headings are given (a memory file's), only those are."""
     found, heads = [], []  # heads: (indent, text) of the bullets enclosing the next one
     for i, (line, indent, text) in enumerate(items):
         while heads and heads[-1][0] >= indent:
             heads.pop()
         if i + 1 < len(items) and items[i + 1][1] > indent:
             heads.append((indent, text))
-            continue
+            if headings is None or line in headings:
+                continue
         if text and not PLACEHOLDER.fullmatch(text):
             kind = _kind(text, " ".join(h for _, h in heads) or hint, default)
             found.append(Found(line, kind, text[:NOTE_CHARS]))
@@ -93,15 +96,17 @@ def ralph_notes(lines: list[str]) -> list[Found]:
     found: list[Found] = []
     items: list[tuple[int, int, str]] = []
     where, base = None, -1  # "patterns", "learnings" or None; the learnings line's indent
+    level = 0  # of the Codebase Patterns heading: a deeper one (### Database) is inside it
     for n, line in enumerate(lines, 1):
         heading, bullet = HEADING.match(line), BULLET.match(line)
         learnings = LEARNINGS in line.lower()
-        if heading or line.strip() == "---" or learnings or (
+        inside = where == "patterns" and _level(line) > level
+        if (heading and not inside) or line.strip() == "---" or learnings or (
                 where == "learnings" and bullet and len(bullet[1]) <= base):
             found += group_bullets(items, "", "TRICK")
             items, where = [], None
         if heading and PATTERNS.match(line):
-            where = "patterns"
+            where, level = "patterns", _level(line)
         elif learnings:
             where, base = "learnings", len(line) - len(line.lstrip())
             if inline := _clean(line[line.lower().index(LEARNINGS) + len(LEARNINGS):]
@@ -115,13 +120,18 @@ def ralph_notes(lines: list[str]) -> list[Found]:
     return found + group_bullets(items, "", "TRICK")
 
 
+def _level(line: str) -> int:
+    """A heading's level (the number of its #s); 0 for a line that is none."""
+    return len(line) - len(line.lstrip("#")) if HEADING.match(line) else 0
+
+
 def memory_notes(lines: list[str]) -> list[Found]:
     """A memory file's bullets (or, with none, the body under its front matter)."""
     found: list[Found] = []
     items: list[tuple[int, int, str]] = []
     start = _front_matter_end(lines)
     fenced = managed = False
-    hint = ""
+    hint, heads = "", set()
     body: list[tuple[int, str]] = []
     for n, line in enumerate(lines[start:], start + 1):
         stripped = line.strip()
@@ -132,19 +142,28 @@ def memory_notes(lines: list[str]) -> list[Found]:
         if fenced or managed or stripped.startswith(("```", "~~~")) or stripped in MARKS:
             continue
         if heading := HEADING.match(line):
-            found += group_bullets(items, hint, "-")
+            found += group_bullets(items, hint, "-", heads)
             items, hint = [], heading[1]
         elif bullet := BULLET.match(line):
-            items.append((n, len(bullet[1]), _clean(bullet[2])))
+            items.append(_item(n, bullet, heads))
         elif stripped and items and line[:1].isspace():
             items[-1] = (items[-1][0], items[-1][1], _clean(f"{items[-1][2]} {line}"))
         elif stripped:
             body.append((n, stripped))
-    found += group_bullets(items, hint, "-")
+    found += group_bullets(items, hint, "-", heads)
     if not found and start and body:
         text = _clean(" ".join(t for _, t in body))
         found.append(Found(body[0][0], _kind(text, "", "-"), text[:NOTE_CHARS]))
     return found
+
+
+def _item(n: int, bullet: re.Match, heads: set[int]) -> tuple[int, int, str]:
+    """A memory file's bullet as (line, indent, text); its line goes to `heads` when it
+    reads as a heading ("Testing:" over its bullets is theirs, not a note)."""
+    text = _clean(bullet[2])
+    if bullet[2].rstrip(" *").endswith(":") or len(text.split()) <= 3:
+        heads.add(n)
+    return n, len(bullet[1]), text
 
 
 def _front_matter_end(lines: list[str]) -> int:

@@ -18,6 +18,7 @@ KEY_PATTERNS = re.compile(
     r"|AKIA[0-9A-Z]{16}"  # AWS access key id
     r"|xox[abprs]-[A-Za-z0-9-]{10,}"  # Slack
     r"|AIza[0-9A-Za-z_\-]{35}"  # Google
+    r"|(?<=://)[^/\s:@]+:[^/\s@]+(?=@)"  # user:password in a URL (a gateway's, a git remote's)
 )
 MASK = "[REDACTED]"
 _MIN_SECRET_LEN = 6  # shorter values would mask ordinary words
