@@ -2,11 +2,12 @@
 enforced; `doctor` is content with them."""
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
 import yaml
-from conftest import git_init, run_sh
+from conftest import HARNESS_VARS, RUN_SH, git_init, run_sh
 from fake_api import tool_use
 
 
@@ -46,3 +47,31 @@ def test_the_missions_per_run_cap_stops_a_run(api, project: Path, state: Path) -
     (state / "config.yaml").write_text("run_budget_usd: 0\n")
     refused = run_sh("worker", "F-004", "--dry-run", cwd=project)
     assert refused.returncode == 2 and "run_budget_usd" in refused.stderr
+
+
+def test_runs_at_once_share_one_mission_budget(project: Path, state: Path) -> None:
+    """Two workers at once (worktrees), each under the budget, together may not pass it:
+    before each model call a run counts what the others in progress have spent so far."""
+    git_init(project)
+    (state / "config.yaml").write_text("workspace: worktrees\nbudget_usd: 1\n")
+    plan = json.loads((state / "features.json").read_text())
+    for fid in ("F-004", "F-005"):
+        if fid not in {f["id"] for f in plan}:
+            plan.append({**plan[-1], "id": fid, "title": f"feature {fid}"})
+        next(f for f in plan if f["id"] == fid).update(status="pending", attempts=0)
+    (state / "features.json").write_text(json.dumps(plan))
+    script = state / "worker-script.yaml"
+    script.write_text("- tools: [{name: bash, input: {command: 'sleep 0.4'}}]\n"
+                      "  cost_usd: 0.3\n" * 8 + "- tools: [{name: finish, input: {}}]\n")
+    (state / "roles").mkdir()
+    (state / "roles" / "worker.yaml").write_text(
+        f"backend: scripted\noptions: {{script: {script}}}\n")
+    env = {k: v for k, v in os.environ.items() if k not in HARNESS_VARS
+           or k == "HARNESS_IDENTITY_DIR"}
+    workers = [subprocess.Popen([str(RUN_SH), "worker", fid], cwd=project, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+               for fid in ("F-004", "F-005")]
+    outputs = [w.communicate(timeout=120)[0] for w in workers]
+    assert [w.returncode for w in workers] == [4, 4], outputs
+    spent = json.loads((state / "spend.json").read_text())["usd"]
+    assert spent <= 1 + 2 * 0.3, outputs  # at most the last call of each run past it (was 2.4)

@@ -116,10 +116,13 @@ def _each_written(*writes: Callable[[], None]) -> list[str]:
 def make_session(paths: Paths, prepared: Prepared) -> Session:
     """The Session a backend runs with, its budget check counting what the mission spent."""
     cfg, record, mission = prepared.role_config, prepared.record, prepared.mission
-    already = ledger.spent(paths.state)
+    spend = ledger.MissionSpend(paths.state, record.run_id)
 
     def check_budget(run_cost: float) -> None:
-        if mission.budget_usd is not None and already + run_cost >= mission.budget_usd:
+        if mission.budget_usd is None:
+            return
+        already = spend.total()  # finished runs, and the others in progress so far
+        if already + run_cost >= mission.budget_usd:
             raise BudgetError(f"mission budget ${mission.budget_usd:.2f} spent "
                               f"(${already + run_cost:.4f})")
 

@@ -5,6 +5,7 @@ mission's spend. Appends are single locked writes; spend is a locked read-modify
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,40 @@ def spent(state: Path) -> float:
     if isinstance(usd, bool) or not isinstance(usd, int | float) or not 0 <= usd < 1e12:
         raise UsageError(f"{path}: key 'usd': expected the dollars spent, found {usd!r:.40}")
     return float(usd)
+
+
+class MissionSpend:
+    """The mission's spend as a run sees it before each model call: what finished runs
+    spent (spend.json) and what the other runs in progress have spent so far (their
+    transcripts' latest cost), so runs at once share one budget. Runs seen closed are not
+    read again (a closed run never reopens)."""
+
+    def __init__(self, state: Path, run_id: str) -> None:
+        self.state, self.closed = state, {run_id}
+
+    def total(self) -> float:
+        running = self.running()  # before spend.json: a run finishing between is counted
+        return spent(self.state) + running
+
+    def running(self) -> float:
+        from harness.state.runs import load_manifest, run_progress, runs_dir
+
+        try:
+            names = set(os.listdir(runs_dir(self.state))) - self.closed
+        except FileNotFoundError:
+            return 0.0
+        total = 0.0
+        for name in names:
+            try:
+                if load_manifest(self.state, name).get("status") != "started":
+                    self.closed.add(name)  # finished, or its process is gone
+                    continue
+                cost = (run_progress(self.state, name) or {}).get("cost_usd")
+            except (UsageError, OSError):
+                continue  # a run being claimed (no manifest yet), or a damaged record
+            if isinstance(cost, int | float) and not isinstance(cost, bool) and cost > 0:
+                total += float(cost)
+        return total
 
 
 def add_spend(state: Path, usd: float) -> float:
