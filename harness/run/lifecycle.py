@@ -126,12 +126,16 @@ def make_session(paths: Paths, prepared: Prepared) -> Session:
             raise BudgetError(f"mission budget ${mission.budget_usd:.2f} spent "
                               f"(${already + run_cost:.4f})")
 
+    def budget_left() -> float | None:
+        return None if mission.budget_usd is None else max(mission.budget_usd - spend.total(), 0)
+
     return Session(
         run_id=record.run_id, role=prepared.role,
         feature_id=prepared.feature.id if prepared.feature else None,
         workdir=paths.workdir, state=paths.state, home=paths.home, model=cfg.model,
         caps=run_caps(cfg.caps, mission), tools=list(cfg.tools), prices=mission.prices,
-        record=record.record, check_budget=check_budget, options=dict(cfg.options),
+        record=record.record, check_budget=check_budget, budget_left=budget_left,
+        options=dict(cfg.options),
         sandbox=sandbox_policy(cfg, paths), mission=mission_name(mission, paths.state),
         tool_hooks=list(mission.hooks.get("tool.before", [])), hook_timeout=mission.hook_timeout,
     )
