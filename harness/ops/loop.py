@@ -73,9 +73,10 @@ class Supervisor:
             print(f"{name}: {text}", flush=True)
 
     def finish(self, code: int, why: str) -> None:
-        """End the loop with `code` (the first reason given wins); running roles finish."""
+        """End the loop with `code` (the first reason given wins, but a 2 or 4 over a bound
+        reached: the run that ends the loop may be the last it allows); running roles finish."""
         with self.lock:
-            if self.result is None:
+            if self.result is None or (self.result[0] == DONE and code in STOPS):
                 self.result = (code, why)
         self.stop.set()
 
