@@ -136,13 +136,26 @@ def test_loop_backs_off_while_busy_and_stops_at_until(project: Path, mission: Pa
     with hold_lock(lock_path(mission, "worker-F-004")):
         result = run_sh("loop", "--until", until, "--backoff", "1", cwd=project)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "busy (exit 3: another run holds the lock); waiting 1s" in result.stdout
+    assert "busy (exit 3: " in result.stdout and "; waiting 1s" in result.stdout
     assert "the wait would pass --until" in result.stdout or "reached" in result.stdout
     past = run_sh("loop", "--until", "2001-01-01T00:00Z", cwd=project)
     assert past.returncode == 0 and "--until 2001-01-01T00:00+00:00 reached" in past.stdout
     assert not list(mission.glob("runs/*"))
     assert run_sh("loop", "--until", "25:00", cwd=project).returncode == 2
     assert run_sh("loop", "--backoff", "0", cwd=project).returncode == 2  # it would spin
+
+
+def test_the_loop_waiting_on_the_persons_changes_does_not_blame_a_lock(project: Path,
+                                                                        mission: Path) -> None:
+    """Exit 3 for a tree holding the person's changes: the cron log says what to do, not
+    'another run holds the lock' (no run ever held one)."""
+    (project / "mine.txt").write_text("the person's edit\n")
+    until = (datetime.now(timezone.utc) + timedelta(seconds=4)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    result = run_sh("loop", "--until", until, "--backoff", "1", cwd=project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "holds changes the harness did not make: mine.txt" in result.stderr
+    assert "another run holds the lock" not in result.stdout
+    assert "loop: busy (exit 3: " in result.stdout and "the run's message above" in result.stdout
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
