@@ -158,6 +158,21 @@ def test_the_loop_waiting_on_the_persons_changes_does_not_blame_a_lock(project: 
     assert "loop: busy (exit 3: " in result.stdout and "the run's message above" in result.stdout
 
 
+@pytest.mark.parametrize(("flag", "value"), [
+    ("--backoff", "1e12"), ("--max-backoff", "1e300"), ("--backoff", "nan"),
+    ("--max-backoff", "nan"), ("--curator-every", "nan"), ("--curator-every", "inf")])
+def test_a_wait_no_clock_can_keep_is_refused_at_once(project: Path, mission: Path, flag: str,
+                                                      value: str) -> None:
+    """--backoff 1e12 was a traceback at the first wait (OverflowError), exit 1; NaN passed
+    click's range and --curator-every nan ran the curator every round."""
+    (project / "mine.txt").write_text("the person's edit: the loop waits\n")
+    result = run_sh("loop", flag, value, "--until",
+                    (datetime.now(timezone.utc) + timedelta(seconds=20)).isoformat(), cwd=project)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"'{flag}'" in result.stderr and "Traceback" not in result.stderr
+    assert not list(mission.glob("runs/*"))
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_stops_the_loop_and_its_running_role_cleanly(project: Path, mission: Path,
                                                               sig: signal.Signals) -> None:
