@@ -215,3 +215,25 @@ def test_a_pyproject_dated_in_the_future_is_installed_once(tmp_path: Path) -> No
                                 capture_output=True, env={**os.environ, **env}, timeout=60)
         assert result.returncode == 0, result.stderr
     assert len((tmp_path / "pip.log").read_text().splitlines()) == 1
+
+
+def test_no_home_folder_is_exit_2_naming_home(project: Path) -> None:
+    """No HOME and a uid with no passwd entry (a container's arbitrary uid, `env -i`): every
+    command was a traceback, exit 1 (Path.home); now exit 2 saying what to set."""
+    import shutil
+    import subprocess
+
+    import pytest
+
+    bare = ["env", "-i", "PATH=/usr/bin:/bin", "LANG=C", str(RUN_SH)]
+    nobody = ["unshare", "--user", "--map-user=54321", "--map-group=54321"]
+    if not shutil.which("unshare") or subprocess.run([*nobody, "true"]).returncode != 0:
+        pytest.skip("no user namespace to run as a uid /etc/passwd does not know")
+    for command in (["status"], ["worker", "F-004", "--dry-run"]):
+        result = subprocess.run([*nobody, *bare, *command], cwd=project, capture_output=True,
+                                text=True, timeout=60)
+        assert result.returncode == 2, result.stderr
+        assert "Traceback" not in result.stderr and "HOME" in result.stderr
+    given = subprocess.run([*nobody, *bare[:3], f"HOME={project}", *bare[3:], "status"],
+                           cwd=project, capture_output=True, text=True, timeout=60)
+    assert given.returncode == 0, given.stderr
