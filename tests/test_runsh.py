@@ -237,3 +237,29 @@ def test_no_home_folder_is_exit_2_naming_home(project: Path) -> None:
     given = subprocess.run([*nobody, *bare[:3], f"HOME={project}", *bare[3:], "status"],
                            cwd=project, capture_output=True, text=True, timeout=60)
     assert given.returncode == 0, given.stderr
+
+
+def test_a_folder_with_no_file_locks_is_exit_2_naming_the_lock(project: Path,
+                                                              tmp_path: Path) -> None:
+    """A state directory where flock fails (NFS with no lock daemon: ENOLCK) stands in here
+    for an LD_PRELOAD flock that always fails: each command that locks was a traceback,
+    exit 1 (the loop's own too); now exit 2 naming the lock file and the way out."""
+    import shutil
+    import subprocess
+
+    import pytest
+
+    if not shutil.which("gcc"):
+        pytest.skip("no gcc to build a flock that fails")
+    source = tmp_path / "noflock.c"
+    source.write_text("#include <errno.h>\n"
+                      "int flock(int fd, int op) { (void)fd; (void)op; errno = ENOLCK; "
+                      "return -1; }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(tmp_path / "noflock.so"),
+                    str(source)], check=True)
+    env = {"LD_PRELOAD": str(tmp_path / "noflock.so")}
+    for command in (["worker", "F-004"], ["loop", "--max-runs", "1"], ["retry", "F-004"]):
+        result = run_sh(*command, cwd=project, env=env)
+        assert result.returncode == 2, result.stderr
+        assert "Traceback" not in result.stderr and "No locks available" in result.stderr
+        assert str(project / ".harness" / "locks") in result.stderr
