@@ -263,3 +263,9 @@ def test_a_folder_with_no_file_locks_is_exit_2_naming_the_lock(project: Path,
         assert result.returncode == 2, result.stderr
         assert "Traceback" not in result.stderr and "No locks available" in result.stderr
         assert str(project / ".harness" / "locks") in result.stderr
+    home, fake = checkout_with_a_fake_pip(tmp_path / "clone")  # run.sh's first install
+    first = subprocess.run([str(home / "run.sh"), "status"], cwd=tmp_path, text=True,
+                           capture_output=True, env={**os.environ, **fake, **env}, timeout=60)
+    assert first.returncode == 2 and "Traceback" not in first.stderr, first.stderr
+    assert "another run.sh is installing" not in first.stderr  # nobody was
+    assert f"cannot lock {home / '.venv.lock'}: No locks available" in first.stderr
