@@ -350,6 +350,37 @@ def test_a_merge_that_would_overwrite_the_persons_ignored_file_waits(tmp_path: P
     assert git(project, "rev-parse", "main") == head
 
 
+def test_a_landing_waits_out_the_persons_git_holding_their_index(tmp_path: Path) -> None:
+    """The person's git holds index.lock in their checkout as the landing starts (an
+    editor's `git status`, a `git commit` of theirs): the fast-forward is tried again for a
+    while. It was refused at once, exit 3 'commit or stash there', the pass thrown away for
+    another validator run (a model call) and the person told to fix what was not wrong."""
+    import threading
+
+    project = make_mission(tmp_path, "worktrees")
+    args = ("--backend", "scripted", "--script")
+    assert run_sh("worker", "F-004", *args, str(tmp_path / "work.yaml"),
+                  cwd=project).returncode == 0
+    index_lock = project / ".git" / "index.lock"
+    index_lock.write_text("")
+
+    def persons_git_ends() -> None:  # a second after the landing starts
+        merge_lock = project / ".harness" / "locks" / "merge.lock"
+        deadline = time.monotonic() + 60
+        while not merge_lock.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(1.0)
+        index_lock.unlink()
+
+    ending = threading.Thread(target=persons_git_ends)
+    ending.start()
+    judged = run_sh("validator", "F-004", *args, str(tmp_path / "pass.yaml"), cwd=project)
+    ending.join()
+    assert judged.returncode == 0, judged.stdout + judged.stderr
+    assert statuses(project)["F-004"] == "done"
+    assert (project / "own-F-004.txt").read_text() == "F-004\n"
+
+
 def test_a_base_branch_checked_out_nowhere_moves_by_its_ref_alone(tmp_path: Path) -> None:
     project = make_mission(tmp_path, "worktrees")
     git(project, "branch", "integration")
