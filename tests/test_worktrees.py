@@ -319,6 +319,25 @@ def test_a_merge_that_would_touch_the_persons_uncommitted_edit_waits(tmp_path: P
     assert git(project, "status", "--porcelain") == "" and statuses(project)["F-001"] == "done"
 
 
+def test_validator_next_takes_a_merge_that_waits_last(tmp_path: Path) -> None:
+    """A passed feature whose merge waits on the person's checkout stays in_progress: `next`
+    took it first again and again (a loop re-judged it each round, a model call each, exit
+    3), and the features behind it were never validated all night."""
+    project = make_mission(tmp_path, "worktrees")
+    (project / "shared.txt").write_text(SHARED + "the person's uncommitted line\n")
+    args = ("--backend", "scripted", "--script")
+    for fid in ("F-001", "F-003"):
+        assert run_sh("worker", fid, *args, str(tmp_path / "work.yaml"),
+                      cwd=project).returncode == 0
+    waiting = run_sh("validator", "next", *args, str(tmp_path / "pass.yaml"), cwd=project)
+    assert waiting.returncode == 3 and "F-001 passed; its merge waits" in waiting.stderr
+    after = run_sh("validator", "next", *args, str(tmp_path / "pass.yaml"), cwd=project)
+    assert after.returncode == 0, after.stdout + after.stderr
+    assert statuses(project)["F-003"] == "done" and statuses(project)["F-001"] == "in_progress"
+    again = run_sh("validator", "next", *args, str(tmp_path / "pass.yaml"), cwd=project)
+    assert again.returncode == 3 and "F-001 passed; its merge waits" in again.stderr  # its turn
+
+
 def test_a_merge_that_would_overwrite_the_persons_ignored_file_waits(tmp_path: Path) -> None:
     """The person's `.env` is ignored in their checkout; the agent's branch un-ignores it and
     adds its own. `git merge --ff-only` overwrites ignored files without a word: the landing

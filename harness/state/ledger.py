@@ -11,8 +11,15 @@ from typing import Any
 
 from harness.errors import UsageError
 from harness.state.memory import utc_now
-from harness.state.reading import read_json_object
-from harness.state.store import append_record, hold_lock, lock_path, write_json, write_record
+from harness.state.reading import parse_json_line, read_json_object
+from harness.state.store import (
+    append_record,
+    hold_lock,
+    lock_path,
+    read_tail,
+    write_json,
+    write_record,
+)
 
 
 def ledger_path(state: Path, feature_id: str) -> Path:
@@ -27,6 +34,13 @@ def append_verdict(state: Path, feature_id: str, record: dict[str, Any]) -> dict
     line = json.dumps(record, ensure_ascii=False) + "\n"
     append_record(path, line, lock_path(state, f"ledger-{feature_id}"))
     return record
+
+
+def merge_waits(state: Path, feature_id: str) -> bool:
+    """Whether the feature's last verdict is a pass whose merge waits on the person."""
+    lines = read_tail(ledger_path(state, feature_id), 1)
+    last = parse_json_line(lines[-1]) if lines else None
+    return isinstance(last, dict) and str(last.get("merge", "")).startswith("waiting:")
 
 
 def append_progress(state: Path, role: str, feature: str | None, run_id: str, result: str,
