@@ -109,7 +109,7 @@ class MissionSpend:
                 cost = (run_progress(self.state, name) or {}).get("cost_usd")
             except (UsageError, OSError):
                 continue  # a run being claimed (no manifest yet), or a damaged record
-            if isinstance(cost, int | float) and not isinstance(cost, bool) and cost > 0:
+            if isinstance(cost, int | float) and not isinstance(cost, bool) and 0 < cost < 1e12:
                 total += float(cost)
         return total
 
