@@ -24,10 +24,21 @@ bootstrap() {  # $1: "base", or "dev" for the test extras
   # is an flock on fd 9 taken by python3 (flock(1) is missing on macOS); it is held until
   # fd 9 closes, and the kernel drops it when this shell dies, so it is never stale.
   exec 9>"$HARNESS_HOME/.venv.lock"
-  if ! python3 -c 'import fcntl; fcntl.flock(9, fcntl.LOCK_EX | fcntl.LOCK_NB)' 2>/dev/null; then
+  local taken=0 said  # 1: another run.sh holds it; else why no lock can be taken
+  said="$(python3 -c 'import fcntl, sys
+try: fcntl.flock(9, fcntl.LOCK_EX | fcntl.LOCK_NB)
+except BlockingIOError: sys.exit(1)
+except OSError as e: sys.exit(e.strerror)' 2>&1)" || taken=$?
+  if [ "$taken" = 1 ] && [ -z "$said" ]; then
     echo "run.sh: another run.sh is installing into $venv; waiting for it ..." >&2
     python3 -c 'import fcntl; fcntl.flock(9, fcntl.LOCK_EX)' \
       || { echo "run.sh: cannot lock $HARNESS_HOME/.venv.lock (need python3 >= 3.10)" >&2; exit 2; }
+  elif [ "$taken" = 127 ]; then
+    echo "run.sh: python3 is not on PATH (need python3 >= 3.10)" >&2; exit 2
+  elif [ "$taken" != 0 ]; then
+    echo "run.sh: cannot lock $HARNESS_HOME/.venv.lock: ${said:-python3 >= 3.10 is needed}" \
+         "(a network folder without file locks? keep the tool on a local disk)" >&2
+    exit 2
   fi
   if [ ! -f "$stamp" ] || [ "$HARNESS_HOME/pyproject.toml" -nt "$stamp" ] \
      || ! grep -qxF "$want" "$stamp"; then

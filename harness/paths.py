@@ -36,12 +36,23 @@ def resolve_paths(state: str | None = None, workdir: str | None = None) -> Paths
     return Paths(home=home, state=state_dir, workdir=work, identity=identity_dir())
 
 
+def home_dir() -> Path:
+    """The person's home folder; UsageError when none can be told (no HOME, and a uid that
+    /etc/passwd does not know: a container's arbitrary uid under `env -i`)."""
+    try:
+        return Path.home()
+    except (RuntimeError, KeyError):
+        raise UsageError(f"cannot tell your home folder: HOME is not set and uid {os.getuid()} "
+                         "has no passwd entry; set HOME (cron: HOME=... on the crontab line)"
+                         ) from None
+
+
 def default_identity_dir() -> Path:
     """`$XDG_DATA_HOME/autonomous-harness/identity`, else under `~/.local/share`: outside
     the tool's checkout, so a new clone of the tool keeps every lesson."""
     data = os.environ.get("XDG_DATA_HOME", "")
     if not os.path.isabs(data):  # the XDG spec: a relative value is ignored
-        data = str(Path.home() / ".local" / "share")
+        data = str(home_dir() / ".local" / "share")
     return Path(data) / "autonomous-harness" / "identity"
 
 

@@ -93,6 +93,7 @@ class Session:
     prices: dict[str, dict[str, float]]  # model -> $ per million tokens by usage field
     record: Callable[[dict[str, Any]], None]  # append one event to transcript.jsonl
     check_budget: Callable[[float], None]  # raises BudgetError when the mission budget is spent
+    budget_left: Callable[[], float | None] = lambda: None  # the mission's dollars left
     options: dict[str, Any] = field(default_factory=dict)  # backend-specific, from the role YAML
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     mission: str = ""  # its name, as hooks are told it

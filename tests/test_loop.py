@@ -87,18 +87,19 @@ def test_loop_ends_on_a_failed_feature_saying_how_to_retry_it(project: Path,
         result.stdout)
 
 
-@pytest.mark.parametrize(("setup", "code", "says"), [
+@pytest.mark.parametrize("bound", [(), ("--max-runs", "1")])  # the run that stops it is the
+@pytest.mark.parametrize(("setup", "code", "says"), [                # last it allows: was exit 0
     ("budget", 4, "worker exit 4: the budget is spent"),
     ("role", 2, "worker exit 2: a usage or state error"),
 ])
 def test_loop_stops_on_2_and_4_with_that_code(project: Path, mission: Path, setup: str,
-                                              code: int, says: str) -> None:
+                                              code: int, says: str, bound: tuple) -> None:
     if setup == "budget":
         (mission / "config.yaml").write_text("budget_usd: 1\n")
         (mission / "spend.json").write_text('{"usd": 1.5}')
     else:
         (mission / "roles" / "worker.yaml").write_text("temperture: 0.2\n")
-    result = run_sh("loop", cwd=project)
+    result = run_sh("loop", *bound, cwd=project)
     assert result.returncode == code, result.stdout + result.stderr
     assert says in result.stdout + result.stderr
     assert "validator" not in result.stdout  # stopped at once
@@ -135,13 +136,41 @@ def test_loop_backs_off_while_busy_and_stops_at_until(project: Path, mission: Pa
     with hold_lock(lock_path(mission, "worker-F-004")):
         result = run_sh("loop", "--until", until, "--backoff", "1", cwd=project)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "busy (exit 3: another run holds the lock); waiting 1s" in result.stdout
+    assert "busy (exit 3: " in result.stdout and "; waiting 1s" in result.stdout
     assert "the wait would pass --until" in result.stdout or "reached" in result.stdout
     past = run_sh("loop", "--until", "2001-01-01T00:00Z", cwd=project)
     assert past.returncode == 0 and "--until 2001-01-01T00:00+00:00 reached" in past.stdout
     assert not list(mission.glob("runs/*"))
     assert run_sh("loop", "--until", "25:00", cwd=project).returncode == 2
     assert run_sh("loop", "--backoff", "0", cwd=project).returncode == 2  # it would spin
+
+
+def test_the_loop_waiting_on_the_persons_changes_does_not_blame_a_lock(project: Path,
+                                                                        mission: Path) -> None:
+    """Exit 3 for a tree holding the person's changes: the cron log says what to do, not
+    'another run holds the lock' (no run ever held one)."""
+    (project / "mine.txt").write_text("the person's edit\n")
+    until = (datetime.now(timezone.utc) + timedelta(seconds=4)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    result = run_sh("loop", "--until", until, "--backoff", "1", cwd=project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "holds changes the harness did not make: mine.txt" in result.stderr
+    assert "another run holds the lock" not in result.stdout
+    assert "loop: busy (exit 3: " in result.stdout and "the run's message above" in result.stdout
+
+
+@pytest.mark.parametrize(("flag", "value"), [
+    ("--backoff", "1e12"), ("--max-backoff", "1e300"), ("--backoff", "nan"),
+    ("--max-backoff", "nan"), ("--curator-every", "nan"), ("--curator-every", "inf")])
+def test_a_wait_no_clock_can_keep_is_refused_at_once(project: Path, mission: Path, flag: str,
+                                                      value: str) -> None:
+    """--backoff 1e12 was a traceback at the first wait (OverflowError), exit 1; NaN passed
+    click's range and --curator-every nan ran the curator every round."""
+    (project / "mine.txt").write_text("the person's edit: the loop waits\n")
+    result = run_sh("loop", flag, value, "--until",
+                    (datetime.now(timezone.utc) + timedelta(seconds=20)).isoformat(), cwd=project)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"'{flag}'" in result.stderr and "Traceback" not in result.stderr
+    assert not list(mission.glob("runs/*"))
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

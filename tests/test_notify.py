@@ -136,6 +136,24 @@ def test_a_damaged_rate_limit_never_silences_the_notifications(project: Path, tm
     json.loads((project / ".harness" / "notify.json").read_text())  # rewritten, whole
 
 
+def test_a_clock_set_back_never_silences_the_notifications(project: Path, tmp_path: Path,
+                                                           sink: Sink) -> None:
+    """notify.json written while the clock ran a day ahead (a machine's clock corrected by
+    NTP after a reboot): its times still to come hold back neither a message nor a digest."""
+    with (project / ".harness" / "config.yaml").open("a") as config:
+        config.write(f"notify:\n  urls: ['{sink.url('json')}']\n")
+    ahead = time.time() + 86400
+    (project / ".harness" / "notify.json").write_text(json.dumps(
+        {"sent": {"feature.blocked F-004": ahead}, "held": ["held while the clock ran ahead"],
+         "digest_at": ahead - 7200}))
+    blocked_worker(project, tmp_path)
+    titles = [m["title"] for m in sink.json_messages()]
+    assert titles[:1] == ["[textstats] feature.blocked F-004"], titles  # was: none, a day long
+    limits = json.loads((project / ".harness" / "notify.json").read_text())
+    assert limits["sent"]["feature.blocked F-004"] <= time.time()
+    assert limits["digest_at"] <= time.time()
+
+
 def test_a_huge_question_is_cut_so_the_message_still_goes_out(project: Path, tmp_path: Path,
                                                               sink: Sink) -> None:
     with (project / ".harness" / "config.yaml").open("a") as config:

@@ -215,3 +215,57 @@ def test_a_pyproject_dated_in_the_future_is_installed_once(tmp_path: Path) -> No
                                 capture_output=True, env={**os.environ, **env}, timeout=60)
         assert result.returncode == 0, result.stderr
     assert len((tmp_path / "pip.log").read_text().splitlines()) == 1
+
+
+def test_no_home_folder_is_exit_2_naming_home(project: Path) -> None:
+    """No HOME and a uid with no passwd entry (a container's arbitrary uid, `env -i`): every
+    command was a traceback, exit 1 (Path.home); now exit 2 saying what to set."""
+    import shutil
+    import subprocess
+
+    import pytest
+
+    bare = ["env", "-i", "PATH=/usr/bin:/bin", "LANG=C", str(RUN_SH)]
+    nobody = ["unshare", "--user", "--map-user=54321", "--map-group=54321"]
+    if not shutil.which("unshare") or subprocess.run([*nobody, "true"]).returncode != 0:
+        pytest.skip("no user namespace to run as a uid /etc/passwd does not know")
+    for command in (["status"], ["worker", "F-004", "--dry-run"]):
+        result = subprocess.run([*nobody, *bare, *command], cwd=project, capture_output=True,
+                                text=True, timeout=60)
+        assert result.returncode == 2, result.stderr
+        assert "Traceback" not in result.stderr and "HOME" in result.stderr
+    given = subprocess.run([*nobody, *bare[:3], f"HOME={project}", *bare[3:], "status"],
+                           cwd=project, capture_output=True, text=True, timeout=60)
+    assert given.returncode == 0, given.stderr
+
+
+def test_a_folder_with_no_file_locks_is_exit_2_naming_the_lock(project: Path,
+                                                              tmp_path: Path) -> None:
+    """A state directory where flock fails (NFS with no lock daemon: ENOLCK) stands in here
+    for an LD_PRELOAD flock that always fails: each command that locks was a traceback,
+    exit 1 (the loop's own too); now exit 2 naming the lock file and the way out."""
+    import shutil
+    import subprocess
+
+    import pytest
+
+    if not shutil.which("gcc"):
+        pytest.skip("no gcc to build a flock that fails")
+    source = tmp_path / "noflock.c"
+    source.write_text("#include <errno.h>\n"
+                      "int flock(int fd, int op) { (void)fd; (void)op; errno = ENOLCK; "
+                      "return -1; }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(tmp_path / "noflock.so"),
+                    str(source)], check=True)
+    env = {"LD_PRELOAD": str(tmp_path / "noflock.so")}
+    for command in (["worker", "F-004"], ["loop", "--max-runs", "1"], ["retry", "F-004"]):
+        result = run_sh(*command, cwd=project, env=env)
+        assert result.returncode == 2, result.stderr
+        assert "Traceback" not in result.stderr and "No locks available" in result.stderr
+        assert str(project / ".harness" / "locks") in result.stderr
+    home, fake = checkout_with_a_fake_pip(tmp_path / "clone")  # run.sh's first install
+    first = subprocess.run([str(home / "run.sh"), "status"], cwd=tmp_path, text=True,
+                           capture_output=True, env={**os.environ, **fake, **env}, timeout=60)
+    assert first.returncode == 2 and "Traceback" not in first.stderr, first.stderr
+    assert "another run.sh is installing" not in first.stderr  # nobody was
+    assert f"cannot lock {home / '.venv.lock'}: No locks available" in first.stderr

@@ -319,6 +319,25 @@ def test_a_merge_that_would_touch_the_persons_uncommitted_edit_waits(tmp_path: P
     assert git(project, "status", "--porcelain") == "" and statuses(project)["F-001"] == "done"
 
 
+def test_validator_next_takes_a_merge_that_waits_last(tmp_path: Path) -> None:
+    """A passed feature whose merge waits on the person's checkout stays in_progress: `next`
+    took it first again and again (a loop re-judged it each round, a model call each, exit
+    3), and the features behind it were never validated all night."""
+    project = make_mission(tmp_path, "worktrees")
+    (project / "shared.txt").write_text(SHARED + "the person's uncommitted line\n")
+    args = ("--backend", "scripted", "--script")
+    for fid in ("F-001", "F-003"):
+        assert run_sh("worker", fid, *args, str(tmp_path / "work.yaml"),
+                      cwd=project).returncode == 0
+    waiting = run_sh("validator", "next", *args, str(tmp_path / "pass.yaml"), cwd=project)
+    assert waiting.returncode == 3 and "F-001 passed; its merge waits" in waiting.stderr
+    after = run_sh("validator", "next", *args, str(tmp_path / "pass.yaml"), cwd=project)
+    assert after.returncode == 0, after.stdout + after.stderr
+    assert statuses(project)["F-003"] == "done" and statuses(project)["F-001"] == "in_progress"
+    again = run_sh("validator", "next", *args, str(tmp_path / "pass.yaml"), cwd=project)
+    assert again.returncode == 3 and "F-001 passed; its merge waits" in again.stderr  # its turn
+
+
 def test_a_merge_that_would_overwrite_the_persons_ignored_file_waits(tmp_path: Path) -> None:
     """The person's `.env` is ignored in their checkout; the agent's branch un-ignores it and
     adds its own. `git merge --ff-only` overwrites ignored files without a word: the landing
@@ -348,6 +367,37 @@ def test_a_merge_that_would_overwrite_the_persons_ignored_file_waits(tmp_path: P
     assert (project / ".env").read_text() == "MY_TOKEN=the person's\n"
     assert (project / "build" / "cache").read_text() == "the person's build\n"
     assert git(project, "rev-parse", "main") == head
+
+
+def test_a_landing_waits_out_the_persons_git_holding_their_index(tmp_path: Path) -> None:
+    """The person's git holds index.lock in their checkout as the landing starts (an
+    editor's `git status`, a `git commit` of theirs): the fast-forward is tried again for a
+    while. It was refused at once, exit 3 'commit or stash there', the pass thrown away for
+    another validator run (a model call) and the person told to fix what was not wrong."""
+    import threading
+
+    project = make_mission(tmp_path, "worktrees")
+    args = ("--backend", "scripted", "--script")
+    assert run_sh("worker", "F-004", *args, str(tmp_path / "work.yaml"),
+                  cwd=project).returncode == 0
+    index_lock = project / ".git" / "index.lock"
+    index_lock.write_text("")
+
+    def persons_git_ends() -> None:  # a second after the landing starts
+        merge_lock = project / ".harness" / "locks" / "merge.lock"
+        deadline = time.monotonic() + 60
+        while not merge_lock.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(1.0)
+        index_lock.unlink()
+
+    ending = threading.Thread(target=persons_git_ends)
+    ending.start()
+    judged = run_sh("validator", "F-004", *args, str(tmp_path / "pass.yaml"), cwd=project)
+    ending.join()
+    assert judged.returncode == 0, judged.stdout + judged.stderr
+    assert statuses(project)["F-004"] == "done"
+    assert (project / "own-F-004.txt").read_text() == "F-004\n"
 
 
 def test_a_base_branch_checked_out_nowhere_moves_by_its_ref_alone(tmp_path: Path) -> None:

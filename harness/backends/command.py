@@ -80,8 +80,10 @@ class CommandBackend:
 
     def run(self, prompt: str, session: Session) -> Outcome:
         """Run the CLI once under the session's wall-clock cap."""
+        # to the harness a CLI's run is one model call: it gets what is left of the budget
+        left = [d for d in (session.caps.dollars, session.budget_left()) if d is not None]
         argv, preset = build_argv(session.options, session.model, session.caps.turns,
-                                  session.caps.dollars)
+                                  min(left, default=None))
         # priced as the model the CLI runs, sandboxed with what its preset needs
         session = replace(session, model=cli_model(session.options, session.model),
                           sandbox=sandbox_for(preset, session.sandbox))

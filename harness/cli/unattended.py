@@ -41,6 +41,15 @@ def _flags(given: dict) -> tuple[str, ...]:
     return tuple(a for k in ROLE_FLAGS if values.get(k) for a in (f"--{k}", str(values[k])))
 
 
+WEEK = 7 * 24 * 3600.0  # the longest wait a loop is given (as a recorded reset time's)
+
+
+def _a_number(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
+    if value != value:  # NaN, which FloatRange lets through
+        raise click.BadParameter("not a number")
+    return value
+
+
 @role_options
 @click.command()
 @click.option("--max-runs", type=click.IntRange(min=1), metavar="N",
@@ -50,12 +59,14 @@ def _flags(given: dict) -> tuple[str, ...]:
               help="Start no run after TIME: HH:MM (local, the next one) or an ISO-8601 time.")
 @click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True,
               metavar="N", help="N workers on N features at once (workspace: worktrees).")
-@click.option("--curator-every", type=click.FloatRange(min=0), default=30, show_default=True,
-              metavar="MINUTES", help="Run the curator this often (0: never), and once at the end.")
-@click.option("--backoff", type=click.FloatRange(min=1), default=30, show_default=True,
-              metavar="SECONDS", help="First wait when busy (3) or the backend failed (6); "
-                                      "doubled each time.")
-@click.option("--max-backoff", type=click.FloatRange(min=1), default=1800, show_default=True,
+@click.option("--curator-every", type=click.FloatRange(min=0, max=WEEK / 60), default=30,
+              show_default=True, metavar="MINUTES", callback=_a_number,
+              help="Run the curator this often (0: never), and once at the end.")
+@click.option("--backoff", type=click.FloatRange(min=1, max=WEEK), default=30, show_default=True,
+              metavar="SECONDS", callback=_a_number,
+              help="First wait when busy (3) or the backend failed (6); doubled each time.")
+@click.option("--max-backoff", type=click.FloatRange(min=1, max=WEEK), default=1800,
+              show_default=True, callback=_a_number,
               metavar="SECONDS", help="Longest such wait (a recorded reset time is waited for "
                                       "in full).")
 @click.pass_context

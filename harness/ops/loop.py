@@ -73,9 +73,9 @@ class Supervisor:
             print(f"{name}: {text}", flush=True)
 
     def finish(self, code: int, why: str) -> None:
-        """End the loop with `code` (the first reason given wins); running roles finish."""
+        """End the loop with `code` (the first reason wins, but 2 or 4 over a bound reached)."""
         with self.lock:
-            if self.result is None:
+            if self.result is None or (self.result[0] == DONE and code in STOPS):
                 self.result = (code, why)
         self.stop.set()
 
@@ -137,7 +137,8 @@ class Supervisor:
             else:
                 busy += 1
                 self._wait(slot, backoff(busy, self.options.first_wait, self.options.max_wait),
-                           "busy (exit 3: another run holds the lock)")
+                           "busy (exit 3: a lock, the person's changes in the tree or a "
+                           "merge waiting: the run's message above says which)")
             self._maybe_curate(slot)
 
     def _round(self, slot: int) -> dict[str, int]:

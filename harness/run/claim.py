@@ -18,6 +18,7 @@ from harness.errors import BusyError, NothingToDo
 from harness.paths import Paths
 from harness.run.prepare import FEATURE_ROLES, NEXT_STATUS, resolve_feature
 from harness.run.worktree import Workspace, base_branch, open_worktree, workspace_of
+from harness.state import ledger
 from harness.state.plan import Feature, load_plan
 from harness.state.store import hold_lock, lock_path
 
@@ -49,6 +50,8 @@ def claim(paths: Paths, mission: MissionConfig, role: str, target: str | None,
     feature = resolve_feature(role, target, plan)
     shared_out = target == "next" and feature is not None and mission.workspace == "worktrees"
     candidates = [f for f in plan if f.status == NEXT_STATUS[role]] if shared_out else [feature]
+    if shared_out and role == "validator":  # a pass whose merge waits on the person: last
+        candidates.sort(key=lambda f: ledger.merge_waits(paths.state, f.id))
     first_busy: BusyError | None = None
     for candidate in candidates:
         with ExitStack() as stack:

@@ -116,19 +116,26 @@ def _each_written(*writes: Callable[[], None]) -> list[str]:
 def make_session(paths: Paths, prepared: Prepared) -> Session:
     """The Session a backend runs with, its budget check counting what the mission spent."""
     cfg, record, mission = prepared.role_config, prepared.record, prepared.mission
-    already = ledger.spent(paths.state)
+    spend = ledger.MissionSpend(paths.state, record.run_id)
 
     def check_budget(run_cost: float) -> None:
-        if mission.budget_usd is not None and already + run_cost >= mission.budget_usd:
+        if mission.budget_usd is None:
+            return
+        already = spend.total()  # finished runs, and the others in progress so far
+        if already + run_cost >= mission.budget_usd:
             raise BudgetError(f"mission budget ${mission.budget_usd:.2f} spent "
                               f"(${already + run_cost:.4f})")
+
+    def budget_left() -> float | None:
+        return None if mission.budget_usd is None else max(mission.budget_usd - spend.total(), 0)
 
     return Session(
         run_id=record.run_id, role=prepared.role,
         feature_id=prepared.feature.id if prepared.feature else None,
         workdir=paths.workdir, state=paths.state, home=paths.home, model=cfg.model,
         caps=run_caps(cfg.caps, mission), tools=list(cfg.tools), prices=mission.prices,
-        record=record.record, check_budget=check_budget, options=dict(cfg.options),
+        record=record.record, check_budget=check_budget, budget_left=budget_left,
+        options=dict(cfg.options),
         sandbox=sandbox_policy(cfg, paths), mission=mission_name(mission, paths.state),
         tool_hooks=list(mission.hooks.get("tool.before", [])), hook_timeout=mission.hook_timeout,
     )

@@ -13,6 +13,8 @@ waits, and says why.
 from __future__ import annotations
 
 import os
+import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +33,7 @@ from harness.types import SandboxPolicy
 
 MERGED, UNMERGED, WAITING = "merged", "unmerged", "waiting"
 TRIES = 3  # a person committing to the base mid-landing makes us merge it in again
+PERSONS_GIT = 10.0  # seconds a lock of the person's git in their checkout is waited out
 
 
 @dataclass
@@ -99,7 +102,7 @@ def advance_base(state: Path, ws: Workspace) -> Landing | None:
                                         f"{', '.join(in_the_way[:10])}; move it aside there "
                                         "and run the validator again")
             dirty = run_git(checkout, "status", "--porcelain", "--untracked-files=no").stdout
-            merged = run_git(checkout, "merge", "--ff-only", "--quiet", new, check=False)
+            merged = fast_forward(checkout, new)
             if merged.returncode != 0:
                 if rev(ws.repo, f"refs/heads/{ws.base}") != old:
                     return None
@@ -111,6 +114,21 @@ def advance_base(state: Path, ws: Workspace) -> Landing | None:
                 ", its uncommitted changes kept as they were" if dirty.strip() else "")
     how = "already contained" if old == new else f"fast-forwarded to {new[:10]}"
     return Landing(MERGED, f"{ws.base} {how} ({where})")
+
+
+def fast_forward(checkout: Path, new: str) -> subprocess.CompletedProcess:
+    """`git merge --ff-only` in the person's checkout, tried again for up to PERSONS_GIT
+    seconds while a git of theirs holds a lock there (an editor's `git status`, their
+    commit): their lock is never removed, and a short one is no reason to wait a round."""
+    give_up = time.monotonic() + PERSONS_GIT
+    index_lock = Path(run_git(checkout, "rev-parse", "--absolute-git-dir").stdout.strip(),
+                      "index.lock")
+    while True:
+        merged = run_git(checkout, "merge", "--ff-only", "--quiet", new, check=False)
+        held = ".lock': File exists" in merged.stderr or index_lock.exists()  # any language
+        if merged.returncode == 0 or not held or time.monotonic() >= give_up:
+            return merged
+        time.sleep(0.25)
 
 
 def ignored_in_the_way(checkout: Path, old: str, new: str) -> list[str]:

@@ -75,7 +75,7 @@ def _due(state: Path, config: NotifyConfig, event: dict[str, Any]) -> list[tuple
     path, now = state / "notify.json", time.time()
     key = f"{event['event']} {event.get('feature') or '-'}"
     with hold_lock(lock_path(state, "notify")):
-        limits = _read_limits(path)
+        limits = _read_limits(path, now)
         sent, held = limits.setdefault("sent", {}), limits.setdefault("held", [])
         limits.setdefault("digest_at", now)
         out = []
@@ -93,9 +93,10 @@ def _due(state: Path, config: NotifyConfig, event: dict[str, Any]) -> list[tuple
     return out
 
 
-def _read_limits(path: Path) -> dict[str, Any]:
+def _read_limits(path: Path, now: float) -> dict[str, Any]:
     """The rate limit's state; a damaged one (any value of the wrong type, a time that is
-    no number) is started afresh: left as it was, it would silence every notification."""
+    no number) is started afresh: left as it was, it would silence every notification. A
+    time still to come (written while the clock ran ahead) holds nothing back."""
     try:
         limits = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
@@ -108,6 +109,8 @@ def _read_limits(path: Path) -> dict[str, Any]:
             and isinstance(held, list) and all(isinstance(h, str) for h in held)
             and isinstance(limits.get("dropped", 0), int)):
         return {}
+    limits["sent"] = {key: t for key, t in sent.items() if t <= now}
+    limits["digest_at"] = min(limits.get("digest_at", now), now)
     return limits
 
 

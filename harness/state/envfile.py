@@ -22,7 +22,9 @@ LINE = re.compile(r"^(?:export\s+)?(?P<key>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.*)
 
 
 def user_env_file() -> Path:
-    return Path.home() / ".config" / "autonomous-harness" / "env"
+    from harness.paths import home_dir
+
+    return home_dir() / ".config" / "autonomous-harness" / "env"
 
 
 def env_files(state: Path) -> list[Path]:

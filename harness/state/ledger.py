@@ -5,13 +5,21 @@ mission's spend. Appends are single locked writes; spend is a locked read-modify
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 from harness.errors import UsageError
 from harness.state.memory import utc_now
-from harness.state.reading import read_json_object
-from harness.state.store import append_record, hold_lock, lock_path, write_json, write_record
+from harness.state.reading import parse_json_line, read_json_object
+from harness.state.store import (
+    append_record,
+    hold_lock,
+    lock_path,
+    read_tail,
+    write_json,
+    write_record,
+)
 
 
 def ledger_path(state: Path, feature_id: str) -> Path:
@@ -26,6 +34,13 @@ def append_verdict(state: Path, feature_id: str, record: dict[str, Any]) -> dict
     line = json.dumps(record, ensure_ascii=False) + "\n"
     append_record(path, line, lock_path(state, f"ledger-{feature_id}"))
     return record
+
+
+def merge_waits(state: Path, feature_id: str) -> bool:
+    """Whether the feature's last verdict is a pass whose merge waits on the person."""
+    lines = read_tail(ledger_path(state, feature_id), 1)
+    last = parse_json_line(lines[-1]) if lines else None
+    return isinstance(last, dict) and str(last.get("merge", "")).startswith("waiting:")
 
 
 def append_progress(state: Path, role: str, feature: str | None, run_id: str, result: str,
@@ -63,6 +78,40 @@ def spent(state: Path) -> float:
     if isinstance(usd, bool) or not isinstance(usd, int | float) or not 0 <= usd < 1e12:
         raise UsageError(f"{path}: key 'usd': expected the dollars spent, found {usd!r:.40}")
     return float(usd)
+
+
+class MissionSpend:
+    """The mission's spend as a run sees it before each model call: what finished runs
+    spent (spend.json) and what the other runs in progress have spent so far (their
+    transcripts' latest cost), so runs at once share one budget. Runs seen closed are not
+    read again (a closed run never reopens)."""
+
+    def __init__(self, state: Path, run_id: str) -> None:
+        self.state, self.closed = state, {run_id}
+
+    def total(self) -> float:
+        running = self.running()  # before spend.json: a run finishing between is counted
+        return spent(self.state) + running
+
+    def running(self) -> float:
+        from harness.state.runs import load_manifest, run_progress, runs_dir
+
+        try:
+            names = set(os.listdir(runs_dir(self.state))) - self.closed
+        except FileNotFoundError:
+            return 0.0
+        total = 0.0
+        for name in names:
+            try:
+                if load_manifest(self.state, name).get("status") != "started":
+                    self.closed.add(name)  # finished, or its process is gone
+                    continue
+                cost = (run_progress(self.state, name) or {}).get("cost_usd")
+            except (UsageError, OSError):
+                continue  # a run being claimed (no manifest yet), or a damaged record
+            if isinstance(cost, int | float) and not isinstance(cost, bool) and 0 < cost < 1e12:
+                total += float(cost)
+        return total
 
 
 def add_spend(state: Path, usd: float) -> float:

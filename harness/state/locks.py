@@ -112,7 +112,7 @@ class hold_lock:  # noqa: N801 - used like a function: `with hold_lock(path):`
         holder = os.pread(fd, 300, 0).decode(errors="replace").strip() or _holder_in_proc(fd)
         os.close(fd)
         if error.errno not in (errno.EAGAIN, errno.EACCES):
-            raise error
+            raise unlockable(self.path, error)
         waited = f"; gave up after {lock_wait(self.path):g} s (set HARNESS_LOCK_WAIT to wait " \
                  "longer)" if self.wait else ""
         raise BusyError(f"busy: {self.what or self.path.name} is locked"
@@ -124,6 +124,14 @@ class hold_lock:  # noqa: N801 - used like a function: `with hold_lock(path):`
 
     def __exit__(self, *exc: object) -> None:
         os.close(self.fd)
+
+
+def unlockable(path: Path, error: OSError) -> UsageError:
+    """A folder where flock fails (NFS with no lock daemon: ENOLCK; a filesystem without
+    locks): exit 2 naming the file, since no lock can be trusted there."""
+    return UsageError(f"cannot lock {path}: {error.strerror or error} (a network folder "
+                      f"without file locks?); the harness needs them in {path.parent}: keep "
+                      "the state directory and the identity folder on a local disk")
 
 
 def _holder_in_proc(fd: int) -> str:
@@ -175,7 +183,7 @@ class hold_dir_lock:  # noqa: N801 - used like a function
         except OSError as e:
             os.close(fd)
             if e.errno not in (errno.EAGAIN, errno.EACCES):
-                raise
+                raise unlockable(self.path, e) from None
             raise BusyError(f"busy: {self.what} is running (it holds {self.path})") from None
         self.fd = fd
         return self
