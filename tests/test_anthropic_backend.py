@@ -369,3 +369,26 @@ def test_thinking_budget_must_be_under_max_tokens():
         Caps(thinking_tokens=8192, max_tokens=8192)
     with pytest.raises(ValidationError, match="greater than or equal to 1024"):
         Caps(thinking_tokens=500)
+
+
+@pytest.mark.parametrize("where", ["env", "role"])
+@pytest.mark.parametrize("url", ["localhost:8080", "htp://127.0.0.1/v1", "http://[::1"])
+def test_a_server_address_that_is_no_http_url_is_exit_2_naming_it(project, where, url):
+    """`ANTHROPIC_BASE_URL=localhost:8080` (a proxy's port, the scheme left out) was 'cannot
+    reach the API' after the retries, exit 6, which a loop waits out all night: exit 2 naming
+    where the address came from (an ANTHROPIC_ variable's value is masked as a secret's);
+    `doctor` says the same instead of 'could not check the key'."""
+    from conftest import run_sh
+
+    role = project / ".harness" / "roles" / "worker.yaml"
+    role.parent.mkdir(exist_ok=True)
+    role.write_text("backend: anthropic\n"
+                    f"options: {json.dumps({'base_url': url} if where == 'role' else {})}\n")
+    env = {"ANTHROPIC_API_KEY": "k", **({"ANTHROPIC_BASE_URL": url} if where == "env" else {})}
+    named = "ANTHROPIC_BASE_URL" if where == "env" else "options.base_url"
+    said = f"{named} {repr('[REDACTED]' if where == 'env' else url)} is no http(s) URL"
+    result = run_sh("worker", "F-004", cwd=project, env=env)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert said in result.stderr and "https://" in result.stderr
+    doctor = run_sh("doctor", cwd=project, env=env).stdout
+    assert f"FAIL  auth worker: anthropic: {named} " in doctor and "no http(s) URL" in doctor

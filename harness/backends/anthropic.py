@@ -24,6 +24,7 @@ from harness.backends.api_errors import (
     role_file,
 )
 from harness.backends.context import EPHEMERAL
+from harness.backends.server import server_url
 from harness.backends.toolloop import OutOfTime, PromptTooLong, Reply, ToolLoop
 from harness.errors import UsageError
 from harness.types import Outcome, Session, Usage
@@ -49,7 +50,7 @@ class MessagesLoop(ToolLoop):
             self.client = anthropic.Anthropic(
                 max_retries=self.retries,
                 timeout=float(session.options.get("timeout", 600)),
-                base_url=session.options.get("base_url"),  # None: ANTHROPIC_BASE_URL or the API
+                base_url=server_url(session.options, "ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
                 middleware=[self.stop_when_out_of_time_middleware],
             )
         except anthropic.AnthropicError as e:  # e.g. a broken credentials profile

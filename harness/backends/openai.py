@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 import openai
 
 from harness.agent.tools import ToolBox
+from harness.backends import server
 from harness.backends.chat_format import chat_messages, fold_stream, function_tools, reply_of
 from harness.backends.openai_errors import (
     APIFailed,
@@ -74,19 +75,8 @@ def make_client(options: dict[str, Any], state: Path,
 
 
 def server_url(options: dict[str, Any]) -> str | None:
-    """The role's server (None: OpenAI's); a UsageError naming where it came from when it is
-    no http(s) URL (`localhost:11434/v1` is, to the SDK, a server it cannot reach)."""
-    url = str(options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "").strip()
-    try:
-        parts = urlsplit(url)
-        http = parts.scheme in ("http", "https") and bool(parts.netloc) and parts.port != 0
-    except ValueError:  # an unclosed [ or a port that is no number
-        http = False
-    if url and not http:
-        where = "options.base_url" if options.get("base_url") else "OPENAI_BASE_URL"
-        raise UsageError(f"{where} {url!r} is no http(s) URL: give the server's address whole,"
-                         " e.g. http://127.0.0.1:11434/v1")
-    return url or None
+    """The role's server (None: OpenAI's), checked (`api_errors.server_url`)."""
+    return server.server_url(options, "OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")
 
 
 def check_access(options: dict[str, Any], state: Path, model: str,

@@ -22,6 +22,7 @@ import anthropic
 from harness.backends.api_errors import APIRefused, Where, backend_error, role_file
 from harness.backends.cli_errors import KEY, CliRefused, Setup, fix_for
 from harness.backends.cli_presets import cli_model, passed_env, preset_for
+from harness.backends.server import server_url
 from harness.config import RoleConfig
 from harness.errors import UsageError
 from harness.ops.checks import Check
@@ -66,7 +67,10 @@ def auth_check(paths: Paths, role: str, config: RoleConfig,
         var = next((k for k in KEY_VARS if env.get(k)), None)
         if var is None:
             return None
-        base_url = config.options.get("base_url") or env.get("ANTHROPIC_BASE_URL")
+        try:
+            base_url = server_url(config.options, "ANTHROPIC_BASE_URL", "https://api.anthropic.com")
+        except UsageError as e:
+            return Check("", False, f"anthropic: {e}", "set the server's address whole")
         where = Where(var, config.model, paths.state, role_file(paths.state, role))
         return free_call(prover, where, env[var], base_url, "anthropic")
     if config.backend == "command":
