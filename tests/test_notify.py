@@ -92,6 +92,31 @@ def test_urls_from_the_state_env_file_reach_a_form_webhook(project: Path, tmp_pa
     assert "which database" in form["message"][0]
 
 
+def test_urls_from_an_env_file_reach_neither_the_agent_nor_a_hook_nor_a_record(
+        project: Path, tmp_path: Path, sink: Sink) -> None:
+    """HARNESS_NOTIFY_URLS holds tokens (a Telegram bot's, a Slack webhook's): that is why
+    it lives in an env file. The agent's shell printed it, and the transcript kept it."""
+    state, token = project / ".harness", "canary-bot-token-0777"
+    env = state / "env"
+    env.write_text(f"HARNESS_NOTIFY_URLS={sink.url('json', token)} "
+                   f"{sink.url('form', token + '-two')}\n")
+    env.chmod(0o600)
+    with (state / "config.yaml").open("a") as config:
+        config.write(f"hooks: {{run.finished: 'env > {tmp_path / 'hook-env.txt'}'}}\n")
+    script = tmp_path / "peek.yaml"
+    script.write_text("- tools: [{name: bash, input: {command: 'env > seen-env.txt; "
+                      f"echo {sink.url('json', token)}'}}}}]\n" + BLOCKED)
+    result = run_sh("worker", "F-004", "--backend", "scripted", "--script", str(script),
+                    cwd=project)
+    assert result.returncode == 7, result.stderr
+    assert len(sink.json_messages()) == 1  # the harness still sends with them
+    for seen in (project / "seen-env.txt", tmp_path / "hook-env.txt"):
+        assert "PATH=" in seen.read_text() and token not in seen.read_text(), seen
+    for path in state.rglob("*"):
+        if path.is_file() and path != env:
+            assert token not in path.read_text(errors="replace"), path
+
+
 def test_a_loop_failing_all_night_sends_one_message_and_a_digest(tmp_path: Path,
                                                                  sink: Sink) -> None:
     config = NotifyConfig(urls=[sink.url("json")], events=["feature.failed"])

@@ -20,9 +20,11 @@ from harness.config import NotifyConfig
 from harness.errors import UsageError
 from harness.state.envfile import env_files, read_env_file
 from harness.state.memory import utc_now
+from harness.state.redact import SECRET_LISTS
 from harness.state.store import append_record, hold_lock, lock_path, write_json
 
-URLS_VAR = "HARNESS_NOTIFY_URLS"  # space- or comma-separated apprise URLs
+URLS_VAR = SECRET_LISTS[0]  # space- or comma-separated apprise URLs: kept from agents, hooks
+# and records as secrets (state/redact.py)
 FIELD_CHARS = 1000  # of a reason or question in a message (Telegram takes 4096 in all)
 HELD_MAX = 200  # held-back events kept for the digest; more are counted
 
