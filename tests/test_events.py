@@ -148,3 +148,16 @@ def test_a_pass_with_features_left_is_feature_done_not_mission_done(
     hook_every_event(state, sink)
     assert role(project, tmp_path, "validator", "F-003", PASS + FINISH) == 0
     assert [e["event"] for e in fired(sink)] == ["run.finished", "feature.done"]
+
+
+def test_a_hook_that_changes_the_plan_changes_neither_the_exit_code_nor_the_events(
+        project: Path, tmp_path: Path) -> None:
+    """The feature's events say what the run did: a run.finished hook that rewrites the
+    plan (here, leaves it half-written) made a pass exit 2, and feature.done never fired."""
+    state, sink = project / ".harness", tmp_path / "events.jsonl"
+    edit_plan(state, F_003="in_progress")
+    with (state / "config.yaml").open("a") as config:
+        config.write(f"hooks:\n  feature.done: cat >> {sink}\n  mission.done: cat >> {sink}\n"
+                     f"  run.finished: [cat >> {sink}, \"echo '[' > {state / 'features.json'}\"]\n")
+    assert role(project, tmp_path, "validator", "F-003", PASS + FINISH) == 0
+    assert [e["event"] for e in fired(sink)] == ["run.finished", "feature.done"]

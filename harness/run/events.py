@@ -48,8 +48,10 @@ def after_run(paths: Paths, prepared: Any, judged: Any, cost: float | None) -> N
             "commit": fields.get("commit")}
     if prepared.role == "validator" and result in ("pass", "fail"):
         base["verdict"] = result
+    # what the run did, read before any hook runs: a hook may rewrite the plan
+    events = feature_events(paths, prepared, exit_code, result, fields)
     emit(paths, mission, "run.finished", **base)
-    for event, extra in feature_events(paths, prepared, exit_code, result, fields):
+    for event, extra in events:
         emit(paths, mission, event, **{**base, **extra})
 
 
