@@ -5,6 +5,7 @@ a digest, not thousands."""
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -143,6 +144,36 @@ def test_an_unreachable_service_is_logged_and_never_fails_the_run(project: Path,
         config.write("notify:\n  urls: ['json://127.0.0.1:9/nothing']\n")
     blocked_worker(project, tmp_path)
     assert "not sent" in (project / ".harness" / "hooks.log").read_text()
+
+
+def test_a_service_that_never_finishes_answering_is_given_up_after_hook_timeout(
+        project: Path, tmp_path: Path) -> None:
+    """A service that sends its answer a byte at a time never times out a read: it held the
+    run, and the lock on its working tree, for good."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def trickle() -> None:
+        conn, _ = listener.accept()
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")
+        while not stop.wait(0.5):
+            conn.sendall(b"x")
+        conn.close()
+
+    threading.Thread(target=trickle, daemon=True).start()
+    port = listener.getsockname()[1]
+    with (project / ".harness" / "config.yaml").open("a") as config:
+        config.write(f"hook_timeout: 2\nnotify:\n  urls: ['json://127.0.0.1:{port}/x']\n")
+    (tmp_path / "blocked.yaml").write_text(BLOCKED)
+    try:
+        result = run_sh("worker", "F-004", "--backend", "scripted", "--script",
+                        str(tmp_path / "blocked.yaml"), cwd=project, timeout=60)
+    finally:
+        stop.set()
+        listener.close()
+    assert result.returncode == 7, result.stderr
+    assert "not sent: no answer within 2s" in (project / ".harness" / "hooks.log").read_text()
 
 
 @pytest.mark.slow  # one run.sh run per case: CI runs them all (HARNESS_SLOW=1)

@@ -29,7 +29,7 @@ def emit(paths: Paths, mission: MissionConfig, event: str, **fields: Any) -> Non
         commands = mission.hooks.get(event, [])  # type: ignore[call-overload]
         if commands:
             run_hooks(paths.state, paths.workdir, commands, payload, mission.hook_timeout)
-        notify(paths.state, mission.notify, payload)
+        notify(paths.state, mission.notify, payload, mission.hook_timeout)
     except Exception as e:  # a hook or a notification never fails the run
         with contextlib.suppress(OSError):
             append_record(paths.state / "hooks.log",
