@@ -118,6 +118,11 @@ def test_guide_refuses_a_feature_not_in_the_plan_and_a_bad_number(project: Path)
     assert missing.returncode == 2 and "no feature F-999" in missing.stderr
     bad = run_sh("guide", "F-004", "--remove", "3", cwd=project)
     assert bad.returncode == 2 and "--remove takes a number" in bad.stderr
+    assert run_sh("guide", "F-004", "keep it small", cwd=project).returncode == 0
+    for number in ("\u00b2", "1" * 5000, "\u0661"):  # a digit int() refuses; too many; not 0-9
+        bad = run_sh("guide", "F-004", "--remove", number, cwd=project)
+        assert bad.returncode == 2 and "--remove takes a number" in bad.stderr, bad.stderr[-300:]
+    assert "1. keep it small" in run_sh("guide", "F-004", cwd=project).stdout
 
 
 def test_an_answer_that_cannot_be_kept_leaves_the_feature_blocked(project: Path,

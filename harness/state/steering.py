@@ -7,6 +7,7 @@ from it: the guidance added and not removed, and the latest answers.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,7 @@ def remove_guidance(state: Path, feature_id: str, which: str) -> str:
     guidance = current(state, check_known(state, feature_id))["guidance"]
     if which == "all":
         gone = list(guidance)
-    elif which.isdigit() and 1 <= int(which) <= len(guidance):
+    elif re.fullmatch(r"[0-9]{1,9}", which) and 1 <= int(which) <= len(guidance):
         gone = [guidance[int(which) - 1]]
     else:
         raise UsageError(f"--remove takes a number from 1 to {len(guidance)} or `all`; "
