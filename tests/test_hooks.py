@@ -94,6 +94,20 @@ def test_an_unknown_event_is_exit_2_naming_the_file_and_key(project: Path,
     assert "config.yaml" in result.stderr and "hooks.run.finishd" in result.stderr
 
 
+@pytest.mark.parametrize("event", ["tool.before", "run.finished"])
+def test_a_hook_command_holding_a_nul_byte_is_exit_2_naming_the_key(project: Path,
+                                                                    tmp_path: Path,
+                                                                    event: str) -> None:
+    """No program can be given a NUL byte: a tool.before hook holding one ended each run at
+    its first shell call with a ValueError traceback, exit 1."""
+    configure(project / ".harness", f'hooks:\n  {event}: "echo a\\0b"\n')
+    noop = "- tools: [{name: bash, input: {command: 'true'}}]\n" + FINISH
+    result = worker(project, script(tmp_path, noop))
+    assert result.returncode == 2, result.stderr[-500:]
+    assert "config.yaml" in result.stderr and f"hooks.{event}.0" in result.stderr
+    assert "NUL" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_a_validator_pass_on_the_last_feature_fires_done_and_mission_done(
         project: Path, tmp_path: Path) -> None:
     state = project / ".harness"
