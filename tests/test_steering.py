@@ -137,3 +137,37 @@ def test_an_answer_that_cannot_be_kept_leaves_the_feature_blocked(project: Path,
     again = run_sh("answer", "F-004", "use postgres", cwd=project)
     assert again.returncode == 0, again.stderr
     assert plan_status(project)["status"] == "pending" and "use postgres" in ledger.read_text()
+
+
+PERSON_BLOCKS = ("- tools: [{name: bash, input: {command: \"env -u HARNESS_RUN_ID -u FEATURE_ID "
+                 "run.sh block --feature F-004 'wait: I am rewriting the spec'\"}}]\n")
+
+
+@pytest.mark.parametrize("role, turns", [
+    ("worker", PERSON_BLOCKS + FINISH),
+    ("validator", PERSON_BLOCKS + "- tools: [{name: verdict, input: {verdict: fail, "
+                                  "reason: no tests}}]\n" + FINISH)])
+def test_a_feature_a_person_blocks_while_a_run_works_on_it_stays_blocked(
+        project: Path, tmp_path: Path, role: str, turns: str) -> None:
+    """`run.sh block --feature` during a run (here run by the scripted agent's shell, as
+    the person would from theirs): the run's end set the feature in_progress (or pending),
+    the block silently gone and the next run free to take it."""
+    if role == "validator":
+        plan = json.loads((project / ".harness" / "features.json").read_text())
+        for f in plan:
+            f.pop("verify", None)
+            f["status"] = "in_progress" if f["id"] == "F-004" else f["status"]
+        (project / ".harness" / "features.json").write_text(json.dumps(plan))
+    script = tmp_path / "script.yaml"
+    script.write_text(turns)
+    result = run_sh(role, "F-004", "--backend", "scripted", "--script", str(script),
+                    cwd=project)
+    assert result.returncode == 7, result.stdout + result.stderr
+    assert "F-004 is now blocked: wait: I am rewriting the spec" in result.stdout + result.stderr
+    feature = plan_status(project)
+    assert feature["status"] == "blocked"
+    assert feature["blocked_reason"] == "wait: I am rewriting the spec"
+    assert feature["attempts"] == (1 if role == "validator" else 0)  # the fail still counts
+    nxt = run_sh("worker", "F-004", "--backend", "scripted", "--script", str(script),
+                 cwd=project)
+    assert nxt.returncode == 7 and "F-004 is blocked" in nxt.stderr

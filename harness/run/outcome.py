@@ -74,7 +74,8 @@ def judge_role_run(paths: Paths, prepared: Prepared, outcome: Outcome | None,
         fields.update(said)
         message += words
     if feature is not None and error is None:
-        reason = _block_reason(paths, role, prepared, fields)
+        reason = _block_reason(paths, role, prepared, fields) or _blocked_meanwhile(paths,
+                                                                                feature.id)
         if reason:
             plan_mod.update_feature(paths.state, feature.id, lambda f: f.model_copy(
                 update={"status": "blocked", "blocked_reason": reason}))
@@ -120,6 +121,14 @@ def _block_reason(paths: Paths, role: str, prepared: Prepared,
     return None
 
 
+def _blocked_meanwhile(paths: Paths, fid: str) -> str | None:
+    """Why a person blocked the feature while the run worked on it (`run.sh block
+    --feature`): a blocked feature starts no run, so a block seen at its end is theirs."""
+    now = next((f for f in plan_mod.load_plan(paths.state) if f.id == fid), None)
+    return (now.blocked_reason or "blocked by a person") if now and now.status == "blocked" \
+        else None
+
+
 def _judge(paths: Paths, role: str, prepared: Prepared, outcome: Outcome | None,
            error: BaseException | None) -> tuple[int, str, str]:
     """Exit code, one-word result and message; flips the feature's status where due."""
@@ -163,8 +172,8 @@ def _apply_verdict(paths: Paths, prepared: Prepared, outcome: Outcome) -> tuple[
         _set_status(paths, feature.id, "done")
         return DONE, "pass", f"{feature.id} passed: {reason}"
     updated = plan_mod.update_feature(paths.state, feature.id, lambda f: f.model_copy(update={
-        "attempts": f.attempts + 1,
-        "status": "failed" if f.attempts + 1 >= mission.max_attempts else "pending"}))
+        "attempts": f.attempts + 1, "status": "blocked" if f.status == "blocked"  # a person's
+        else "failed" if f.attempts + 1 >= mission.max_attempts else "pending"}))
     return TASK_FAILED, "fail", (f"{feature.id} failed ({updated.status}, attempt "
                                  f"{updated.attempts} of {mission.max_attempts}): {reason}")
 
@@ -197,4 +206,6 @@ def _land(paths: Paths, prepared: Prepared, record: dict[str, Any]) -> tuple[int
 
 
 def _set_status(paths: Paths, fid: str, status: str) -> None:
-    plan_mod.update_feature(paths.state, fid, lambda f: f.model_copy(update={"status": status}))
+    """The feature's new status, but a block a person set during the run stands."""
+    plan_mod.update_feature(paths.state, fid, lambda f: f if f.status == "blocked"
+                            else f.model_copy(update={"status": status}))
