@@ -171,3 +171,18 @@ def test_a_feature_a_person_blocks_while_a_run_works_on_it_stays_blocked(
     nxt = run_sh("worker", "F-004", "--backend", "scripted", "--script", str(script),
                  cwd=project)
     assert nxt.returncode == 7 and "F-004 is blocked" in nxt.stderr
+
+
+def test_thousands_of_guidance_keep_the_prompt_within_its_cap(project: Path) -> None:
+    """Each guidance was given limit // count characters: 5,000 of them (a script guiding on
+    every failure) put 5,000 lines of ' [...]' in every prompt, 70 KB past a 3,000 cap."""
+    with (project / ".harness" / "ledger" / "F-004.jsonl").open("a") as ledger_file:
+        for n in range(1, 5001):
+            ledger_file.write(json.dumps({"time": "2026-01-01T00:00:00Z", "run_id": "guide",
+                                          "verdict": "guide", "reason": f"guidance {n}"}) + "\n")
+    assert run_sh("worker", "F-004", "--dry-run", cwd=project).returncode == 0
+    prompt = next((project / ".harness" / "runs").glob("*/prompt.md")).read_text()
+    block = prompt.split("## Guidance from a person")[1].split("\n## ")[0]
+    assert len(block) < 3000 + 500
+    assert "5000. guidance 5000" in block and "earlier guidance not shown" in block
+    assert "guidance 1\n" not in block
