@@ -161,3 +161,23 @@ def test_a_hook_that_changes_the_plan_changes_neither_the_exit_code_nor_the_even
                      f"  run.finished: [cat >> {sink}, \"echo '[' > {state / 'features.json'}\"]\n")
     assert role(project, tmp_path, "validator", "F-003", PASS + FINISH) == 0
     assert [e["event"] for e in fired(sink)] == ["run.finished", "feature.done"]
+
+
+def test_a_pass_merged_in_worktrees_mode_fires_its_hooks_in_the_project(tmp_path: Path) -> None:
+    """The merge removes the feature's worktree, where its hooks were started: run.finished,
+    feature.done and mission.done could not start ('No such file or directory')."""
+    project = make_mission(tmp_path, "worktrees")
+    sink, where = tmp_path / "events.jsonl", tmp_path / "cwd.txt"
+    with (project / ".harness" / "config.yaml").open("a") as config:
+        config.write("hooks:\n" + "".join(f"  {event}: 'pwd >> {where}; cat >> {sink}'\n"
+                                          for event in ("run.finished", "feature.done")))
+    args = ("--backend", "scripted", "--script")
+    assert run_sh("worker", "F-001", *args, str(tmp_path / "work.yaml"),
+                  cwd=project).returncode == 0
+    fired(sink)
+    where.unlink()
+    passed = run_sh("validator", "F-001", *args, str(tmp_path / "pass.yaml"), cwd=project)
+    assert passed.returncode == 0, passed.stderr
+    assert [e["event"] for e in fired(sink)] == ["run.finished", "feature.done"]
+    assert where.read_text().split() == [str(project)] * 2
+    assert "cannot start" not in (project / ".harness" / "hooks.log").read_text()

@@ -41,6 +41,8 @@ def after_run(paths: Paths, prepared: Any, judged: Any, cost: float | None) -> N
     """The events a closed run (run/prepare.Prepared, run/outcome.Judged) makes:
     run.finished, and what it did to its feature."""
     mission, feature, run_id = prepared.mission, prepared.feature, prepared.record.run_id
+    if prepared.workspace is not None:  # hooks run in the person's checkout: a merged
+        paths = paths._replace(workdir=prepared.workspace.repo)  # feature's worktree is gone
     exit_code, result, fields = judged.exit_code, judged.result, judged.fields
     base = {"run_id": run_id, "role": prepared.role, "feature": feature.id if feature else None,
             "title": feature.title if feature else None, "exit_code": exit_code,
