@@ -51,6 +51,10 @@ def test_a_blocked_feature_fires_its_hooks_with_the_question(project: Path,
     assert result.returncode == 7, result.stderr
     finished, blocked = events(sink)
     assert finished["event"] == "run.finished" and finished["exit_code"] == 7
+    # its real outcome: blocked, not awaiting a validator ("F-004 awaits validation; ...
+    # F-004 is now blocked" said both)
+    assert finished["result"] == "blocked" and "awaits validation" not in finished["reason"]
+    assert "awaits validation" not in result.stdout + result.stderr
     assert blocked["event"] == "feature.blocked" and blocked["feature"] == "F-004"
     assert blocked["needs"] == "which database should the JSON go to?"
     assert blocked["mission"] == "textstats" and blocked["role"] == "worker"

@@ -80,6 +80,9 @@ def judge_role_run(paths: Paths, prepared: Prepared, outcome: Outcome | None,
             plan_mod.update_feature(paths.state, feature.id, lambda f: f.model_copy(
                 update={"status": "blocked", "blocked_reason": reason}))
             exit_code, result = BLOCKED, "blocked"
+            # a worker's feature waits on a person now, not on a validator
+            message = message.replace(f"{feature.id} awaits validation",
+                                      f"{feature.id}: the worker finished", 1)
             message += f"; {feature.id} is now blocked: {reason}"
             fields.update(result=result, blocked_reason=reason)
     return Judged(exit_code, result, message, fields)
