@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 
 from harness.errors import UsageError
 from harness.types import MAX_SECONDS, Caps
@@ -70,6 +78,14 @@ class CuratorConfig(Strict):
     second_opinion: bool | None = None  # the pair model's switch: it is gone; accepted, unused
 
 
+def _no_nul(command: str) -> str:
+    if "\x00" in command:  # no program can be given one: every hook run would fail
+        raise ValueError("a command must not hold a NUL byte")
+    return command
+
+
+Command = Annotated[str, AfterValidator(_no_nul)]  # a hook's shell command
+
 # what a hook or a notification may be for (docs/hooks.md); tool.before is a hook's alone
 Event = Literal["run.finished", "feature.done", "feature.failed", "feature.blocked",
                 "merge.waiting", "budget.exhausted", "mission.done", "lesson.promoted"]
@@ -115,7 +131,7 @@ class MissionConfig(Strict):
     # and no git needed (a detached HEAD, no repository or no git is then no error)
     commit: bool = True
     # event -> shell commands given the event as JSON on stdin (harness/agent/hooks.py)
-    hooks: dict[HookEvent, list[str]] = Field(default_factory=dict)
+    hooks: dict[HookEvent, list[Command]] = Field(default_factory=dict)
     hook_timeout: float = Field(default=30, gt=0, le=MAX_SECONDS)  # seconds, per command
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
 

@@ -148,3 +148,53 @@ def test_a_pass_with_features_left_is_feature_done_not_mission_done(
     hook_every_event(state, sink)
     assert role(project, tmp_path, "validator", "F-003", PASS + FINISH) == 0
     assert [e["event"] for e in fired(sink)] == ["run.finished", "feature.done"]
+
+
+def test_a_hook_that_changes_the_plan_changes_neither_the_exit_code_nor_the_events(
+        project: Path, tmp_path: Path) -> None:
+    """The feature's events say what the run did: a run.finished hook that rewrites the
+    plan (here, leaves it half-written) made a pass exit 2, and feature.done never fired."""
+    state, sink = project / ".harness", tmp_path / "events.jsonl"
+    edit_plan(state, F_003="in_progress")
+    with (state / "config.yaml").open("a") as config:
+        config.write(f"hooks:\n  feature.done: cat >> {sink}\n  mission.done: cat >> {sink}\n"
+                     f"  run.finished: [cat >> {sink}, \"echo '[' > {state / 'features.json'}\"]\n")
+    assert role(project, tmp_path, "validator", "F-003", PASS + FINISH) == 0
+    assert [e["event"] for e in fired(sink)] == ["run.finished", "feature.done"]
+
+
+def test_a_pass_merged_in_worktrees_mode_fires_its_hooks_in_the_project(tmp_path: Path) -> None:
+    """The merge removes the feature's worktree, where its hooks were started: run.finished,
+    feature.done and mission.done could not start ('No such file or directory')."""
+    project = make_mission(tmp_path, "worktrees")
+    sink, where = tmp_path / "events.jsonl", tmp_path / "cwd.txt"
+    with (project / ".harness" / "config.yaml").open("a") as config:
+        config.write("hooks:\n" + "".join(f"  {event}: 'pwd >> {where}; cat >> {sink}'\n"
+                                          for event in ("run.finished", "feature.done")))
+    args = ("--backend", "scripted", "--script")
+    assert run_sh("worker", "F-001", *args, str(tmp_path / "work.yaml"),
+                  cwd=project).returncode == 0
+    fired(sink)
+    where.unlink()
+    passed = run_sh("validator", "F-001", *args, str(tmp_path / "pass.yaml"), cwd=project)
+    assert passed.returncode == 0, passed.stderr
+    assert [e["event"] for e in fired(sink)] == ["run.finished", "feature.done"]
+    assert where.read_text().split() == [str(project)] * 2
+    assert "cannot start" not in (project / ".harness" / "hooks.log").read_text()
+
+
+def test_the_same_failure_on_the_last_attempt_is_failed_not_stuck(project: Path,
+                                                                   tmp_path: Path) -> None:
+    """With the defaults (max_attempts 3, stuck_after 3) the third same fail said 'F-004
+    failed (failed, attempt 3 of 3) ...; F-004 is now blocked': blocked, and feature.failed
+    never fired. Attempts used up is `failed` (docs/contracts.md); stuck is for the rest."""
+    state, sink = project / ".harness", tmp_path / "events.jsonl"
+    hook_every_event(state, sink)
+    for _ in range(3):
+        edit_plan(state, F_004="in_progress")
+        assert role(project, tmp_path, "validator", "F-004", FAIL) == 1
+    *_, finished, failed = fired(sink)
+    assert finished["result"] == "fail" and "blocked" not in finished["reason"]
+    assert failed["event"] == "feature.failed" and failed["attempts"] == 3
+    plan = json.loads((state / "features.json").read_text())
+    assert [f["status"] for f in plan if f["id"] == "F-004"] == ["failed"]

@@ -5,6 +5,7 @@ a digest, not thousands."""
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -92,6 +93,31 @@ def test_urls_from_the_state_env_file_reach_a_form_webhook(project: Path, tmp_pa
     assert "which database" in form["message"][0]
 
 
+def test_urls_from_an_env_file_reach_neither_the_agent_nor_a_hook_nor_a_record(
+        project: Path, tmp_path: Path, sink: Sink) -> None:
+    """HARNESS_NOTIFY_URLS holds tokens (a Telegram bot's, a Slack webhook's): that is why
+    it lives in an env file. The agent's shell printed it, and the transcript kept it."""
+    state, token = project / ".harness", "canary-bot-token-0777"
+    env = state / "env"
+    env.write_text(f"HARNESS_NOTIFY_URLS={sink.url('json', token)} "
+                   f"{sink.url('form', token + '-two')}\n")
+    env.chmod(0o600)
+    with (state / "config.yaml").open("a") as config:
+        config.write(f"hooks: {{run.finished: 'env > {tmp_path / 'hook-env.txt'}'}}\n")
+    script = tmp_path / "peek.yaml"
+    script.write_text("- tools: [{name: bash, input: {command: 'env > seen-env.txt; "
+                      f"echo {sink.url('json', token)}'}}}}]\n" + BLOCKED)
+    result = run_sh("worker", "F-004", "--backend", "scripted", "--script", str(script),
+                    cwd=project)
+    assert result.returncode == 7, result.stderr
+    assert len(sink.json_messages()) == 1  # the harness still sends with them
+    for seen in (project / "seen-env.txt", tmp_path / "hook-env.txt"):
+        assert "PATH=" in seen.read_text() and token not in seen.read_text(), seen
+    for path in state.rglob("*"):
+        if path.is_file() and path != env:
+            assert token not in path.read_text(errors="replace"), path
+
+
 def test_a_loop_failing_all_night_sends_one_message_and_a_digest(tmp_path: Path,
                                                                  sink: Sink) -> None:
     config = NotifyConfig(urls=[sink.url("json")], events=["feature.failed"])
@@ -118,6 +144,36 @@ def test_an_unreachable_service_is_logged_and_never_fails_the_run(project: Path,
         config.write("notify:\n  urls: ['json://127.0.0.1:9/nothing']\n")
     blocked_worker(project, tmp_path)
     assert "not sent" in (project / ".harness" / "hooks.log").read_text()
+
+
+def test_a_service_that_never_finishes_answering_is_given_up_after_hook_timeout(
+        project: Path, tmp_path: Path) -> None:
+    """A service that sends its answer a byte at a time never times out a read: it held the
+    run, and the lock on its working tree, for good."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def trickle() -> None:
+        conn, _ = listener.accept()
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")
+        while not stop.wait(0.5):
+            conn.sendall(b"x")
+        conn.close()
+
+    threading.Thread(target=trickle, daemon=True).start()
+    port = listener.getsockname()[1]
+    with (project / ".harness" / "config.yaml").open("a") as config:
+        config.write(f"hook_timeout: 2\nnotify:\n  urls: ['json://127.0.0.1:{port}/x']\n")
+    (tmp_path / "blocked.yaml").write_text(BLOCKED)
+    try:
+        result = run_sh("worker", "F-004", "--backend", "scripted", "--script",
+                        str(tmp_path / "blocked.yaml"), cwd=project, timeout=60)
+    finally:
+        stop.set()
+        listener.close()
+    assert result.returncode == 7, result.stderr
+    assert "not sent: no answer within 2s" in (project / ".harness" / "hooks.log").read_text()
 
 
 @pytest.mark.slow  # one run.sh run per case: CI runs them all (HARNESS_SLOW=1)

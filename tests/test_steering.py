@@ -118,6 +118,11 @@ def test_guide_refuses_a_feature_not_in_the_plan_and_a_bad_number(project: Path)
     assert missing.returncode == 2 and "no feature F-999" in missing.stderr
     bad = run_sh("guide", "F-004", "--remove", "3", cwd=project)
     assert bad.returncode == 2 and "--remove takes a number" in bad.stderr
+    assert run_sh("guide", "F-004", "keep it small", cwd=project).returncode == 0
+    for number in ("\u00b2", "1" * 5000, "\u0661"):  # a digit int() refuses; too many; not 0-9
+        bad = run_sh("guide", "F-004", "--remove", number, cwd=project)
+        assert bad.returncode == 2 and "--remove takes a number" in bad.stderr, bad.stderr[-300:]
+    assert "1. keep it small" in run_sh("guide", "F-004", cwd=project).stdout
 
 
 def test_an_answer_that_cannot_be_kept_leaves_the_feature_blocked(project: Path,
@@ -132,3 +137,52 @@ def test_an_answer_that_cannot_be_kept_leaves_the_feature_blocked(project: Path,
     again = run_sh("answer", "F-004", "use postgres", cwd=project)
     assert again.returncode == 0, again.stderr
     assert plan_status(project)["status"] == "pending" and "use postgres" in ledger.read_text()
+
+
+PERSON_BLOCKS = ("- tools: [{name: bash, input: {command: \"env -u HARNESS_RUN_ID -u FEATURE_ID "
+                 "run.sh block --feature F-004 'wait: I am rewriting the spec'\"}}]\n")
+
+
+@pytest.mark.parametrize("role, turns", [
+    ("worker", PERSON_BLOCKS + FINISH),
+    ("validator", PERSON_BLOCKS + "- tools: [{name: verdict, input: {verdict: fail, "
+                                  "reason: no tests}}]\n" + FINISH)])
+def test_a_feature_a_person_blocks_while_a_run_works_on_it_stays_blocked(
+        project: Path, tmp_path: Path, role: str, turns: str) -> None:
+    """`run.sh block --feature` during a run (here run by the scripted agent's shell, as
+    the person would from theirs): the run's end set the feature in_progress (or pending),
+    the block silently gone and the next run free to take it."""
+    if role == "validator":
+        plan = json.loads((project / ".harness" / "features.json").read_text())
+        for f in plan:
+            f.pop("verify", None)
+            f["status"] = "in_progress" if f["id"] == "F-004" else f["status"]
+        (project / ".harness" / "features.json").write_text(json.dumps(plan))
+    script = tmp_path / "script.yaml"
+    script.write_text(turns)
+    result = run_sh(role, "F-004", "--backend", "scripted", "--script", str(script),
+                    cwd=project)
+    assert result.returncode == 7, result.stdout + result.stderr
+    assert "F-004 is now blocked: wait: I am rewriting the spec" in result.stdout + result.stderr
+    feature = plan_status(project)
+    assert feature["status"] == "blocked"
+    assert feature["blocked_reason"] == "wait: I am rewriting the spec"
+    assert feature["attempts"] == (1 if role == "validator" else 0)  # the fail still counts
+    nxt = run_sh("worker", "F-004", "--backend", "scripted", "--script", str(script),
+                 cwd=project)
+    assert nxt.returncode == 7 and "F-004 is blocked" in nxt.stderr
+
+
+def test_thousands_of_guidance_keep_the_prompt_within_its_cap(project: Path) -> None:
+    """Each guidance was given limit // count characters: 5,000 of them (a script guiding on
+    every failure) put 5,000 lines of ' [...]' in every prompt, 70 KB past a 3,000 cap."""
+    with (project / ".harness" / "ledger" / "F-004.jsonl").open("a") as ledger_file:
+        for n in range(1, 5001):
+            ledger_file.write(json.dumps({"time": "2026-01-01T00:00:00Z", "run_id": "guide",
+                                          "verdict": "guide", "reason": f"guidance {n}"}) + "\n")
+    assert run_sh("worker", "F-004", "--dry-run", cwd=project).returncode == 0
+    prompt = next((project / ".harness" / "runs").glob("*/prompt.md")).read_text()
+    block = prompt.split("## Guidance from a person")[1].split("\n## ")[0]
+    assert len(block) < 3000 + 500
+    assert "5000. guidance 5000" in block and "earlier guidance not shown" in block
+    assert "guidance 1\n" not in block

@@ -1,5 +1,6 @@
 import multiprocessing
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,17 @@ def test_read_tail_reads_last_lines_across_blocks(tmp_path: Path) -> None:
     assert read_tail(path, 5000, block=64)[:2] == ["line 0", "line 1"]
     assert read_tail(tmp_path / "missing", 3) == []
     assert read_tail(path, 0) == []
+
+
+def test_read_tail_reads_a_line_of_megabytes_once(tmp_path: Path) -> None:
+    """Each block read re-joined and re-split all read so far: a transcript line of 40 MB
+    (an agent's file written through the editor) took seconds per `watch` frame."""
+    path = tmp_path / "transcript.jsonl"
+    path.write_bytes(b'{"input": "' + b"x" * 40_000_000 + b'"}\n{"turn": 2}\n')
+    began = time.monotonic()
+    lines = read_tail(path, 40)
+    assert time.monotonic() - began < 3
+    assert len(lines) == 2 and len(lines[0]) == 40_000_013 and lines[1] == '{"turn": 2}'
 
 
 def test_read_tail_keeps_a_half_written_last_line(tmp_path: Path) -> None:

@@ -135,3 +135,27 @@ def test_a_damaged_manifests_commit_is_never_an_option_to_git(project: Path,
         result = run_sh(*args, cwd=project)
         assert result.returncode == 0, result.stderr
         assert not written.exists(), args
+
+
+def test_a_night_of_outages_is_counted_not_listed_run_by_run(project: Path) -> None:
+    """A loop retrying through an outage all night: each erred run was a line of the
+    morning's summary (and of the report), burying what was done and what is blocked."""
+    now = int(time.time())
+    for n in range(200):
+        erred = project / ".harness" / "runs" / f"{now - 1000 + n}-worker-F-004"
+        erred.mkdir(parents=True)
+        (erred / "manifest.json").write_text(json.dumps({
+            "run_id": erred.name, "role": "worker", "feature": "F-004", "status": "finished",
+            "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 1000 + n)),
+            "exit_code": 6, "result": "backend-error", "error": f"BackendError: overloaded {n}"}))
+    shown = run_sh("summary", "--since", "1d", cwd=project)
+    assert shown.returncode == 0, shown.stderr
+    assert "Runs that erred (200)" in shown.stdout and "and 150 earlier" in shown.stdout
+    assert "overloaded 199" in shown.stdout and "overloaded 149\n" not in shown.stdout
+    assert shown.stdout.count("backend-error") == 50
+    data = json.loads(run_sh("summary", "--since", "1d", "--json", cwd=project).stdout)
+    assert len(data["erred"]) == 50 and data["erred_not_shown"] == 150
+    assert run_sh("report", cwd=project).returncode == 0
+    index = (project / ".harness" / "report" / "index.html").read_text()
+    since = index.split('<section id="since">')[1].split("</section>")[0]
+    assert since.count("backend-error") == 50 and "and 150 earlier" in since

@@ -18,10 +18,13 @@ import sys
 REFUSED = [
     (r"\bgit\b.*\bpush\b.*(\s--force(-with-lease)?\b|\s-[a-zA-Z]*f\b|\s\+\S)",
      "git push --force rewrites shared history"),
-    (r"\bgit\b.*\breset\b.*\s--hard\b", "git reset --hard throws away work"),
-    (r"(^|[\s;&|(`$])sudo\b", "sudo: the agent does not act as root"),
-    (r"\b(curl|wget)\b[^|;&]*\|\s*(sudo\s+)?(ba|z|da)?sh\b",
+    # git takes a long option's unique prefix: --ha is --hard
+    (r"\bgit\b.*\breset\b.*\s--ha(rd?)?\b", "git reset --hard throws away work"),
+    (r"(^|[\s;&|(`$])(\S*/)?sudo\b", "sudo: the agent does not act as root"),
+    (r"\b(curl|wget)\b[^|;&]*\|\s*(sudo\s+)?(env\s+)?(\S*/)?(ba|z|da|k)?sh\b",
      "piping a download into a shell runs code nobody read"),
+    (r"(\b(ba|z|da|k)?sh|\bsource|(^|[\s;&|])\.)\s[^;&|]*(<\(|\$\(|`)\s*(curl|wget)\b",
+     "running a download in a shell runs code nobody read"),
 ]
 
 

@@ -111,7 +111,8 @@ def _drain(stream: IO[bytes], kept: bytearray) -> None:
 
 
 def _log(state: Path, event: dict[str, Any], run: HookRun) -> None:
-    code = "timeout" if run.exit_code is None else f"exit={run.exit_code}"
+    code = f"exit={run.exit_code}" if run.exit_code is not None else (
+        "not started" if run.stderr.startswith("cannot start") else "timeout")
     lines = [f"{utc_now()} {event.get('event')} {code} $ {run.command}"]
     for name, text in (("stdout", run.stdout), ("stderr", run.stderr)):
         text = text.strip()

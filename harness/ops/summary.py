@@ -24,6 +24,7 @@ UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 ERRED = ("error", "backend-error", "interrupted")  # results that are no attempt's verdict
 STAT_FILES = 8  # files a commit's diffstat names; the rest are counted in its last line
 COMMITS_SHOWN = 50  # newest commits shown with their diffstat (a git process each)
+ERRED_SHOWN = 50  # newest runs that erred listed; a night of outages is counted beyond them
 
 
 def parse_since(text: str) -> float:
@@ -75,9 +76,14 @@ def collect_since(state: Path, workdir: Path, cutoff: float,
                     for f in plan.values() if f.status == "blocked"],
         "commits": [run_commit(m, workdir) for m in made[-COMMITS_SHOWN:]],
         "commits_not_shown": max(0, len(made) - COMMITS_SHOWN),
-        "erred": [{"run_id": r.run_id, "exit_code": r.exit_code, "result": r.result,
-                   "reason": r.reason} for _, r in runs if _erred(r)],
+        **_newest("erred", [{"run_id": r.run_id, "exit_code": r.exit_code, "result": r.result,
+                            "reason": r.reason} for _, r in runs if _erred(r)], ERRED_SHOWN),
     }
+
+
+def _newest(key: str, rows: list[dict[str, Any]], shown: int) -> dict[str, Any]:
+    """The newest `shown` of `rows` under `key`, and how many more under `key`_not_shown."""
+    return {key: rows[-shown:], f"{key}_not_shown": max(0, len(rows) - shown)}
 
 
 def _unique(rows: Any) -> list[dict[str, Any]]:
@@ -134,9 +140,11 @@ def format_summary(data: dict[str, Any], span: str) -> str:
                    + "".join(f"\n    {line}" for line in c["stat"]) for c in data["commits"]]
                   + ([f"and {data['commits_not_shown']} earlier"] if data["commits_not_shown"]
                      else []))
-    out += _block(f"Runs that erred ({len(data['erred'])})",
+    out += _block(f"Runs that erred ({len(data['erred']) + data['erred_not_shown']})",
                   [f"{e['run_id']} exit {e['exit_code']} {e['result']}: {e['reason']}"
-                   for e in data["erred"]])
+                   for e in data["erred"]]
+                  + ([f"and {data['erred_not_shown']} earlier"] if data["erred_not_shown"]
+                     else []))
     return "\n".join(out)
 
 

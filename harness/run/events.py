@@ -29,7 +29,7 @@ def emit(paths: Paths, mission: MissionConfig, event: str, **fields: Any) -> Non
         commands = mission.hooks.get(event, [])  # type: ignore[call-overload]
         if commands:
             run_hooks(paths.state, paths.workdir, commands, payload, mission.hook_timeout)
-        notify(paths.state, mission.notify, payload)
+        notify(paths.state, mission.notify, payload, mission.hook_timeout)
     except Exception as e:  # a hook or a notification never fails the run
         with contextlib.suppress(OSError):
             append_record(paths.state / "hooks.log",
@@ -41,6 +41,8 @@ def after_run(paths: Paths, prepared: Any, judged: Any, cost: float | None) -> N
     """The events a closed run (run/prepare.Prepared, run/outcome.Judged) makes:
     run.finished, and what it did to its feature."""
     mission, feature, run_id = prepared.mission, prepared.feature, prepared.record.run_id
+    if prepared.workspace is not None:  # hooks run in the person's checkout: a merged
+        paths = paths._replace(workdir=prepared.workspace.repo)  # feature's worktree is gone
     exit_code, result, fields = judged.exit_code, judged.result, judged.fields
     base = {"run_id": run_id, "role": prepared.role, "feature": feature.id if feature else None,
             "title": feature.title if feature else None, "exit_code": exit_code,
@@ -48,8 +50,10 @@ def after_run(paths: Paths, prepared: Any, judged: Any, cost: float | None) -> N
             "commit": fields.get("commit")}
     if prepared.role == "validator" and result in ("pass", "fail"):
         base["verdict"] = result
+    # what the run did, read before any hook runs: a hook may rewrite the plan
+    events = feature_events(paths, prepared, exit_code, result, fields)
     emit(paths, mission, "run.finished", **base)
-    for event, extra in feature_events(paths, prepared, exit_code, result, fields):
+    for event, extra in events:
         emit(paths, mission, event, **{**base, **extra})
 
 

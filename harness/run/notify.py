@@ -9,20 +9,24 @@ night sends a message per feature and a digest an hour, not thousands. Never rai
 from __future__ import annotations
 
 import json
-import logging
 import math
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from harness.agent import procs
 from harness.config import NotifyConfig
 from harness.errors import UsageError
 from harness.state.envfile import env_files, read_env_file
 from harness.state.memory import utc_now
+from harness.state.redact import SECRET_LISTS, scrubbed_environ
 from harness.state.store import append_record, hold_lock, lock_path, write_json
 
-URLS_VAR = "HARNESS_NOTIFY_URLS"  # space- or comma-separated apprise URLs
+URLS_VAR = SECRET_LISTS[0]  # space- or comma-separated apprise URLs: kept from agents, hooks
+# and records as secrets (state/redact.py)
 FIELD_CHARS = 1000  # of a reason or question in a message (Telegram takes 4096 in all)
 HELD_MAX = 200  # held-back events kept for the digest; more are counted
 
@@ -40,8 +44,10 @@ def notify_urls(state: Path, config: NotifyConfig) -> list[str]:
     return [*config.urls, *extra.replace(",", " ").split()]
 
 
-def notify(state: Path, config: NotifyConfig, event: dict[str, Any]) -> None:
-    """Tell the person about `event` if the config asks for it and the rate limit allows."""
+def notify(state: Path, config: NotifyConfig, event: dict[str, Any],
+           timeout: float = 30) -> None:
+    """Tell the person about `event` if the config asks for it and the rate limit allows;
+    each message given up after `timeout` seconds (the mission's hook_timeout)."""
     if event["event"] not in config.events:
         return
     urls = notify_urls(state, config)
@@ -49,7 +55,7 @@ def notify(state: Path, config: NotifyConfig, event: dict[str, Any]) -> None:
         return
     messages = _due(state, config, event)
     for title, body in messages:
-        _send(state, urls, title, body)
+        _send(state, urls, title, body, timeout)
 
 
 def message(event: dict[str, Any]) -> tuple[str, str]:
@@ -120,20 +126,40 @@ def _digest(mission: Any, held: list[str], dropped: int) -> tuple[str, str]:
             "\n".join([*held[-30:], *more]))
 
 
-def _send(state: Path, urls: list[str], title: str, body: str) -> None:
+def _send(state: Path, urls: list[str], title: str, body: str, timeout: float) -> None:
+    """Send through apprise in a child process stopped after `timeout`: a service that
+    answers a byte at a time never times out a read, and apprise's worker threads are
+    waited for at exit, so in this process it held the run (and its locks) for good."""
+    message = json.dumps({"urls": urls, "title": title, "body": body})  # stdin: no `ps` sees it
     try:
-        import apprise  # imported here: a run without notifications never pays for it
-
-        logging.getLogger("apprise").setLevel(logging.CRITICAL)
-        sender = apprise.Apprise()
-        for url in urls:
-            sender.add(url)
-        ok = bool(sender.notify(title=title, body=body))
-        said = "sent" if ok else "not sent (a service refused or could not be reached)"
-    except Exception as e:  # never the run's failure
-        said = f"not sent: {type(e).__name__}: {e}"
+        sent = subprocess.run([sys.executable, "-c", DELIVER], input=message, text=True,
+                              capture_output=True, timeout=timeout, env=scrubbed_environ(),
+                              preexec_fn=procs.die_with_parent)
+        said = (sent.stdout.strip() or f"not sent: {sent.stderr.strip()[-300:]}"
+                or f"not sent: exit {sent.returncode}")
+    except subprocess.TimeoutExpired:
+        said = f"not sent: no answer within {timeout:g}s (hook_timeout); stopped"
+    except OSError as e:  # never the run's failure
+        said = f"not sent: {e}"
     try:
         append_record(state / "hooks.log", f"{utc_now()} notify {title!r}: {said}\n",
                       lock_path(state, "hooks"))
     except OSError:
         pass
+
+
+# The child's program: apprise imported there, not in the run (it costs a second)
+DELIVER = """
+import json, logging, sys
+try:
+    import apprise
+    logging.getLogger("apprise").setLevel(logging.CRITICAL)
+    message, sender = json.load(sys.stdin), apprise.Apprise()
+    for url in message["urls"]:
+        sender.add(url)
+    ok = bool(sender.notify(title=message["title"], body=message["body"]))
+    print("sent" if ok else "not sent (a service refused or could not be reached)")
+except Exception as e:
+    print(f"not sent: {type(e).__name__}: {e}")
+sys.stdout.flush()
+"""

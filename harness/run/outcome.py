@@ -74,11 +74,15 @@ def judge_role_run(paths: Paths, prepared: Prepared, outcome: Outcome | None,
         fields.update(said)
         message += words
     if feature is not None and error is None:
-        reason = _block_reason(paths, role, prepared, fields)
+        reason = _block_reason(paths, role, prepared, fields) or _blocked_meanwhile(paths,
+                                                                                feature.id)
         if reason:
             plan_mod.update_feature(paths.state, feature.id, lambda f: f.model_copy(
                 update={"status": "blocked", "blocked_reason": reason}))
             exit_code, result = BLOCKED, "blocked"
+            # a worker's feature waits on a person now, not on a validator
+            message = message.replace(f"{feature.id} awaits validation",
+                                      f"{feature.id}: the worker finished", 1)
             message += f"; {feature.id} is now blocked: {reason}"
             fields.update(result=result, blocked_reason=reason)
     return Judged(exit_code, result, message, fields)
@@ -111,13 +115,32 @@ def _block_reason(paths: Paths, role: str, prepared: Prepared,
                    if m["run_id"] != run_id] if n > 1 else []
         if stuck.no_change_streak([*earlier, {"status": "finished", **fields}], n):
             return f"stuck: the last {n} worker runs changed nothing in the working tree"
-    if role == "validator" and fields.get("result") == "fail":
+    if role == "validator" and fields.get("result") == "fail" and not _used_up(paths, feature.id):
         lines = read_tail(ledger.ledger_path(paths.state, feature.id), n)
         verdicts = [v for v in map(parse_json_line, lines) if v is not None]
         same = stuck.repeated_failure(verdicts, n)
         if same:
             return f"stuck: the same validator failure {n} times in a row: {same}"
     return None
+
+
+def _now(paths: Paths, fid: str) -> plan_mod.Feature | None:
+    return next((f for f in plan_mod.load_plan(paths.state) if f.id == fid), None)
+
+
+def _used_up(paths: Paths, fid: str) -> bool:
+    """Whether the fail used the feature's last attempt: it is `failed`, not stuck (the same
+    failure on the last attempt was blocked, and feature.failed never fired)."""
+    now = _now(paths, fid)
+    return now is not None and now.status == "failed"
+
+
+def _blocked_meanwhile(paths: Paths, fid: str) -> str | None:
+    """Why a person blocked the feature while the run worked on it (`run.sh block
+    --feature`): a blocked feature starts no run, so a block seen at its end is theirs."""
+    now = _now(paths, fid)
+    return (now.blocked_reason or "blocked by a person") if now and now.status == "blocked" \
+        else None
 
 
 def _judge(paths: Paths, role: str, prepared: Prepared, outcome: Outcome | None,
@@ -163,8 +186,8 @@ def _apply_verdict(paths: Paths, prepared: Prepared, outcome: Outcome) -> tuple[
         _set_status(paths, feature.id, "done")
         return DONE, "pass", f"{feature.id} passed: {reason}"
     updated = plan_mod.update_feature(paths.state, feature.id, lambda f: f.model_copy(update={
-        "attempts": f.attempts + 1,
-        "status": "failed" if f.attempts + 1 >= mission.max_attempts else "pending"}))
+        "attempts": f.attempts + 1, "status": "blocked" if f.status == "blocked"  # a person's
+        else "failed" if f.attempts + 1 >= mission.max_attempts else "pending"}))
     return TASK_FAILED, "fail", (f"{feature.id} failed ({updated.status}, attempt "
                                  f"{updated.attempts} of {mission.max_attempts}): {reason}")
 
@@ -197,4 +220,6 @@ def _land(paths: Paths, prepared: Prepared, record: dict[str, Any]) -> tuple[int
 
 
 def _set_status(paths: Paths, fid: str, status: str) -> None:
-    plan_mod.update_feature(paths.state, fid, lambda f: f.model_copy(update={"status": status}))
+    """The feature's new status, but a block a person set during the run stands."""
+    plan_mod.update_feature(paths.state, fid, lambda f: f if f.status == "blocked"
+                            else f.model_copy(update={"status": status}))

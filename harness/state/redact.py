@@ -9,7 +9,11 @@ from __future__ import annotations
 import os
 import re
 
-SECRET_NAME = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_PASSWORD)$|^ANTHROPIC_|^AWS_SECRET", re.I)
+SECRET_NAME = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_PASSWORD)$|^ANTHROPIC_|^AWS_SECRET"
+                         r"|^HARNESS_NOTIFY_URLS$", re.I)
+# Secret variables holding a list (space- or comma-separated): each item is masked alone too.
+# HARNESS_NOTIFY_URLS: apprise URLs, whose bot tokens and webhook keys are the secret.
+SECRET_LISTS = ("HARNESS_NOTIFY_URLS",)
 KEY_PATTERNS = re.compile(
     r"sk-ant-[A-Za-z0-9_\-]{16,}"  # Anthropic
     r"|sk-(?:proj-)?[A-Za-z0-9_\-]{20,}"  # OpenAI
@@ -32,8 +36,10 @@ def is_secret_name(name: str) -> bool:
 def secret_values(environ: dict[str, str] | None = None) -> list[str]:
     """Values of secret-named variables, longest first so overlaps mask fully."""
     env = os.environ if environ is None else environ
-    values = {v for k, v in env.items() if is_secret_name(k) and len(v) >= _MIN_SECRET_LEN}
-    return sorted(values, key=len, reverse=True)
+    values = {v for k, v in env.items() if is_secret_name(k)}
+    for name in SECRET_LISTS:
+        values.update(env.get(name, "").replace(",", " ").split())
+    return sorted((v for v in values if len(v) >= _MIN_SECRET_LEN), key=len, reverse=True)
 
 
 def redact(text: str, environ: dict[str, str] | None = None) -> str:

@@ -7,6 +7,7 @@ from it: the guidance added and not removed, and the latest answers.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from harness.state.reading import parse_json_line
 from harness.state.redact import redact
 
 ANSWERS_SHOWN = 3  # the latest answers a prompt shows; older ones stay in the ledger
+SHOWN_MIN = 100  # characters a prompt gives each guidance or answer at least
 GUIDE, UNGUIDE, ANSWER = "guide", "unguide", "answer"
 KINDS = (GUIDE, UNGUIDE, ANSWER)  # their `verdict` in the ledger
 
@@ -61,7 +63,7 @@ def remove_guidance(state: Path, feature_id: str, which: str) -> str:
     guidance = current(state, check_known(state, feature_id))["guidance"]
     if which == "all":
         gone = list(guidance)
-    elif which.isdigit() and 1 <= int(which) <= len(guidance):
+    elif re.fullmatch(r"[0-9]{1,9}", which) and 1 <= int(which) <= len(guidance):
         gone = [guidance[int(which) - 1]]
     else:
         raise UsageError(f"--remove takes a number from 1 to {len(guidance)} or `all`; "
@@ -99,12 +101,16 @@ def fold(records: list[Any]) -> dict[str, Any]:
 
 
 def prompt_view(steering: dict[str, Any], limit: int) -> dict[str, Any]:
-    """The guidance and answers as a prompt shows them, within `limit` characters in all."""
-    each = limit // max(len(steering.get("guidance", [])) + len(steering.get("answers", [])), 1)
+    """The guidance and answers as a prompt shows them, within `limit` characters in all:
+    each gets at least SHOWN_MIN, so of more guidance than that allows, the newest shows and
+    the rest is counted (thousands of it were a line of " [...]" each, past the cap)."""
+    guidance, answers = steering.get("guidance", []), steering.get("answers", [])
+    shown = guidance[len(guidance) - max(limit // SHOWN_MIN - len(answers), 1):]
+    each = limit // max(len(shown) + len(answers), 1)
     cut = (lambda text: text if len(text) <= each else text[:each] + " [...]")  # noqa: E731
-    return {"guidance": [cut(g) for g in steering.get("guidance", [])],
+    return {"guidance": [cut(g) for g in shown], "guidance_omitted": len(guidance) - len(shown),
             "answers": [{**a, "answer": cut(a["answer"]), "question": cut(a["question"])}
-                        for a in steering.get("answers", [])]}
+                        for a in answers]}
 
 
 def check_known(state: Path, feature_id: str) -> str:
