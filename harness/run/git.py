@@ -29,6 +29,10 @@ from harness.types import SandboxPolicy
 DEFAULT_IDENTITY = ("-c", "user.name=autonomous-harness", "-c", "user.email=harness@localhost")
 HARDENED = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
             "-c", "commit.gpgSign=false", "-c", "tag.gpgSign=false", "-c", "gpg.program=false",
+            # a signature is checked by the program its format names (log.showSignature has
+            # `git show` check one on a commit the agent swapped in with `git replace`)
+            "-c", "log.showSignature=false", "-c", "gpg.x509.program=false",
+            "-c", "gpg.ssh.program=false",
             "-c", "core.sshCommand=false", "-c", "diff.external=", "-c", "core.pager=cat",
             "-c", "credential.helper=", "-c", "protocol.allow=never",
             # a file over this is diffed as binary: git's diff of a 260 MB file the agent wrote

@@ -1,0 +1,68 @@
+"""More of a hostile agent's `.git` against the harness's own git (docs/SANDBOX.md): what the
+agent can write there must make no git the harness runs, inside a run or after it (`summary`,
+`show`, `report` read the runs' commits in the agent's tree), run a program of its own or
+wait for ever. Real `run.sh` runs with the scripted backend and real bubblewrap.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from pathlib import Path
+
+import test_hostile as hostile
+from conftest import run_sh
+from test_hostile import CANARY, bash, payload, script, worker
+
+from harness.run.git import HARDENED
+
+pytestmark = hostile.pytestmark
+mission = hostile.mission  # the fixture: a git project, `sandbox: bwrap`, secrets around
+
+# A signature on a commit the harness made: `git replace` swaps in a copy carrying a
+# `gpgsig` header, and `log.showSignature` has every `git show`/`git log` verify it with the
+# program the agent named for the signature's format (x509 or ssh, known by its armor;
+# `gpg.program` is only OpenPGP's).
+SIGNED_COPY = (
+    "X=$(git log --format=%H -1 --grep='^F-004: ') && git cat-file commit $X > /tmp/c && "
+    "python3 -c \"import sys; h, b = open('/tmp/c').read().split(chr(10) * 2, 1); "
+    "sig = 'gpgsig -----BEGIN {armor}-----' + chr(10) + ' MIAG' + chr(10) + "
+    "' -----END {armor}-----'; "
+    "open('/tmp/c2', 'w').write(h + chr(10) + sig + chr(10) * 2 + b)\" && "
+    "git replace $X $(git hash-object -t commit -w /tmp/c2) && "
+    "cp /tmp/p ev && chmod +x ev && git config log.showSignature true && "
+    "git config gpg.format {fmt} && git config gpg.{fmt}.program $PWD/ev && "
+    "git config gpg.ssh.allowedSignersFile $PWD/ev && echo more > g.txt")
+
+
+def assert_contained(project: Path, out: Path) -> None:
+    """test_hostile.assert_contained, reading the history with the harness's hardened git: a
+    person's own `git log` in the shared tree honours what the agent configured there."""
+    assert not out.exists(), f"a payload ran outside the sandbox: {out.read_text()[:300]}"
+    for path in project.rglob("*"):
+        if path.is_file() and not path.is_symlink() and path != project / ".harness" / "env":
+            assert CANARY.encode() not in path.read_bytes(), f"the secret reached {path}"
+    log = subprocess.run(["git", *HARDENED, "-C", str(project), "log", "--all", "-p",
+                          "--no-textconv", "--no-ext-diff"], capture_output=True, text=True,
+                         check=True)
+    assert CANARY not in log.stdout
+
+
+def test_a_signature_check_runs_no_program_of_the_agents_in_summary_show_or_report(
+        mission, tmp_path):
+    """The second worker run signs the first's commit and names its own verifier: `summary`,
+    `show` and `report`, which run git outside any sandbox, ran it with the harness's
+    environment (and `sandbox: none` runs it in the validator's diff too)."""
+    assert worker(mission, script(tmp_path, bash("echo one > f.txt"))).returncode == 0
+    first = min(p.name for p in (mission / ".harness" / "runs").glob("*worker*"))
+    for fmt, armor in (("x509", "SIGNED MESSAGE"), ("ssh", "SSH SIGNATURE")):
+        out = tmp_path / f"escaped-{fmt}-{uuid.uuid4().hex[:6]}"
+        attack = (f"printf '%s' '{payload(out)}' > /tmp/p && "
+                  + SIGNED_COPY.format(fmt=fmt, armor=armor))
+        result = worker(mission, script(tmp_path, bash(attack)))
+        assert result.returncode == 0, result.stderr
+        for args in (["summary"], ["show", first], ["report"]):
+            shown = run_sh(*args, cwd=mission, env={"ANTHROPIC_API_KEY": CANARY})
+            assert shown.returncode == 0, (args, shown.stderr)
+            assert not out.exists(), f"{args} ran the agent's program: {out.read_text()[:200]}"
+    assert_contained(mission, out)
