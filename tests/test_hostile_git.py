@@ -7,6 +7,7 @@ wait for ever. Real `run.sh` runs with the scripted backend and real bubblewrap.
 from __future__ import annotations
 
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -66,3 +67,28 @@ def test_a_signature_check_runs_no_program_of_the_agents_in_summary_show_or_repo
             assert shown.returncode == 0, (args, shown.stderr)
             assert not out.exists(), f"{args} ran the agent's program: {out.read_text()[:200]}"
     assert_contained(mission, out)
+
+
+def test_a_fifo_git_reads_stops_runs_with_its_name_and_views_wait_once(mission, tmp_path):
+    """`mkfifo .gitattributes`: every git that reads attributes there waits for a writer for
+    ever. The harness's git gave up after its timeout, and then the next run died in a
+    traceback (exit 1, a failed task to a loop) after waiting again, every run; `summary`
+    and `report` waited the timeout once for each commit they show."""
+    def run(command: str) -> subprocess.CompletedProcess:
+        return run_sh("worker", "F-004", "--backend", "scripted", "--script",
+                      str(script(tmp_path, bash(command))), cwd=mission,
+                      env={"HARNESS_GIT_TIMEOUT": "3"})
+
+    for n in range(5):
+        assert run(f"echo {n} > f{n}.txt").returncode == 0
+    first = run("echo two > g.txt && mkfifo .gitattributes")
+    assert first.returncode in (0, 2) and "Traceback" not in first.stderr, first.stderr
+    again = run("echo three > h.txt")
+    assert again.returncode == 2, (again.stdout, again.stderr)
+    assert ".gitattributes" in again.stderr and "fifo" in again.stderr, again.stderr
+    for args in (["summary"], ["report"], ["show", min(p.name for p in (
+            mission / ".harness" / "runs").iterdir())]):
+        started = time.monotonic()
+        shown = run_sh(*args, cwd=mission, env={"HARNESS_GIT_TIMEOUT": "3"})
+        assert shown.returncode == 0, (args, shown.stderr)
+        assert time.monotonic() - started < 8, args  # one wait at most, not one a commit

@@ -169,3 +169,28 @@ def _replaced(path: Path, was: Path) -> UsageError:
 def _symlinked(path: Path) -> UsageError:
     return UsageError(f"{path} is a symlink: git would write through it, out of the "
                       "repository; the harness runs no git there until it is a folder again")
+
+
+def waits_on(top: Path, most: int = 10, look: int = 200_000) -> list[str]:
+    """What in the tree `top` (its `.git` too) git could wait on for ever when it reads it:
+    a fifo or a device (an agent's `mkfifo .gitattributes`), at most `most` of them, among
+    the first `look` entries; relative paths, with what each is."""
+    found: list[str] = []
+    folders, seen = [top], 0
+    while folders and len(found) < most and seen < look:
+        try:
+            entries = list(os.scandir(folders.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            seen += 1
+            try:
+                mode = entry.stat(follow_symlinks=False).st_mode
+            except OSError:
+                continue
+            if stat.S_ISDIR(mode):
+                folders.append(Path(entry.path))
+            elif stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+                what = "a fifo" if stat.S_ISFIFO(mode) else "a device"
+                found.append(f"{Path(entry.path).relative_to(top)} ({what})")
+    return found[:most]
