@@ -92,3 +92,37 @@ def test_a_fifo_git_reads_stops_runs_with_its_name_and_views_wait_once(mission, 
         shown = run_sh(*args, cwd=mission, env={"HARNESS_GIT_TIMEOUT": "3"})
         assert shown.returncode == 0, (args, shown.stderr)
         assert time.monotonic() - started < 8, args  # one wait at most, not one a commit
+
+
+def test_folders_nested_deep_in_the_git_folder_are_no_traceback(mission, tmp_path):
+    """1,500 folders one in another under `.git/refs` (and `logs`): the harness's check of
+    the git folder and its stale-lock cleanup walked them with Python's recursive os.walk,
+    a RecursionError traceback (exit 1) in every later run."""
+    deep = "/".join(["d"] * 1500)
+    attack = f"echo x > f.txt && mkdir -p .git/refs/{deep} .git/logs/{deep}"
+    try:
+        result = worker(mission, script(tmp_path, bash(attack)))
+        assert result.returncode == 0 and "committed" in result.stdout, (result.stdout,
+                                                                         result.stderr)
+        again = worker(mission, script(tmp_path, bash("echo y > g.txt")))
+        assert again.returncode == 0 and "committed" in again.stdout, again.stderr
+    finally:  # pytest's own clean-up recurses too
+        subprocess.run(["rm", "-rf", str(mission / ".git" / "refs" / "d"),
+                        str(mission / ".git" / "logs" / "d")], check=True)
+
+
+def test_a_worktree_nested_deep_and_broken_is_made_anew_without_a_traceback(mission, tmp_path):
+    """In worktrees mode the agent nests 1,500 folders and breaks its `.git` file: the next
+    run removes the folder to make the worktree anew, with shutil.rmtree, which recursed
+    into a RecursionError traceback (exit 1) on every run."""
+    config = mission / ".harness" / "config.yaml"
+    config.write_text(config.read_text() + "workspace: worktrees\n")
+    deep, tree = "/".join(["d"] * 1500), mission / ".harness" / "worktrees" / "F-004"
+    try:
+        first = worker(mission, script(tmp_path, bash(f"mkdir -p {deep} && echo x > .git")))
+        assert first.returncode == 2 and "Traceback" not in first.stderr, first.stderr
+        again = worker(mission, script(tmp_path, bash("echo y > g.txt")))
+        assert again.returncode == 0 and "committed" in again.stdout, again.stderr
+        assert not (tree / "d").exists()
+    finally:  # pytest's own clean-up recurses too
+        subprocess.run(["rm", "-rf", str(tree / "d")], check=True)

@@ -210,11 +210,10 @@ def clear_stale_locks(workdir: Path) -> None:
 def _ref_locks(refs: Path) -> list[Path]:
     """The lock files under refs/, never through a symlink (one could lead out of the
     repository, to files the harness must not delete)."""
-    if refs.is_symlink():
+    if refs.is_symlink() or not refs.is_dir():
         return []
-    return [Path(folder, name) for folder, _, files in os.walk(refs)  # does not follow links
-            for name in files if name.endswith(".lock")
-            and not os.path.islink(os.path.join(folder, name))]
+    return [Path(entry.path) for entry in gitdir.entries_under(refs)
+            if entry.name.endswith(".lock") and entry.is_file(follow_symlinks=False)]
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

@@ -15,6 +15,8 @@ import json
 import os
 import stat
 import uuid
+from collections.abc import Iterator
+from contextlib import suppress
 from pathlib import Path
 
 from harness.errors import UsageError
@@ -153,10 +155,9 @@ def _no_symlinks_out(used: Path) -> None:
         if top.is_symlink():
             raise _symlinked(top)
         if name in ("refs", "logs") and top.is_dir():
-            for folder, dirs, _ in os.walk(top):
-                for d in dirs:
-                    if os.path.islink(os.path.join(folder, d)):
-                        raise _symlinked(Path(folder, d))
+            for entry in entries_under(top):
+                if entry.is_symlink() and entry.is_dir():
+                    raise _symlinked(Path(entry.path))
 
 
 def _replaced(path: Path, was: Path) -> UsageError:
@@ -171,26 +172,36 @@ def _symlinked(path: Path) -> UsageError:
                       "repository; the harness runs no git there until it is a folder again")
 
 
+def entries_under(top: Path) -> Iterator[os.DirEntry]:
+    """Every entry beneath the folder `top`, through no symlink, however deep (os.walk
+    recurses: a RecursionError past ~1,000 levels an agent can make)."""
+    folders = [top]
+    while folders:
+        try:
+            with os.scandir(folders.pop()) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        for entry in entries:
+            yield entry
+            with suppress(OSError):
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(Path(entry.path))
+
+
 def waits_on(top: Path, most: int = 10, look: int = 200_000) -> list[str]:
     """What in the tree `top` (its `.git` too) git could wait on for ever when it reads it:
     a fifo or a device (an agent's `mkfifo .gitattributes`), at most `most` of them, among
     the first `look` entries; relative paths, with what each is."""
     found: list[str] = []
-    folders, seen = [top], 0
-    while folders and len(found) < most and seen < look:
+    for seen, entry in enumerate(entries_under(top)):
+        if len(found) >= most or seen >= look:
+            break
         try:
-            entries = list(os.scandir(folders.pop()))
+            mode = entry.stat(follow_symlinks=False).st_mode
         except OSError:
             continue
-        for entry in entries:
-            seen += 1
-            try:
-                mode = entry.stat(follow_symlinks=False).st_mode
-            except OSError:
-                continue
-            if stat.S_ISDIR(mode):
-                folders.append(Path(entry.path))
-            elif stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-                what = "a fifo" if stat.S_ISFIFO(mode) else "a device"
-                found.append(f"{Path(entry.path).relative_to(top)} ({what})")
-    return found[:most]
+        if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+            what = "a fifo" if stat.S_ISFIFO(mode) else "a device"
+            found.append(f"{Path(entry.path).relative_to(top)} ({what})")
+    return found
