@@ -6,6 +6,7 @@ wait for ever. Real `run.sh` runs with the scripted backend and real bubblewrap.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 import uuid
@@ -126,3 +127,25 @@ def test_a_worktree_nested_deep_and_broken_is_made_anew_without_a_traceback(miss
         assert not (tree / "d").exists()
     finally:  # pytest's own clean-up recurses too
         subprocess.run(["rm", "-rf", str(tree / "d")], check=True)
+
+
+def test_the_editor_reads_no_file_bigger_than_it_can_show(mission, tmp_path):
+    """The editor runs in the harness's process: `truncate -s 40G f` costs the agent nothing
+    (a sparse file) and the editor's `view` read it whole, 2 bytes of the harness's memory
+    for each (6 GB for 3 GB here), until the OOM killer ended the harness or another
+    process. A file too big to show is refused, naming its size and the way round."""
+    view = {"name": "str_replace_based_edit_tool", "input": {"command": "view",
+                                                             "path": "big.txt"}}
+    edit = {"name": "str_replace_based_edit_tool",
+            "input": {"command": "str_replace", "path": "big.txt", "old_str": "x",
+                      "new_str": "y"}}
+    turns = script(tmp_path, bash("truncate -s 100M big.txt"), view, edit,
+                   bash("rm big.txt && echo done > f.txt"))
+    result = worker(mission, turns)
+    assert result.returncode == 0, result.stderr
+    transcript = next((mission / ".harness" / "runs").glob("*/transcript.jsonl")).read_text()
+    calls = [json.loads(line) for line in transcript.splitlines()]
+    results = [c for c in calls if c.get("event") == "tool_call"
+               and c["name"] == "str_replace_based_edit_tool"]
+    assert len(results) == 2 and all(c["is_error"] for c in results), results
+    assert all("too big" in c["result"] and "head" in c["result"] for c in results), results
