@@ -7,13 +7,14 @@ wait for ever. Real `run.sh` runs with the scripted backend and real bubblewrap.
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import time
 import uuid
 from pathlib import Path
 
 import test_hostile as hostile
-from conftest import run_sh
+from conftest import ROOT, run_sh
 from test_hostile import CANARY, bash, payload, script, worker
 
 from harness.run.git import HARDENED
@@ -149,3 +150,26 @@ def test_the_editor_reads_no_file_bigger_than_it_can_show(mission, tmp_path):
                and c["name"] == "str_replace_based_edit_tool"]
     assert len(results) == 2 and all(c["is_error"] for c in results), results
     assert all("too big" in c["result"] and "head" in c["result"] for c in results), results
+
+
+def test_a_fifo_or_a_huge_file_for_the_repositorys_mark_or_git_file_is_refused_at_once(
+        mission, tmp_path):
+    """The harness reads its mark in the git folder, and a `.git` file, in its own process
+    before each git command: a fifo there (`mkfifo .git/autonomous-harness.id`) held the
+    worker in open() for ever, with its locks (no git timeout applies); a sparse 3 GB `.git`
+    file was read whole into memory."""
+    fifo = worker(mission, script(tmp_path, bash(
+        "echo x > f.txt && rm .git/autonomous-harness.id && "
+        "mkfifo .git/autonomous-harness.id")))
+    assert fifo.returncode == 2 and "mission's repository" in fifo.stderr, fifo.stderr
+    subprocess.run(["rm", "-f", str(mission / ".git" / "autonomous-harness.id")], check=True)
+    huge = tmp_path / "huge"
+    huge.mkdir()
+    (huge / "project").mkdir()
+    subprocess.run(["cp", "-a", f"{mission}/.", str(huge / "project")], check=True)
+    turns = script(tmp_path, bash("rm -rf .git && truncate -s 3G .git && echo x > f.txt"))
+    capped = subprocess.run(  # were it read whole, MemoryError, not the host's memory
+        [str(ROOT / "run.sh"), "worker", "F-004", "--backend", "scripted", "--script",
+         str(turns)], cwd=huge / "project", capture_output=True, text=True, timeout=120,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30)))
+    assert capped.returncode == 2 and "mission's repository" in capped.stderr, capped.stderr

@@ -105,7 +105,7 @@ def check(tree: Path, repository: Repository, top: Path | None,
 
 def _linked(dot_git: Path, was: Path) -> Path:
     """A worktree's `.git` file must name a folder under a repository's `worktrees/`."""
-    text = dot_git.read_text(encoding="utf-8", errors="replace")
+    text = _head(dot_git).decode("utf-8", errors="replace")
     if not text.startswith("gitdir: "):
         raise _replaced(dot_git, was)
     target = Path(text[len("gitdir: "):].strip())
@@ -130,9 +130,22 @@ def _make_mark(git_dir: Path) -> str:
 
 def _mark(git_dir: Path) -> str | None:
     try:
-        return (git_dir / MARK).read_text(encoding="utf-8").strip() or None
+        return _head(git_dir / MARK).decode("utf-8").strip() or None
     except (OSError, UnicodeDecodeError):
         return None
+
+
+def _head(path: Path, most: int = 8192) -> bytes:
+    """The start of a file in a git folder the agent may have written, read in the harness's
+    process: never a fifo (open() would wait for ever) or a device, never more than `most`
+    bytes (a sparse 3 GB `.git` file is free to make)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a file")
+        return os.read(fd, most)
+    finally:
+        os.close(fd)
 
 
 def links_into(tree: Path, repo: Path) -> bool:
