@@ -12,6 +12,7 @@ from pathlib import Path
 
 from harness.agent.beneath import open_beneath, real_path, relative_inside
 
+MAX_CHARS = 16 * 1024 * 1024  # the most of a file the editor reads
 LOOK = getattr(os, "O_PATH", os.O_RDONLY | os.O_NONBLOCK)  # opens a fifo without blocking
 
 
@@ -65,11 +66,17 @@ class TreeFile:
 
     def read_text(self) -> str:
         fd = self.open(self.rel, os.O_RDONLY | os.O_NONBLOCK)
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             os.close(fd)
             raise ValueError("not a regular file")
         with os.fdopen(fd, encoding="utf-8") as f:
-            return f.read()
+            text = f.read(MAX_CHARS + 1)  # in the harness's memory: a sparse 40 GB file is free
+        if len(text) > MAX_CHARS:
+            raise ValueError(f"too big for the editor ({st.st_size:,} bytes, it reads at "
+                             f"most {MAX_CHARS:,} characters): read or "
+                             "change it with bash (head, sed -n, tail) instead")
+        return text
 
     def write_text(self, text: str) -> None:
         """Replace the file (where it really is: a symlink inside the tree is followed) with

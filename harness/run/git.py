@@ -20,7 +20,7 @@ from functools import cache
 from pathlib import Path
 
 from harness.agent import sandbox
-from harness.errors import GitFailed
+from harness.errors import GitFailed, UsageError
 from harness.run import gitdir
 from harness.state.redact import scrubbed_environ
 from harness.state.store import hold_lock, lock_path
@@ -29,12 +29,16 @@ from harness.types import SandboxPolicy
 DEFAULT_IDENTITY = ("-c", "user.name=autonomous-harness", "-c", "user.email=harness@localhost")
 HARDENED = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
             "-c", "commit.gpgSign=false", "-c", "tag.gpgSign=false", "-c", "gpg.program=false",
+            # a signature is checked by the program its format names (log.showSignature has
+            # `git show` check one on a commit the agent swapped in with `git replace`)
+            "-c", "log.showSignature=false", "-c", "gpg.x509.program=false",
+            "-c", "gpg.ssh.program=false",
             "-c", "core.sshCommand=false", "-c", "diff.external=", "-c", "core.pager=cat",
             "-c", "credential.helper=", "-c", "protocol.allow=never",
             # a file over this is diffed as binary: git's diff of a 260 MB file the agent wrote
             # took 4.5 GB (the validator's `log -p`, `show --stat` for a report)
             "-c", "core.bigFileThreshold=16m")
-GIT_TIMEOUT = 120
+GIT_TIMEOUT = 120.0  # seconds, unless $HARNESS_GIT_TIMEOUT says otherwise
 
 
 @dataclass(frozen=True)
@@ -70,23 +74,58 @@ def confine_tree(tree: Path, repo: Path, state: Path, policy: SandboxPolicy) -> 
 
 def run_git(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     """`git ARGS` in `workdir`, hardened, output captured as text; GitFailed if it fails
-    and `check`."""
+    and `check`, or if it did not finish in time (then no more git runs there)."""
     argv = ["git", *HARDENED, *args]
     env = {**scrubbed_environ(), "GIT_TERMINAL_PROMPT": "0"}
     here = workdir.resolve()
+    if here in _hung:  # a fifo it waits on for ever: one wait a process, not one a call
+        raise GitFailed(subprocess.CompletedProcess(argv, -9, "", _hung[here]), workdir, args)
     confined = next((c for c in _confined if here.is_relative_to(c.tree)), None)
     if confined is not None and confined.repository is not None:
         gitdir.check(here, confined.repository, confined.top, confined.git_folder)
     if confined is not None and confined.top is not None:  # not a core.worktree it set
         argv.insert(len(HARDENED) + 1, f"--work-tree={confined.top}")
-    if confined is None or confined.policy.kind != "bwrap":
-        result = subprocess.run(argv, cwd=workdir, capture_output=True, text=True, check=False,
-                                timeout=GIT_TIMEOUT, env=env, stdin=subprocess.DEVNULL)
-    else:
-        result = _run_confined(argv, confined, workdir, env)
+    try:
+        if confined is None or confined.policy.kind != "bwrap":
+            result = subprocess.run(argv, cwd=workdir, capture_output=True, text=True,
+                                    check=False, timeout=git_timeout(), env=env,
+                                    stdin=subprocess.DEVNULL)
+        else:
+            result = _run_confined(argv, confined, workdir, env)
+    except subprocess.TimeoutExpired:
+        _hung[here] = _stuck(confined.top if confined and confined.top else here)
+        raise GitFailed(subprocess.CompletedProcess(argv, -9, "", _hung[here]), workdir,
+                        args) from None
     if check and result.returncode != 0:
         raise GitFailed(result, workdir, args)
     return result
+
+
+_hung: dict[Path, str] = {}  # where git did not finish in time, and why it may have waited
+
+
+def git_timeout() -> float:
+    """Seconds a git command may take: $HARNESS_GIT_TIMEOUT, else GIT_TIMEOUT."""
+    value = os.environ.get("HARNESS_GIT_TIMEOUT", "").strip()
+    if not value:
+        return GIT_TIMEOUT
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds <= 86400:
+        raise UsageError(f"$HARNESS_GIT_TIMEOUT is {value[:40]!r}; give the seconds a git "
+                         "command may take, more than 0 and at most 86400")
+    return seconds
+
+
+def _stuck(top: Path) -> str:
+    waits = gitdir.waits_on(top)
+    if waits:
+        return (f"git did not finish in {git_timeout():g} s: it waits for ever on what it "
+                f"reads there and is no file: {', '.join(waits)}; remove it")
+    return (f"git did not finish in {git_timeout():g} s (a repository this big needs more: "
+            "set HARNESS_GIT_TIMEOUT)")
 
 
 def _run_confined(argv: list[str], confined: ConfinedTree, workdir: Path,
@@ -95,7 +134,7 @@ def _run_confined(argv: list[str], confined: ConfinedTree, workdir: Path,
                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     try:
-        out, err = proc.communicate(timeout=GIT_TIMEOUT)
+        out, err = proc.communicate(timeout=git_timeout())
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.communicate()
@@ -171,11 +210,10 @@ def clear_stale_locks(workdir: Path) -> None:
 def _ref_locks(refs: Path) -> list[Path]:
     """The lock files under refs/, never through a symlink (one could lead out of the
     repository, to files the harness must not delete)."""
-    if refs.is_symlink():
+    if refs.is_symlink() or not refs.is_dir():
         return []
-    return [Path(folder, name) for folder, _, files in os.walk(refs)  # does not follow links
-            for name in files if name.endswith(".lock")
-            and not os.path.islink(os.path.join(folder, name))]
+    return [Path(entry.path) for entry in gitdir.entries_under(refs)
+            if entry.name.endswith(".lock") and entry.is_file(follow_symlinks=False)]
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

@@ -15,6 +15,8 @@ import json
 import os
 import stat
 import uuid
+from collections.abc import Iterator
+from contextlib import suppress
 from pathlib import Path
 
 from harness.errors import UsageError
@@ -103,7 +105,7 @@ def check(tree: Path, repository: Repository, top: Path | None,
 
 def _linked(dot_git: Path, was: Path) -> Path:
     """A worktree's `.git` file must name a folder under a repository's `worktrees/`."""
-    text = dot_git.read_text(encoding="utf-8", errors="replace")
+    text = _head(dot_git).decode("utf-8", errors="replace")
     if not text.startswith("gitdir: "):
         raise _replaced(dot_git, was)
     target = Path(text[len("gitdir: "):].strip())
@@ -128,9 +130,22 @@ def _make_mark(git_dir: Path) -> str:
 
 def _mark(git_dir: Path) -> str | None:
     try:
-        return (git_dir / MARK).read_text(encoding="utf-8").strip() or None
+        return _head(git_dir / MARK).decode("utf-8").strip() or None
     except (OSError, UnicodeDecodeError):
         return None
+
+
+def _head(path: Path, most: int = 8192) -> bytes:
+    """The start of a file in a git folder the agent may have written, read in the harness's
+    process: never a fifo (open() would wait for ever) or a device, never more than `most`
+    bytes (a sparse 3 GB `.git` file is free to make)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a file")
+        return os.read(fd, most)
+    finally:
+        os.close(fd)
 
 
 def links_into(tree: Path, repo: Path) -> bool:
@@ -153,10 +168,9 @@ def _no_symlinks_out(used: Path) -> None:
         if top.is_symlink():
             raise _symlinked(top)
         if name in ("refs", "logs") and top.is_dir():
-            for folder, dirs, _ in os.walk(top):
-                for d in dirs:
-                    if os.path.islink(os.path.join(folder, d)):
-                        raise _symlinked(Path(folder, d))
+            for entry in entries_under(top):
+                if entry.is_symlink() and entry.is_dir():
+                    raise _symlinked(Path(entry.path))
 
 
 def _replaced(path: Path, was: Path) -> UsageError:
@@ -169,3 +183,38 @@ def _replaced(path: Path, was: Path) -> UsageError:
 def _symlinked(path: Path) -> UsageError:
     return UsageError(f"{path} is a symlink: git would write through it, out of the "
                       "repository; the harness runs no git there until it is a folder again")
+
+
+def entries_under(top: Path) -> Iterator[os.DirEntry]:
+    """Every entry beneath the folder `top`, through no symlink, however deep (os.walk
+    recurses: a RecursionError past ~1,000 levels an agent can make)."""
+    folders = [top]
+    while folders:
+        try:
+            with os.scandir(folders.pop()) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        for entry in entries:
+            yield entry
+            with suppress(OSError):
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(Path(entry.path))
+
+
+def waits_on(top: Path, most: int = 10, look: int = 200_000) -> list[str]:
+    """What in the tree `top` (its `.git` too) git could wait on for ever when it reads it:
+    a fifo or a device (an agent's `mkfifo .gitattributes`), at most `most` of them, among
+    the first `look` entries; relative paths, with what each is."""
+    found: list[str] = []
+    for seen, entry in enumerate(entries_under(top)):
+        if len(found) >= most or seen >= look:
+            break
+        try:
+            mode = entry.stat(follow_symlinks=False).st_mode
+        except OSError:
+            continue
+        if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+            what = "a fifo" if stat.S_ISFIFO(mode) else "a device"
+            found.append(f"{Path(entry.path).relative_to(top)} ({what})")
+    return found

@@ -6,7 +6,8 @@ state's git lock, as the commits in `git.py` do, so two runs never race on git's
 
 from __future__ import annotations
 
-import shutil
+import os
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,7 +99,7 @@ def open_worktree(state: Path, ws: Workspace) -> Workspace:
             clear_stale_locks(ws.tree)
             return ws
         if ws.tree.exists():
-            shutil.rmtree(ws.tree)  # ours, and broken: its committed work is on the branch
+            remove_folder(ws.tree)  # ours, and broken: its committed work is on the branch
         run_git(ws.repo, "worktree", "prune")
         ws.tree.parent.mkdir(parents=True, exist_ok=True)
         if has_branch(ws.repo, ws.branch):
@@ -150,6 +151,18 @@ def remove_worktree(state: Path, ws: Workspace) -> None:
     with hold_lock(lock_path(state, "git")):
         if ws.tree.exists():
             run_git(ws.repo, "worktree", "remove", "--force", str(ws.tree), check=False)
-            shutil.rmtree(ws.tree, ignore_errors=True)
+            remove_folder(ws.tree, check=False)
         run_git(ws.repo, "worktree", "prune")
         run_git(ws.repo, "branch", "-D", ws.branch, check=False)
+
+
+def remove_folder(path: Path, check: bool = True) -> None:
+    """`rm -rf` of a feature's folder, through no symlink and however deep its agent nested
+    folders (shutil.rmtree recurses: a RecursionError past ~1,000 levels); UsageError, naming
+    it, if it stays and `check`."""
+    gone = subprocess.run(["rm", "-rf", "--", str(path)], capture_output=True, text=True,
+                          check=False, stdin=subprocess.DEVNULL)
+    if check and os.path.lexists(path):
+        said = " ".join(gone.stderr.split())[-300:]
+        raise UsageError(f"{path}: cannot remove it to make the feature's worktree anew "
+                         f"({said or 'rm failed'}); remove it by hand, then run again")
