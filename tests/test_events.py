@@ -181,20 +181,3 @@ def test_a_pass_merged_in_worktrees_mode_fires_its_hooks_in_the_project(tmp_path
     assert [e["event"] for e in fired(sink)] == ["run.finished", "feature.done"]
     assert where.read_text().split() == [str(project)] * 2
     assert "cannot start" not in (project / ".harness" / "hooks.log").read_text()
-
-
-def test_the_same_failure_on_the_last_attempt_is_failed_not_stuck(project: Path,
-                                                                   tmp_path: Path) -> None:
-    """With the defaults (max_attempts 3, stuck_after 3) the third same fail said 'F-004
-    failed (failed, attempt 3 of 3) ...; F-004 is now blocked': blocked, and feature.failed
-    never fired. Attempts used up is `failed` (docs/contracts.md); stuck is for the rest."""
-    state, sink = project / ".harness", tmp_path / "events.jsonl"
-    hook_every_event(state, sink)
-    for _ in range(3):
-        edit_plan(state, F_004="in_progress")
-        assert role(project, tmp_path, "validator", "F-004", FAIL) == 1
-    *_, finished, failed = fired(sink)
-    assert finished["result"] == "fail" and "blocked" not in finished["reason"]
-    assert failed["event"] == "feature.failed" and failed["attempts"] == 3
-    plan = json.loads((state / "features.json").read_text())
-    assert [f["status"] for f in plan if f["id"] == "F-004"] == ["failed"]

@@ -115,7 +115,7 @@ def _block_reason(paths: Paths, role: str, prepared: Prepared,
                    if m["run_id"] != run_id] if n > 1 else []
         if stuck.no_change_streak([*earlier, {"status": "finished", **fields}], n):
             return f"stuck: the last {n} worker runs changed nothing in the working tree"
-    if role == "validator" and fields.get("result") == "fail" and not _used_up(paths, feature.id):
+    if role == "validator" and fields.get("result") == "fail":
         lines = read_tail(ledger.ledger_path(paths.state, feature.id), n)
         verdicts = [v for v in map(parse_json_line, lines) if v is not None]
         same = stuck.repeated_failure(verdicts, n)
@@ -124,21 +124,10 @@ def _block_reason(paths: Paths, role: str, prepared: Prepared,
     return None
 
 
-def _now(paths: Paths, fid: str) -> plan_mod.Feature | None:
-    return next((f for f in plan_mod.load_plan(paths.state) if f.id == fid), None)
-
-
-def _used_up(paths: Paths, fid: str) -> bool:
-    """Whether the fail used the feature's last attempt: it is `failed`, not stuck (the same
-    failure on the last attempt was blocked, and feature.failed never fired)."""
-    now = _now(paths, fid)
-    return now is not None and now.status == "failed"
-
-
 def _blocked_meanwhile(paths: Paths, fid: str) -> str | None:
     """Why a person blocked the feature while the run worked on it (`run.sh block
     --feature`): a blocked feature starts no run, so a block seen at its end is theirs."""
-    now = _now(paths, fid)
+    now = next((f for f in plan_mod.load_plan(paths.state) if f.id == fid), None)
     return (now.blocked_reason or "blocked by a person") if now and now.status == "blocked" \
         else None
 
