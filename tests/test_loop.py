@@ -87,18 +87,19 @@ def test_loop_ends_on_a_failed_feature_saying_how_to_retry_it(project: Path,
         result.stdout)
 
 
+@pytest.mark.parametrize("limit", [[], ["--max-runs", "1"]])  # the last run allowed: no 0
 @pytest.mark.parametrize(("setup", "code", "says"), [
     ("budget", 4, "worker exit 4: the budget is spent"),
     ("role", 2, "worker exit 2: a usage or state error"),
 ])
 def test_loop_stops_on_2_and_4_with_that_code(project: Path, mission: Path, setup: str,
-                                              code: int, says: str) -> None:
+                                              code: int, says: str, limit: list[str]) -> None:
     if setup == "budget":
         (mission / "config.yaml").write_text("budget_usd: 1\n")
         (mission / "spend.json").write_text('{"usd": 1.5}')
     else:
         (mission / "roles" / "worker.yaml").write_text("temperture: 0.2\n")
-    result = run_sh("loop", cwd=project)
+    result = run_sh("loop", *limit, cwd=project)
     assert result.returncode == code, result.stdout + result.stderr
     assert says in result.stdout + result.stderr
     assert "validator" not in result.stdout  # stopped at once

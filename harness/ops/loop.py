@@ -176,7 +176,7 @@ class Supervisor:
             self.children.discard(child)
             self.active -= 1
         self.say(slot, f"{role} exit {code} ({say_duration(time.monotonic() - started)})")
-        if role != "curator" and code not in (BUSY, NOTHING_TO_DO):
+        if role != "curator" and code not in (BUSY, NOTHING_TO_DO, *STOPS):  # a stop's own code
             self._count_run()
         return code
 
