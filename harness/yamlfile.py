@@ -9,6 +9,26 @@ import yaml
 
 from harness.errors import UsageError
 
+MAX_VALUES = 100_000  # values a file a person wrote may hold, its aliases expanded
+
+
+def _check_size(data: Any, path: Path) -> Any:
+    """`data` if it holds at most MAX_VALUES values once aliases are followed; an alias bomb
+    (a billion copies in a few lines) or an alias inside itself is a UsageError."""
+    stack, count = [data], 0
+    while stack:
+        value = stack.pop()
+        count += 1
+        if count > MAX_VALUES:
+            raise UsageError(f"{path}: more than {MAX_VALUES:,} values once its aliases "
+                             "(*name) are expanded, or an alias inside its own anchor; "
+                             "write the values out")
+        if isinstance(value, dict):
+            stack += [*value.keys(), *value.values()]
+        elif isinstance(value, list):
+            stack += value
+    return data
+
 
 def load_yaml(path: Path) -> Any:
     """The YAML in `path`; any damage (not UTF-8, a folder, too deep) is a UsageError."""
@@ -25,7 +45,7 @@ def load_yaml(path: Path) -> Any:
         raise UsageError(f"{path} line {line}: not UTF-8 text (byte "
                          f"0x{data[e.start]:02x}); save it as UTF-8") from None
     try:
-        return yaml.safe_load(text)
+        return _check_size(yaml.safe_load(text), path)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""

@@ -22,3 +22,34 @@ def test_a_project_doc_that_is_a_folder_is_passed_over(project: Path, name: str,
     result = run_sh(*args, cwd=project)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
+
+
+def alias_bomb(levels: int = 9) -> str:
+    """YAML of a few hundred bytes whose aliases expand to 9**levels strings."""
+    lines = ["  a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"  a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels)]
+    return "\n".join(lines) + f"\n  bomb: *a{levels - 1}\n"
+
+
+@pytest.mark.parametrize("name, body", [
+    ("roles/worker.yaml", "options:\n" + alias_bomb()),
+    ("roles/worker.yaml", "options: &o {self: *o}\n"),
+    ("roles/worker.yaml", "sandbox_paths: &p {/tmp: [*p]}\n"),
+    ("config.yaml", "hooks: &h {run.finished: [*h]}\nprices:\n" + alias_bomb()),
+])
+def test_a_yaml_alias_bomb_or_loop_is_a_usage_error(project: Path, state: Path, name: str,
+                                                    body: str) -> None:
+    """An alias bomb in a role's options was a MemoryError (or the OOM killer) when the run
+    recorded them, an alias inside itself a ValueError: tracebacks, exit 1."""
+    path = state / name
+    path.parent.mkdir(exist_ok=True)
+    good = path.read_text() if path.exists() else ""
+    path.write_text(good + body)
+    commands = [["worker", "F-004", "--dry-run"]]
+    commands += [["curator", "--dry-run"]] if name == "config.yaml" else []
+    for args in commands:
+        result = run_sh(*args, cwd=project)
+        assert result.returncode == 2, result.stderr
+        assert f"{name}: more than 100,000 values once its aliases" in result.stderr
+    path.write_text(good)
+    assert run_sh("worker", "F-004", "--dry-run", cwd=project).returncode == 0
