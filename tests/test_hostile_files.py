@@ -4,6 +4,7 @@ never a traceback, a hang or a wrong exit code (issue 31, round 3)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -53,3 +54,48 @@ def test_a_yaml_alias_bomb_or_loop_is_a_usage_error(project: Path, state: Path, 
         assert f"{name}: more than 100,000 values once its aliases" in result.stderr
     path.write_text(good)
     assert run_sh("worker", "F-004", "--dry-run", cwd=project).returncode == 0
+
+
+def make_odd(path: Path, kind: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "device":
+        path.symlink_to("/dev/zero")
+    else:
+        path.symlink_to(path.name)  # a symlink loop
+
+
+@pytest.mark.parametrize("name, kind, commands", [
+    (".harness/raw.md", "fifo", [["status"], ["note", "TRICK", "make -j4"], ["curator"],
+                                 ["worker", "F-004", "--dry-run"], ["doctor", "--no-cron"]]),
+    (".harness/raw.md", "device", [["status"], ["curator", "--dry-run"]]),
+    (".harness/raw.md", "loop", [["status"]]),
+    (".harness/summary.md", "fifo", [["worker", "F-004", "--dry-run"], ["report"]]),
+    (".harness/ledger/F-004.jsonl", "fifo", [["validator", "F-004", "--dry-run"]]),
+    ("identity/worker.md", "fifo", [["status"], ["curator"], ["worker", "F-004", "--dry-run"]]),
+    ("identity/.candidates.log", "fifo", [["curator", "--explain", "make -j4"]]),
+])
+def test_a_fifo_or_device_where_a_file_goes_is_named_not_read_for_ever(
+        project: Path, isolated_env: Path, name: str, kind: str,
+        commands: list[list[str]]) -> None:
+    """A fifo for raw.md, summary.md, a ledger or an identity file made every command that
+    reads it wait for ever (a cron job a day, each holding its lock), and /dev/zero read
+    until the memory ran out; `note` wrote its line into the pipe and said it was kept."""
+    path = (isolated_env / name.split("/", 1)[1]) if name.startswith("identity/") \
+        else project / name
+    saved = path.read_bytes() if path.is_file() else None
+    make_odd(path, kind)
+    for args in commands:
+        if args == ["report"]:
+            args = ["report", "--out", str(project.parent / "report")]
+        result = run_sh(*args, cwd=project, timeout=30)
+        assert result.returncode == 2, (args, result.stdout + result.stderr)
+        assert str(path) in result.stdout + result.stderr
+        assert "not a file; move it away" in result.stdout + result.stderr or (
+            "Too many levels of symbolic links" in result.stderr)
+    path.unlink()
+    if saved is not None:
+        path.write_bytes(saved)
+    assert run_sh(*commands[0], cwd=project, timeout=30).returncode == 0

@@ -101,7 +101,7 @@ def _role_command(role: str, doc: str) -> click.Command:
                                      ("model", model)) if v}
         paths = paths_of(ctx)
         if paths.state.is_dir():
-            for warning in state_warnings(paths.state):
+            for warning in state_warnings(check_state(paths.state)):
                 click.echo(f"run.sh: warning: {warning}", err=True)
         result = run_role(paths, role, target, dry_run=dry_run, backend=backend,
                           backend_options=options, sandbox=sandbox)
