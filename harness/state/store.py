@@ -224,6 +224,7 @@ def read_tail(path: Path, max_lines: int, block: int = 65536) -> list[str]:
             pos -= step
             f.seek(pos)
             data = f.read(step) + data
+            block *= 2  # a line of 50 MB: a few reads, not one per 64 KiB, each split whole
     lines = [ln.decode(errors="replace") for ln in lines]
     return lines[-max_lines:]
 
