@@ -12,21 +12,35 @@ from harness.errors import UsageError
 MAX_VALUES = 100_000  # values a file a person wrote may hold, its aliases expanded
 
 
+def _dotted(where: tuple) -> str:
+    """`a.b.0` from the linked key path `((((), "a"), "b"), 0)`."""
+    keys = []
+    while where:
+        where, key = where
+        keys.append(str(key))
+    return ".".join(reversed(keys))
+
+
 def _check_size(data: Any, path: Path) -> Any:
-    """`data` if it holds at most MAX_VALUES values once aliases are followed; an alias bomb
-    (a billion copies in a few lines) or an alias inside itself is a UsageError."""
-    stack, count = [data], 0
+    """`data` if it holds at most MAX_VALUES values once aliases are followed and no NUL
+    (a "\\0" escape: no file name, command or name can hold one); an alias bomb (a billion
+    copies in a few lines) or an alias inside itself is a UsageError, as is a NUL."""
+    stack, count = [(data, ())], 0
     while stack:
-        value = stack.pop()
+        value, where = stack.pop()
         count += 1
         if count > MAX_VALUES:
             raise UsageError(f"{path}: more than {MAX_VALUES:,} values once its aliases "
                              "(*name) are expanded, or an alias inside its own anchor; "
                              "write the values out")
+        if isinstance(value, str) and "\0" in value:
+            raise UsageError(f"{path}: key '{_dotted(where) or value}': a NUL character "
+                             f"(\\0) in {value[:60]!r}; remove it")
         if isinstance(value, dict):
-            stack += [*value.keys(), *value.values()]
+            stack += [(k, (where, k)) for k in value]
+            stack += [(v, (where, k)) for k, v in value.items()]
         elif isinstance(value, list):
-            stack += value
+            stack += [(v, (where, i)) for i, v in enumerate(value)]
     return data
 
 

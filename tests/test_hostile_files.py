@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import run_sh
+from conftest import git_init, run_sh
 
 
 @pytest.mark.parametrize("name, role", [("AGENTS.md", "worker"), ("CLAUDE.md", "worker"),
@@ -99,3 +99,29 @@ def test_a_fifo_or_device_where_a_file_goes_is_named_not_read_for_ever(
     if saved is not None:
         path.write_bytes(saved)
     assert run_sh(*commands[0], cwd=project, timeout=30).returncode == 0
+
+
+@pytest.mark.parametrize("name, line, key, args", [
+    ("config.yaml", 'identity_export: ["AGENTS.md\\0x"]', "identity_export.0", ["curator"]),
+    ("config.yaml", 'base_branch: "main\\0"\nworkspace: worktrees', "base_branch",
+     ["worker", "F-004", "--dry-run"]),
+    ("roles/worker.yaml", 'options: {verify_timeout: 5, "\\0": 1}', "options.\x00",
+     ["worker", "F-004", "--dry-run"]),
+])
+def test_a_nul_escape_in_yaml_is_a_usage_error_naming_the_key(project: Path, state: Path,
+                                                              name: str, line: str, key: str,
+                                                              args: list[str]) -> None:
+    """A "\\0" escape put a NUL in a value: an identity_export or base_branch holding one
+    was a ValueError traceback (embedded null byte), exit 1, at every run."""
+    git_init(project)
+    path = state / name
+    path.parent.mkdir(exist_ok=True)
+    good = path.read_text() if path.exists() else ""
+    path.write_text(f"{good}{line}\n")
+    result = run_sh(*args, cwd=project)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    shown = key.replace("\x00", "\\u0000")  # run.sh shows a control character visibly
+    assert f"{name}: key '{shown}': a NUL character" in result.stderr
+    path.write_text(good)
+    assert run_sh(*args, cwd=project).returncode == 0
