@@ -125,3 +125,23 @@ def test_a_nul_escape_in_yaml_is_a_usage_error_naming_the_key(project: Path, sta
     assert f"{name}: key '{shown}': a NUL character" in result.stderr
     path.write_text(good)
     assert run_sh(*args, cwd=project).returncode == 0
+
+
+@pytest.mark.parametrize("name", ["transcript.jsonl", "prompt.md", "verdict.json"])
+def test_a_fifo_in_a_run_folder_marks_that_run_damaged(project: Path, state: Path,
+                                                       name: str) -> None:
+    """A fifo for a run's transcript, prompt or verdict made `show` and `report` wait for
+    ever; now `show` names it (exit 2) and `report` goes on, that run marked damaged."""
+    run_id = run_sh("worker", "F-004", "--dry-run", cwd=project).stdout.split()[2].rstrip(":")
+    path = state / "runs" / run_id / name
+    path.unlink(missing_ok=True)
+    os.mkfifo(path)
+    shown = run_sh("show", run_id, cwd=project, timeout=30)
+    assert shown.returncode == 2 and f"{path} is a fifo (named pipe)" in shown.stderr
+    out = project.parent / "report"
+    report = run_sh("report", "--out", str(out), cwd=project, timeout=30)
+    assert report.returncode == 0, report.stderr
+    page = (out / "runs" / f"{run_id}.html").read_text()
+    assert "damaged" in page and name in page
+    listed = run_sh("status", cwd=project, timeout=30)
+    assert listed.returncode == 0 and f"damaged: {run_id}: " in listed.stdout
