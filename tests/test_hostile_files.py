@@ -5,10 +5,11 @@ never a traceback, a hang or a wrong exit code (issue 31, round 3)."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import git_init, run_sh
+from conftest import RUN_SH, git_init, run_sh
 
 
 @pytest.mark.parametrize("name, role", [("AGENTS.md", "worker"), ("CLAUDE.md", "worker"),
@@ -145,3 +146,19 @@ def test_a_fifo_in_a_run_folder_marks_that_run_damaged(project: Path, state: Pat
     assert "damaged" in page and name in page
     listed = run_sh("status", cwd=project, timeout=30)
     assert listed.returncode == 0 and f"damaged: {run_id}: " in listed.stdout
+
+
+@pytest.mark.parametrize("args", [["note", "--file", "endless"], ["note", "TRICK"]])
+def test_a_note_from_an_endless_stdin_is_refused_not_read_until_memory_runs_out(
+        project: Path, state: Path, args: list[str]) -> None:
+    """`run.sh note --file SLUG < /dev/zero` read until the memory ran out: a MemoryError
+    traceback under a memory limit, the OOM killer without one."""
+    before = (state / "raw.md").read_bytes()
+    with open("/dev/zero", "rb") as zero:
+        result = subprocess.run(["bash", "-c", 'ulimit -v 2000000; exec "$@"', "-",
+                                 str(RUN_SH), *args], cwd=project, stdin=zero,
+                                capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert "the note on stdin is over 10,000,000 characters" in result.stderr
+    assert (state / "raw.md").read_bytes() == before
+    assert not list((state / "memory").glob("*endless*"))
