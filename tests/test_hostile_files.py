@@ -162,3 +162,19 @@ def test_a_note_from_an_endless_stdin_is_refused_not_read_until_memory_runs_out(
     assert "the note on stdin is over 10,000,000 characters" in result.stderr
     assert (state / "raw.md").read_bytes() == before
     assert not list((state / "memory").glob("*endless*"))
+
+
+@pytest.mark.parametrize("args", [["plan", "-"], ["import", "-"], ["plan", "/dev/zero"],
+                                  ["import", "/dev/zero"]])
+def test_a_plan_from_dev_zero_is_refused_not_read_until_memory_runs_out(
+        project: Path, state: Path, args: list[str]) -> None:
+    """`plan`/`import` read /dev/zero or an endless pipe whole: a MemoryError traceback under a
+    memory limit, the OOM killer without one."""
+    before = (state / "features.json").read_bytes()
+    with open("/dev/zero", "rb") as zero:
+        result = subprocess.run(["bash", "-c", 'ulimit -v 2000000; exec "$@"', "-",
+                                 str(RUN_SH), *args], cwd=project, stdin=zero,
+                                capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert "over 64 MiB; no plan is that big" in result.stderr
+    assert (state / "features.json").read_bytes() == before
