@@ -21,7 +21,7 @@ def _dotted(where: tuple) -> str:
     return ".".join(reversed(keys))
 
 
-def _check_size(data: Any, path: Path) -> Any:
+def check_size(data: Any, path: Path) -> Any:
     """`data` if it holds at most MAX_VALUES values once aliases are followed and no NUL
     (a "\\0" escape: no file name, command or name can hold one); an alias bomb (a billion
     copies in a few lines) or an alias inside itself is a UsageError, as is a NUL."""
@@ -59,7 +59,7 @@ def load_yaml(path: Path) -> Any:
         raise UsageError(f"{path} line {line}: not UTF-8 text (byte "
                          f"0x{data[e.start]:02x}); save it as UTF-8") from None
     try:
-        return _check_size(yaml.safe_load(text), path)
+        return check_size(yaml.safe_load(text), path)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
