@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import stat
 from collections import namedtuple
 from pathlib import Path
 
@@ -95,8 +96,37 @@ def move_checkout_identity(home: Path, identity: Path) -> list[str]:
     return messages
 
 
+# the folders of state and identity whose files a command may read whole
+STATE_FOLDERS = ("", "ledger", "curator", "memory", "archive", "locks", "roles", "templates",
+                 "templates/partials")
+IDENTITY_FOLDERS = ("", "archive")
+SPECIAL = ((stat.S_ISFIFO, "a fifo (named pipe)"), (stat.S_ISSOCK, "a socket"),
+           (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
+
+
+def check_files(top: Path, folders: tuple[str, ...]) -> None:
+    """UsageError naming the first entry of these folders of `top` that is neither a file nor
+    a folder: a fifo or /dev/zero there would be read for ever, a symlink loop not at all."""
+    for folder in folders:
+        try:
+            with os.scandir(top / folder) as entries:
+                odd = [e.path for e in entries if not (e.is_file() or e.is_dir())]
+        except OSError:  # no such folder (yet), or no folder at all: others say so
+            continue
+        for path in odd:
+            try:
+                mode = os.stat(path).st_mode
+            except FileNotFoundError:
+                continue  # a symlink leading nowhere: as if missing
+            except OSError as e:
+                raise UsageError(f"{path}: {e.strerror}; move it away") from None
+            what = next((name for test, name in SPECIAL if test(mode)), "no regular file")
+            raise UsageError(f"{path} is {what}, not a file; move it away")
+
+
 def check_state(state: Path) -> Path:
-    """`state` if it is an existing writable directory; else a UsageError saying how to fix it."""
+    """`state` if it is an existing writable directory holding no fifo or device where a
+    file goes; else a UsageError saying how to fix it."""
     if not state.is_dir():
         raise UsageError(
             f"state directory {state} does not exist "
@@ -104,6 +134,7 @@ def check_state(state: Path) -> Path:
         )
     if not os.access(state, os.W_OK | os.X_OK):
         raise UsageError(f"state directory {state} is not writable")
+    check_files(state, STATE_FOLDERS)
     return state
 
 
@@ -113,4 +144,5 @@ def check_identity(identity: Path) -> Path:
     if identity.exists() and not identity.is_dir():
         raise UsageError(f"identity folder {identity} is a file; move it away, or set "
                          "HARNESS_IDENTITY_DIR to a folder")
+    check_files(identity, IDENTITY_FOLDERS)
     return identity

@@ -9,6 +9,40 @@ import yaml
 
 from harness.errors import UsageError
 
+MAX_VALUES = 100_000  # values a file a person wrote may hold, its aliases expanded
+
+
+def _dotted(where: tuple) -> str:
+    """`a.b.0` from the linked key path `((((), "a"), "b"), 0)`."""
+    keys = []
+    while where:
+        where, key = where
+        keys.append(str(key))
+    return ".".join(reversed(keys))
+
+
+def check_size(data: Any, path: Path) -> Any:
+    """`data` if it holds at most MAX_VALUES values once aliases are followed and no NUL
+    (a "\\0" escape: no file name, command or name can hold one); an alias bomb (a billion
+    copies in a few lines) or an alias inside itself is a UsageError, as is a NUL."""
+    stack, count = [(data, ())], 0
+    while stack:
+        value, where = stack.pop()
+        count += 1
+        if count > MAX_VALUES:
+            raise UsageError(f"{path}: more than {MAX_VALUES:,} values once its aliases "
+                             "(*name) are expanded, or an alias inside its own anchor; "
+                             "write the values out")
+        if isinstance(value, str) and "\0" in value:
+            raise UsageError(f"{path}: key '{_dotted(where) or value}': a NUL character "
+                             f"(\\0) in {value[:60]!r}; remove it")
+        if isinstance(value, dict):
+            stack += [(k, (where, k)) for k in value]
+            stack += [(v, (where, k)) for k, v in value.items()]
+        elif isinstance(value, list):
+            stack += [(v, (where, i)) for i, v in enumerate(value)]
+    return data
+
 
 def load_yaml(path: Path) -> Any:
     """The YAML in `path`; any damage (not UTF-8, a folder, too deep) is a UsageError."""
@@ -25,7 +59,7 @@ def load_yaml(path: Path) -> Any:
         raise UsageError(f"{path} line {line}: not UTF-8 text (byte "
                          f"0x{data[e.start]:02x}); save it as UTF-8") from None
     try:
-        return yaml.safe_load(text)
+        return check_size(yaml.safe_load(text), path)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""

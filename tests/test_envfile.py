@@ -99,6 +99,28 @@ def test_a_latin1_env_file_names_its_line(home: Path, project: Path) -> None:
     assert not list((project / ".harness").glob("runs/*"))
 
 
+def test_a_nul_in_an_env_value_names_its_line(home: Path, project: Path) -> None:
+    """A NUL in a value was a ValueError traceback (embedded null byte) as the run put it in
+    its environment, exit 1, at every run and in doctor."""
+    path = project / ".harness" / "env"
+    write_secret(path, f"# keys\n{KEY}=x\x00y\n")
+    worker = ["worker", "F-004", "--backend", "scripted", "--script",
+              str(Path(__file__).parent / "data" / "hostile-worker.yaml")]
+    for args in (worker, ["doctor", "--no-cron"]):
+        result = run_sh(*args, cwd=project, env={"HOME": str(home)})
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+        assert f"{path} line 2: a NUL character in the value of {KEY}" in (
+            result.stdout + result.stderr)
+
+
+def test_an_env_file_saved_with_a_bom_is_read(home: Path, project: Path) -> None:
+    """Notepad's UTF-8 starts the file with a byte order mark: its first line was refused
+    as 'line 1: expected KEY=value', a line that reads KEY=value in every editor."""
+    write_secret(project / ".harness" / "env", f"\ufeff{KEY}=x\n")
+    result = run_sh("doctor", "--no-cron", cwd=project, env={"HOME": str(home)})
+    assert "expected KEY=value" not in result.stdout + result.stderr
+
+
 def cron_doctor(project: Path, home: Path, **extra: str):
     """`run.sh doctor --backend anthropic` as cron would start it: a bare environment."""
     import subprocess

@@ -176,6 +176,7 @@ def test_a_project_doc_the_agent_cli_reads_itself_is_left_out(project: Path, sta
     ("ok\n{{ 1 + 'a' }}\n", r"worker.md.j2 line 2: unsupported operand"),
     ("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}\n", r"md.j2 line 1: maximum recursion"),
     ("caf\xe9\n", r"worker.md.j2 line 1: not UTF-8 text \(byte 0xe9\)"),
+    ("ok\n{% set a = [1] * 10**18 %}\n", r"worker.md.j2 line 2: asks for more memory"),
 ])
 def test_a_template_that_fails_as_it_renders_is_exit_2_naming_its_line(project: Path,
                                                                       state: Path, source: str,

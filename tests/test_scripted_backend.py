@@ -141,3 +141,15 @@ def test_a_script_nested_too_deeply_is_exit_2_through_run_sh(project, tmp_path):
     assert "Traceback" not in result.stderr, result.stderr
     assert result.returncode == 2, result.stderr
     assert f"{script}: YAML nested too deeply" in result.stderr
+
+
+def test_a_script_holding_an_alias_loop_is_exit_2_through_run_sh(project, tmp_path):
+    """A tool input inside its own anchor was a ValueError traceback (a circular reference)
+    as the run recorded it, exit 1; an alias bomb a MemoryError."""
+    script = tmp_path / "loop.yaml"
+    script.write_text("- tools: [{name: note, input: &i {kind: TRICK, text: x, self: *i}}]\n")
+    result = run_sh("worker", "F-004", "--backend", "scripted", "--script", str(script),
+                    cwd=project)
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == 2, result.stderr
+    assert f"{script}: more than 100,000 values once its aliases" in result.stderr

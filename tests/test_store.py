@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import BusyError
+from harness.state import store
 from harness.state.store import (
     atomic_write,
     get_object,
@@ -52,6 +53,37 @@ def test_read_tail_reads_a_line_of_megabytes_once(tmp_path: Path) -> None:
     lines = read_tail(path, 40)
     assert time.monotonic() - began < 3
     assert len(lines) == 2 and len(lines[0]) == 40_000_013 and lines[1] == '{"turn": 2}'
+
+
+def test_read_tail_reads_a_huge_line_in_few_reads(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 50 MB line a person pasted into raw.md took every worker run 28 s: read back one
+    64 KiB block at a time, the whole tail joined and split again after each (quadratic)."""
+    path = tmp_path / "raw.md"
+    path.write_bytes(b"first\n" + b"y" * 20_000_000 + b"\nlast\n")
+    reads = []
+
+    class Counted:
+        def __init__(self, f):
+            self.f = f
+
+        def __getattr__(self, name):
+            return getattr(self.f, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def read(self, n):
+            reads.append(n)
+            return self.f.read(n)
+
+    monkeypatch.setattr(store, "open", lambda p, mode: Counted(open(p, mode)), raising=False)
+    lines = read_tail(path, 2)
+    assert lines[0] == "y" * 20_000_000 and lines[1] == "last"
+    assert len(reads) < 20
 
 
 def test_read_tail_keeps_a_half_written_last_line(tmp_path: Path) -> None:

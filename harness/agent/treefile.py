@@ -191,12 +191,15 @@ def read_in_tree(root: Path, name: str, max_chars: int,
     """At most `max_chars` + 1 characters from the start of `root`/`name`, a file the agent
     may have written: never read through a symlink out of `root` (AGENTS.md linked to
     ~/.ssh/id_rsa is not read) or into `hidden` (AGENTS.md -> .harness/env), never a fifo
-    or device; None where there is none."""
+    or device or folder; None where there is none."""
     root = root.resolve()
     try:
         fd = TreeFile(root, name, tree_check(root, name, hidden)).open(
             name, os.O_RDONLY | os.O_NONBLOCK)
     except (OSError, Refused):
         return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a folder too: fdopen would refuse it
+        os.close(fd)
+        return None
     with os.fdopen(fd, encoding="utf-8", errors="replace") as f:
-        return f.read(max_chars + 1) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+        return f.read(max_chars + 1)

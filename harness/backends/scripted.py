@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from harness.agent.tools import ToolBox
 from harness.errors import HarnessError, UsageError
 from harness.types import CAPPED, FINISHED, GAVE_UP, Outcome, Session, Usage
+from harness.yamlfile import check_size
 
 
 class ScriptedCall(BaseModel):
@@ -75,7 +76,7 @@ def script_path(session: Session) -> Path:
 def load_script(path: Path) -> list[ScriptedTurn]:
     """The checked turns of a script; UsageError names the file, the turn and the key."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = check_size(yaml.safe_load(path.read_text(encoding="utf-8")), path)
     except (OSError, UnicodeDecodeError) as e:
         raise UsageError(f"{path}: cannot read: {e}") from None
     except yaml.YAMLError as e:

@@ -101,7 +101,7 @@ def _role_command(role: str, doc: str) -> click.Command:
                                      ("model", model)) if v}
         paths = paths_of(ctx)
         if paths.state.is_dir():
-            for warning in state_warnings(paths.state):
+            for warning in state_warnings(check_state(paths.state)):
                 click.echo(f"run.sh: warning: {warning}", err=True)
         result = run_role(paths, role, target, dry_run=dry_run, backend=backend,
                           backend_options=options, sandbox=sandbox)
@@ -236,10 +236,10 @@ def retry(ctx: click.Context, feature_id: str, reason: str | None) -> None:
 def plan(ctx: click.Context, file) -> None:
     """Propose a plan (a JSON list of features, or - for stdin); validated, then merged."""
     from harness.state.actions import submit_plan
-    from harness.state.reading import decode
+    from harness.state.reading import read_input
 
     state, source = check_state(paths_of(ctx).state), getattr(file, "name", "<stdin>")
-    merged = submit_plan(state, decode(file.read(), source), source=source)
+    merged = submit_plan(state, read_input(file, source), source=source)
     click.echo(f"plan saved: {len(merged)} features")
 
 

@@ -34,6 +34,7 @@ options (before KIND):
   --workdir DIR    default the current directory
 """
 LONG_OPTIONS = ["role=", "feature=", "run=", "file=", "state=", "workdir=", "help"]
+STDIN_MAX = 10_000_000  # characters a note takes from stdin
 
 
 def note_main(argv: list[str]) -> int:
@@ -54,7 +55,7 @@ def note_main(argv: list[str]) -> int:
         if run is not None:
             role, feature = recorded_run(state, run)
         if "file" in opts:
-            body = " ".join(words) if words else sys.stdin.read()
+            body = " ".join(words) if words else read_stdin()
             path = write_long_note(state, role, opts["file"], body)
             print(f"wrote {path}")
             return 0
@@ -62,7 +63,7 @@ def note_main(argv: list[str]) -> int:
             raise ValueError(f"give KIND and TEXT; KIND is one of {' '.join(KINDS)}")
         kind, text = words[0], " ".join(words[1:])
         if not text and not sys.stdin.isatty():
-            text = sys.stdin.read()
+            text = read_stdin()
         entry = make_entry(role, feature, kind, text, run=run)
         append_entry(state, entry)
         print(entry.line())
@@ -78,6 +79,16 @@ def note_main(argv: list[str]) -> int:
               "nothing was noted (free space or make the folder writable, then note again)",
               file=sys.stderr)
         return USAGE
+
+
+def read_stdin() -> str:
+    """A note's text from stdin, at most STDIN_MAX characters: /dev/zero or `yes` piped in
+    were read until the memory ran out (a MemoryError traceback, or the OOM killer)."""
+    text = sys.stdin.read(STDIN_MAX + 1)
+    if len(text) > STDIN_MAX:
+        raise ValueError(f"the note on stdin is over {STDIN_MAX:,} characters; nothing was "
+                         "noted (keep a long log as a file and note where it is)")
+    return text
 
 
 def recorded_run(state: Path, run: str) -> tuple[str, str]:

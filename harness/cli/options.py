@@ -7,7 +7,13 @@ import os
 
 import click
 
-from harness.paths import Paths, move_checkout_identity, resolve_paths
+from harness.paths import (
+    IDENTITY_FOLDERS,
+    Paths,
+    check_files,
+    move_checkout_identity,
+    resolve_paths,
+)
 
 GLOBAL_OPTIONS = {
     "state": "State directory [$HARNESS_STATE or ./.harness]",
@@ -26,6 +32,7 @@ def paths_of(ctx: click.Context) -> Paths:
         root.meta["identity_checked"] = True
         for message in move_checkout_identity(paths.home, paths.identity):
             click.echo(f"run.sh: {message}", err=True)
+    check_files(paths.identity, IDENTITY_FOLDERS)  # status, report, doctor read it too
     return paths
 
 

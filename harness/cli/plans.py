@@ -18,10 +18,10 @@ from harness.paths import check_state
 def import_(ctx: click.Context, file) -> None:
     """Bring in a Ralph plan (prd.json, or - for stdin): its stories become features."""
     from harness.state.ralph import import_prd
-    from harness.state.reading import decode
+    from harness.state.reading import read_input
 
     state, source = check_state(paths_of(ctx).state), getattr(file, "name", "<stdin>")
-    plan, new = import_prd(state, decode(file.read(), source), source=source)
+    plan, new = import_prd(state, read_input(file, source), source=source)
     click.echo(f"plan saved: {len(plan)} features, {new} new from {source}")
 
 

@@ -32,7 +32,7 @@ from harness.ops.checks import FIX_PREFIX, PROBLEM, Check, attempt, platform_che
 from harness.ops.commitcheck import commit_check
 from harness.ops.cron import budget_check, roles_check
 from harness.ops.worktrees import worktree_check
-from harness.paths import Paths
+from harness.paths import STATE_FOLDERS, Paths, check_files
 from harness.run import prompt
 from harness.run.prepare import FEATURE_ROLES, role_config_for
 from harness.state.envfile import env_files, load_env_files, user_env_file
@@ -59,6 +59,8 @@ def diagnose(paths: Paths, backend: str | None = None, *,
              options: dict[str, Any] | None = None, cron: bool = True) -> list[Check]:
     """Every check; `backend` and `options` (preset, command, script) override each role's."""
     checks = python_checks(paths.home) + state_checks(paths.state)
+    if not checks[-1].ok and checks[-1].name == "files":
+        return checks
     secrets, sources = secrets_check(paths.state)
     checks.append(secrets)
     # A broken config or plan is reported above; templates still render with stand-ins.
@@ -145,6 +147,10 @@ def state_checks(state: Path) -> list[Check]:
         user = pwd.getpwuid(os.getuid()).pw_name
         checks = [Check("state", False, f"{state} is not writable: {e.strerror}",
                         f"let {user} write there: chmod u+rwx {state} (and chattr -i if set)")]
+    files = attempt("files", "move it away, then run doctor again",
+                    lambda: check_files(state, STATE_FOLDERS) or "no fifo or device as a file")
+    if not files.ok:  # every check below would read it, and wait for ever
+        return [*checks, files]
     checks.append(attempt("plan", "repair features.json where named",
                           lambda: f"{len(load_plan(state))} features in features.json"))
     checks.append(attempt("config", "repair config.yaml at the key or line named",

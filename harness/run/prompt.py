@@ -255,6 +255,8 @@ def render(template: str, context_json: str, loader: RecordingLoader) -> Rendere
         raise UsageError(f"{where}: {e.message}") from None
     except (ArithmeticError, LookupError, TypeError, ValueError, RecursionError) as e:
         raise UsageError(f"{_template_line(e)}: {e}") from None  # the template's own code
+    except MemoryError as e:  # [1] * 10**10: one allocation no machine gives, refused whole
+        raise UsageError(f"{_template_line(e)}: asks for more memory than there is") from None
     return Rendered(text=text, template=template, sources=dict(loader.loaded))
 
 

@@ -36,7 +36,7 @@ def parse_env(text: str, source: Path) -> dict[str, str]:
     """`KEY=value` lines (`export ` allowed, one pair of quotes stripped); `#` lines and blank
     lines skipped; anything else is a UsageError naming the file and line."""
     out = {}
-    for n, raw in enumerate(text.splitlines(), 1):
+    for n, raw in enumerate(text.removeprefix("\ufeff").splitlines(), 1):  # Notepad's BOM
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
@@ -46,6 +46,8 @@ def parse_env(text: str, source: Path) -> dict[str, str]:
         value = m["value"].strip()
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
             value = value[1:-1]
+        if "\0" in value:  # no environment can hold it
+            raise UsageError(f"{source} line {n}: a NUL character in the value of {m['key']}")
         out[m["key"]] = value
     return out
 

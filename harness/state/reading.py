@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from harness.errors import UsageError
 from harness.state.store import get_object, sha256
@@ -33,6 +33,18 @@ def decode(data: bytes, source: str | Path) -> str:
         line = data.count(b"\n", 0, e.start) + 1
         raise UsageError(f"{source} line {line}: not UTF-8 text (byte "
                          f"0x{data[e.start]:02x}); save it as UTF-8") from None
+
+
+INPUT_MAX = 64 << 20  # bytes of a plan given to `plan` or `import`
+
+
+def read_input(file: BinaryIO, source: str) -> str:
+    """The text of a plan given on the command line (a file, or - for stdin), at most
+    INPUT_MAX bytes: /dev/zero or an endless pipe is refused, not read until memory runs out."""
+    data = file.read(INPUT_MAX + 1)
+    if len(data) > INPUT_MAX:
+        raise UsageError(f"{source}: over {INPUT_MAX >> 20} MiB; no plan is that big")
+    return decode(data, source)
 
 
 def read_bytes(path: Path) -> bytes:

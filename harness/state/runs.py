@@ -16,6 +16,7 @@ from typing import Any
 
 from harness import FORMAT_VERSION, __version__, names, platform
 from harness.errors import UsageError
+from harness.paths import check_files
 from harness.state.memory import utc_now
 from harness.state.reading import check_types, parse_json_line, read_json, type_name
 from harness.state.store import append_record, read_tail, write_record
@@ -129,6 +130,7 @@ def check_run_id(run_id: str) -> str:
 def load_manifest(state: Path, run_id: str) -> dict[str, Any]:
     """The manifest of a run, with `status` shown as `interrupted` if its process is gone."""
     path = runs_dir(state) / check_run_id(run_id) / "manifest.json"
+    check_files(path.parent, ("",))  # a fifo for its transcript: show and report wait for ever
     try:
         manifest = check_manifest(read_json(path), path, run_id)
     except FileNotFoundError:

@@ -213,19 +213,18 @@ def read_tail(path: Path, max_lines: int, block: int = 65536) -> list[str]:
         return []
     with f:
         pos = f.seek(0, os.SEEK_END)
-        chunks: list[bytes] = []  # newest first; split only when one brings a newline, so
-        lines: list[bytes] = []  # a line of megabytes is read once, not once per block
+        data = b""
         while True:
-            if pos == 0 or (chunks and b"\n" in chunks[-1]):
-                lines = [ln for ln in b"".join(reversed(chunks)).split(b"\n") if ln.strip()]
-                if pos > 0 and lines:
-                    lines = lines[1:]  # the first line may be cut where the read began
-                if pos == 0 or len(lines) >= max_lines:
-                    break
+            lines = [ln for ln in data.split(b"\n") if ln.strip()]
+            if pos > 0 and lines:
+                lines = lines[1:]  # the first line may be cut where the read began
+            if pos == 0 or len(lines) >= max_lines:
+                break
             step = min(block, pos)
             pos -= step
             f.seek(pos)
-            chunks.append(f.read(step))
+            data = f.read(step) + data
+            block *= 2  # a line of 50 MB: a few reads, not one per 64 KiB, each split whole
     lines = [ln.decode(errors="replace") for ln in lines]
     return lines[-max_lines:]
 

@@ -10,7 +10,7 @@ from harness.ops.show import describe_call
 from harness.ops.summary import run_commit
 from harness.state.actions import read_verdict
 from harness.state.run_summary import RunSummary
-from harness.state.runs import runs_dir
+from harness.state.runs import DAMAGED, runs_dir
 from harness.state.sections import run_headings, split_sections
 from harness.state.transcript import ToolCall, Turn, fold_turns, read_events
 
@@ -52,16 +52,17 @@ def run_context(state: Path, manifest: dict[str, Any], summary: RunSummary,
     commit it made is read in `workdir` once the run's own tree is gone."""
     run_id = manifest["run_id"]
     folder = runs_dir(state) / run_id
+    odd = manifest.get("status") == DAMAGED  # its folder may hold a fifo: read none of it
     try:
-        prompt = (folder / "prompt.md").read_text(encoding="utf-8", errors="replace")
+        prompt = "" if odd else (folder / "prompt.md").read_text("utf-8", errors="replace")
     except FileNotFoundError:
         prompt = ""
-    events, bad = read_events(folder / "transcript.jsonl")
+    events, bad = ([], 0) if odd else read_events(folder / "transcript.jsonl")
     return {
         "run": summary.as_dict(),
         "backend": manifest.get("backend", "?"), "model": manifest.get("model") or "unknown",
         "ending": ending(manifest), "summary": manifest.get("summary") or "",
-        "verdict": read_verdict(state, run_id),
+        "verdict": None if odd else read_verdict(state, run_id),
         "commit": run_commit(manifest, workdir) if manifest.get("commit") else None,
         "prompt_chars": len(prompt),
         "sections": split_sections(prompt, run_headings(state, manifest)) if prompt else [],
