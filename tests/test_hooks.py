@@ -108,7 +108,7 @@ def test_a_hook_command_holding_a_nul_byte_is_exit_2_naming_the_key(project: Pat
     noop = "- tools: [{name: bash, input: {command: 'true'}}]\n" + FINISH
     result = worker(project, script(tmp_path, noop))
     assert result.returncode == 2, result.stderr[-500:]
-    assert "config.yaml" in result.stderr and f"hooks.{event}.0" in result.stderr
+    assert "config.yaml" in result.stderr and f"hooks.{event}" in result.stderr  # (.0: a list)
     assert "NUL" in result.stderr and "Traceback" not in result.stderr
 
 
