@@ -134,6 +134,16 @@ def test_a_codex_printing_the_event_format_before_0_44_is_a_setup_error(
     assert feature["status"] == "pending"
 
 
+def codex_failing(tmp_path: Path, said: str) -> str:
+    """A stand-in `codex exec --json` whose turn fails with `said`, exit 1."""
+    events = [{"type": "thread.started", "thread_id": "0199a213-81c0-7800-8aa1-bbab2a035a53"},
+              {"type": "turn.started"}, {"type": "error", "message": said},
+              {"type": "turn.failed", "error": {"message": said}}]
+    script = "".join(f"print({json.dumps(json.dumps(e))})\n" for e in events)
+    return cli(tmp_path, f"#!/usr/bin/env python3\nimport sys\nsys.stdin.read()\n{script}"
+                         "sys.exit(1)\n")
+
+
 def test_a_model_codex_refuses_for_a_chatgpt_account_is_a_setup_error(
         tmp_path: Path, project: Path, mission: Path) -> None:
     # what Codex says when the role's model is retired or not in the account's plan: it was
@@ -141,13 +151,7 @@ def test_a_model_codex_refuses_for_a_chatgpt_account_is_a_setup_error(
     said = ('{"type":"error","status":400,"error":{"type":"invalid_request_error","message":'
             '"The \'gpt-5-codex\' model is not supported when using Codex with a ChatGPT'
             ' account."}}')
-    events = [{"type": "thread.started", "thread_id": "0199a213-81c0-7800-8aa1-bbab2a035a53"},
-              {"type": "turn.started"}, {"type": "error", "message": said},
-              {"type": "turn.failed", "error": {"message": said}}]
-    script = "".join(f"print({json.dumps(json.dumps(e))})\n" for e in events)
-    command = cli(tmp_path, f"#!/usr/bin/env python3\nimport sys\nsys.stdin.read()\n{script}"
-                            "sys.exit(1)\n")
-    result, feature = worker(project, command, "codex")
+    result, feature = worker(project, codex_failing(tmp_path, said), "codex")
     assert result.returncode == 2, result.stdout + result.stderr
     assert "not supported when using Codex" in result.stderr and "model" in result.stderr
     assert feature["status"] == "pending"
@@ -176,13 +180,7 @@ def test_a_codex_account_that_cannot_pay_is_a_setup_error(
         tmp_path: Path, project: Path, mission: Path, said: str) -> None:
     # Codex's billing stops, which no wait lifts: the first was a usage limit with no reset
     # time (exit 6, retried all night), the second the agent giving up (exit 1)
-    events = [{"type": "thread.started", "thread_id": "0199a213-81c0-7800-8aa1-bbab2a035a53"},
-              {"type": "turn.started"}, {"type": "error", "message": said},
-              {"type": "turn.failed", "error": {"message": said}}]
-    script = "".join(f"print({json.dumps(json.dumps(e))})\n" for e in events)
-    command = cli(tmp_path, f"#!/usr/bin/env python3\nimport sys\nsys.stdin.read()\n{script}"
-                            "sys.exit(1)\n")
-    result, feature = worker(project, command, "codex")
+    result, feature = worker(project, codex_failing(tmp_path, said), "codex")
     assert result.returncode == 2, result.stdout + result.stderr
     assert said[:20] in result.stderr and "add credit" in result.stderr
     assert feature["status"] == "pending"

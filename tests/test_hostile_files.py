@@ -148,16 +148,21 @@ def test_a_fifo_in_a_run_folder_marks_that_run_damaged(project: Path, state: Pat
     assert listed.returncode == 0 and f"damaged: {run_id}: " in listed.stdout
 
 
+def from_dev_zero(project: Path, args: list[str]) -> subprocess.CompletedProcess:
+    """`run.sh ARGS < /dev/zero` under a 2 GB memory limit."""
+    with open("/dev/zero", "rb") as zero:
+        return subprocess.run(["bash", "-c", 'ulimit -v 2000000; exec "$@"', "-",
+                               str(RUN_SH), *args], cwd=project, stdin=zero,
+                              capture_output=True, text=True, timeout=60)
+
+
 @pytest.mark.parametrize("args", [["note", "--file", "endless"], ["note", "TRICK"]])
 def test_a_note_from_an_endless_stdin_is_refused_not_read_until_memory_runs_out(
         project: Path, state: Path, args: list[str]) -> None:
     """`run.sh note --file SLUG < /dev/zero` read until the memory ran out: a MemoryError
     traceback under a memory limit, the OOM killer without one."""
     before = (state / "raw.md").read_bytes()
-    with open("/dev/zero", "rb") as zero:
-        result = subprocess.run(["bash", "-c", 'ulimit -v 2000000; exec "$@"', "-",
-                                 str(RUN_SH), *args], cwd=project, stdin=zero,
-                                capture_output=True, text=True, timeout=60)
+    result = from_dev_zero(project, args)
     assert result.returncode == 2, result.stderr
     assert "the note on stdin is over 10,000,000 characters" in result.stderr
     assert (state / "raw.md").read_bytes() == before
@@ -171,10 +176,7 @@ def test_a_plan_from_dev_zero_is_refused_not_read_until_memory_runs_out(
     """`plan`/`import` read /dev/zero or an endless pipe whole: a MemoryError traceback under a
     memory limit, the OOM killer without one."""
     before = (state / "features.json").read_bytes()
-    with open("/dev/zero", "rb") as zero:
-        result = subprocess.run(["bash", "-c", 'ulimit -v 2000000; exec "$@"', "-",
-                                 str(RUN_SH), *args], cwd=project, stdin=zero,
-                                capture_output=True, text=True, timeout=60)
+    result = from_dev_zero(project, args)
     assert result.returncode == 2, result.stderr
     assert "over 64 MiB; no plan is that big" in result.stderr
     assert (state / "features.json").read_bytes() == before
