@@ -269,3 +269,12 @@ def test_a_folder_with_no_file_locks_is_exit_2_naming_the_lock(project: Path,
     assert first.returncode == 2 and "Traceback" not in first.stderr, first.stderr
     assert "another run.sh is installing" not in first.stderr  # nobody was
     assert f"cannot lock {home / '.venv.lock'}: No locks available" in first.stderr
+
+
+def test_each_role_commands_usage_names_what_it_takes(tmp_path: Path) -> None:
+    """The planner works on the whole mission: its usage names no feature id."""
+    usage = {role: run_sh(role, "--help", cwd=tmp_path).stdout.splitlines()[0]
+             for role in ("planner", "worker", "validator")}
+    assert usage["planner"] == "Usage: run.sh planner [OPTIONS]"
+    assert usage["worker"] == "Usage: run.sh worker [OPTIONS] FEATURE_ID|next"
+    assert usage["validator"] == "Usage: run.sh validator [OPTIONS] FEATURE_ID|next"
