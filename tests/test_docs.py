@@ -108,3 +108,9 @@ def test_commands_page_names_every_command_and_option() -> None:
                        for n in names):
                 lacking.append(f"{name} {option.opts[0]}")
     assert not lacking, lacking
+
+
+def test_readme_is_read_in_five_minutes() -> None:
+    """Issue 34: the README holds at most 200 lines; the rest is in docs/."""
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 200, len(lines)
