@@ -68,3 +68,49 @@ def test_nothing_cites_a_file_the_repository_lacks() -> None:
     missing = {str(p.relative_to(ROOT)): m for p in scanned_files()
                if p != Path(__file__) and (m := missing_citations(p))}
     assert not missing, missing
+
+
+
+ROLE_FLAGS = {"--backend", "--preset", "--command", "--script", "--model", "--sandbox",
+              "--dry-run"}  # the role runs' options, named once in the page's opening
+
+
+def commands_page_rows() -> dict[str, str]:
+    """docs/commands.md's table: each command named in a row's first cell -> its rows."""
+    rows: dict[str, str] = {}
+    for line in (ROOT / "docs" / "commands.md").read_text(encoding="utf-8").splitlines():
+        if line.startswith("| `"):
+            cell = re.split(r"(?<!\\)\|", line)[1]
+            for code in re.findall(r"`([^`]+)`", cell):
+                rows[code.split()[0]] = rows.get(code.split()[0], "") + line
+    return rows
+
+
+def test_commands_page_names_every_command_and_option() -> None:
+    """The README calls docs/commands.md "every command and option": it has a row for each
+    command of `run.sh --help`, naming each of the command's options (note's are in
+    `note --help`, the role runs' in the page's opening)."""
+    import click
+
+    from harness.cli.app import cli
+
+    page = (ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
+    assert all(flag in page.split("| command |")[0] for flag in ROLE_FLAGS)
+    rows = commands_page_rows()
+    assert set(cli.commands) <= set(rows), set(cli.commands) - set(rows)
+    lacking = []
+    for name, command in cli.commands.items():
+        for option in (p for p in command.params if isinstance(p, click.Option)):
+            names = set(option.opts)
+            if names & {"--help", "--state", "--workdir"} or names <= ROLE_FLAGS:
+                continue
+            if not any(re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", rows[name])
+                       for n in names):
+                lacking.append(f"{name} {option.opts[0]}")
+    assert not lacking, lacking
+
+
+def test_readme_is_read_in_five_minutes() -> None:
+    """Issue 34: the README holds at most 200 lines; the rest is in docs/."""
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 200, len(lines)

@@ -73,3 +73,28 @@ def test_scripted_example_runs_as_written(tmp_path: Path) -> None:
             assert normalised(line.replace("/tmp/sx", str(tmp_path))) in {
                 normalised(p) for p in result.stdout.splitlines()}, line
     assert (tmp_path / "hello" / "hello.txt").read_text() == "hi\n"
+
+
+def test_readme_own_project_setup_leaves_a_tree_a_run_starts_on(tmp_path: Path) -> None:
+    """The README's "Your own project" setup, as written, in a repository with a commit:
+    then a worker run (scripted here, where the README's runs call a model) starts, which
+    it does only on a tree holding no changes but its own."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    setup = blocks(readme, "## Your own project")[0][1]
+    assert f"{INSTALLED} init" in setup
+    steps = [line for line in setup.splitlines() if not line.startswith("$EDITOR")]
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "app.py").write_text("print('hi')\n")
+    env = {**shell_env(tmp_path), "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    (tmp_path / "plan.json").write_text(
+        '[{"id": "F-001", "title": "t", "description": "d", "acceptance_criteria": ["a"]}]')
+    (tmp_path / "w.yaml").write_text("- tools: [{name: bash, input: {command: 'echo y > b'}}]\n")
+    script = "\n".join(["git init -q && git add -A && git commit -qm init", *steps,
+                        f"{INSTALLED} plan {tmp_path}/plan.json",
+                        f"{INSTALLED} worker next --backend scripted --script {tmp_path}/w.yaml"])
+    result = subprocess.run(["bash", "-e", "-c", script.replace(INSTALLED, str(RUN_SH))],
+                            cwd=project, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "F-001 awaits validation; committed" in result.stdout

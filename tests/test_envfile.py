@@ -213,7 +213,13 @@ def test_cron_lines_run_the_backend_and_preset_the_roles_name(project: Path,
     assert "ok    roles: planner: anthropic, model claude-sonnet-4-5; worker: command --preset " \
            f"claude, model claude-sonnet-4-5 ({state / 'roles' / 'worker'}.yaml over the " \
            "shipped file); validator: command --preset codex" in doctor
-    assert "; curator: its rules, no model (curator.mode: rules)\n" in doctor
+    # the rules, with the curator role's model as their judge by default (curator.judge)
+    assert "; curator: its rules, judged by anthropic, model claude-haiku-4-5 " \
+           "(curator.judge: auto)\n" in doctor
+    with (state / "config.yaml").open("a") as config:
+        config.write("curator: {judge: off}\n")
+    doctor = run_sh("doctor", "--no-cron", cwd=project).stdout
+    assert "; curator: its rules, no model (curator.mode: rules, judge: off)\n" in doctor
 
 
 def test_cron_lines_name_no_identity_folder_when_cron_finds_the_same(project: Path,

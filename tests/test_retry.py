@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from conftest import run_sh
+from conftest import git_init, run_sh
 
 
 def set_status(state: Path, fid: str, status: str, attempts: int) -> None:
@@ -59,3 +59,23 @@ def test_retry_refuses_a_feature_that_is_not_failed_or_blocked(project: Path,
     assert [(f["id"], f["status"], f["attempts"])
             for f in json.loads((state / "features.json").read_text())] == before
     assert not (state / "ledger" / "F-004.jsonl").exists()
+
+
+def test_a_retried_or_answered_feature_gets_fresh_worker_runs(project: Path,
+                                                            tmp_path: Path) -> None:
+    """Runs before a person's retry or answer do not count toward the next "changed
+    nothing" block: after the flaky test is fixed and the feature retried, a worker that
+    finds nothing to change hands it to the validator instead of blocking it again."""
+    git_project = git_init(project)
+    idle = tmp_path / "idle.yaml"
+    idle.write_text("- tools: [{name: finish, input: {summary: nothing to change}}]\n")
+    worker = ("worker", "F-004", "--backend", "scripted", "--script", str(idle))
+    codes = [run_sh(*worker, cwd=git_project).returncode for _ in range(3)]
+    assert codes == [0, 0, 7]
+    for step in (("retry", "F-004", "--reason", "the flaky test is fixed"),
+                 ("answer", "F-004", "use the staging database")):
+        assert run_sh(*step, cwd=git_project).returncode == 0
+        again = run_sh(*worker, cwd=git_project)
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert "F-004 awaits validation" in again.stdout
+        set_status(project / ".harness", "F-004", "blocked", 1)  # as a fail or a person would

@@ -2,6 +2,7 @@
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 from conftest import RUN_SH, run_sh
@@ -98,7 +99,13 @@ def test_demo_runs_the_whole_cycle_offline(tmp_path: Path) -> None:
     identity = tmp_path / "demo" / "identity"
     lesson = "python3 -m unittest from the project root imports the package"
     assert lesson in (identity / "worker.md").read_text()
-    assert f"HARNESS_IDENTITY_DIR={identity} run.sh --state {state} report" in result.stdout
+    assert f"HARNESS_IDENTITY_DIR={identity} {RUN_SH} --state {state} report" in result.stdout
+    # the commands it ends with run as printed, pasted into a shell with no run.sh on PATH
+    look = result.stdout.split("Look around:", 1)[1].splitlines()
+    for line in (line.strip() for line in look if line.strip()):
+        pasted = subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True,
+                                text=True, timeout=120)
+        assert pasted.returncode == 0, (line, pasted.stderr)
     report = run_sh("--state", str(state), "report", cwd=tmp_path,
                     env={"HARNESS_IDENTITY_DIR": str(identity)})
     assert report.returncode == 0, report.stderr
@@ -269,3 +276,12 @@ def test_a_folder_with_no_file_locks_is_exit_2_naming_the_lock(project: Path,
     assert first.returncode == 2 and "Traceback" not in first.stderr, first.stderr
     assert "another run.sh is installing" not in first.stderr  # nobody was
     assert f"cannot lock {home / '.venv.lock'}: No locks available" in first.stderr
+
+
+def test_each_role_commands_usage_names_what_it_takes(tmp_path: Path) -> None:
+    """The planner works on the whole mission: its usage names no feature id."""
+    usage = {role: run_sh(role, "--help", cwd=tmp_path).stdout.splitlines()[0]
+             for role in ("planner", "worker", "validator")}
+    assert usage["planner"] == "Usage: run.sh planner [OPTIONS]"
+    assert usage["worker"] == "Usage: run.sh worker [OPTIONS] FEATURE_ID|next"
+    assert usage["validator"] == "Usage: run.sh validator [OPTIONS] FEATURE_ID|next"

@@ -74,9 +74,18 @@ def init(project_dir: str) -> None:
 # ---- role runs ----
 
 
+class _Unshown(click.Argument):
+    """An argument kept out of the usage line: the planner's, only there to say that it
+    takes no feature id."""
+
+    def get_usage_pieces(self, ctx: click.Context) -> list[str]:
+        return []
+
+
 def _role_command(role: str, doc: str) -> click.Command:
     @click.command(name=role, help=doc)
-    @click.argument("target", metavar="FEATURE_ID|next", required=role != "planner")
+    @click.argument("target", metavar="FEATURE_ID|next", required=role != "planner",
+                    cls=_Unshown if role == "planner" else click.Argument)
     @click.option("--dry-run", is_flag=True, help="Render and record the prompt; call no model.")
     @click.option("--backend", type=click.Choice(["anthropic", "openai", "command", "scripted"]),
                   help="Override the role's backend.")

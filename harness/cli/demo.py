@@ -36,12 +36,15 @@ def demo(base: str | None) -> None:
     click.echo(f"{len(steps) + 1}. curator          exit 0\n   {report}")
     status = feature_status(paths, "F-004")
     # the demo's lessons live in its own identity folder: the commands below name it
-    look = f"HARNESS_IDENTITY_DIR={paths.identity} run.sh --state {paths.state}"
+    # and run.sh by its path: a newcomer's PATH has no run.sh yet, and these are pasted
+    run_sh = harness_home() / "run.sh"
+    look = f"HARNESS_IDENTITY_DIR={paths.identity} {run_sh} --state {paths.state}"
     click.echo(f"\nF-004 is now {status}. Records: {paths.state / 'runs'}/<run-id>/"
                "{manifest.json,prompt.md,transcript.jsonl}")
     click.echo(f"Look around:  {look} status")
     click.echo(f"              {look} report")
-    click.echo(f"              run.sh --state {paths.state} reconstruct {steps[3].run_id} --check")
+    click.echo(f"              {run_sh} --state {paths.state} reconstruct {steps[3].run_id}"
+               " --check")
     click.echo(f"              git -C {paths.workdir} log --oneline")
     ok = all(s.exit_code == s.expected for s in steps) and status == "done"
     sys.exit(0 if ok else TASK_FAILED)

@@ -120,7 +120,10 @@ def roles_check(paths: Paths, configs: dict[str, RoleConfig],
     for role, config in configs.items():
         own = (paths.state / "roles" / f"{role}.yaml").is_file()
         if role == "curator" and (mission is None or mission.curator.mode == "rules"):
-            parts.append("curator: its rules, no model (curator.mode: rules)")
+            judged = mission is None or mission.curator.judge == "auto"
+            parts.append(f"curator: its rules, judged by {role_summary(config)} (curator.judge: "
+                         "auto)" if judged else "curator: its rules, no model (curator.mode: "
+                         "rules, judge: off)")
             continue
         parts.append(f"{role}: {role_summary(config)}"
                      + (f" ({paths.state / 'roles' / role}.yaml over the shipped file)"

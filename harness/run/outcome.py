@@ -21,6 +21,7 @@ from harness.state.store import read_tail
 from harness.types import CAPPED, FINISHED, Outcome
 
 LOOK_BACK = 5  # worker runs read per run the no-progress rule needs
+LEDGER_LOOK_BACK = 50  # ledger lines read for the last retry or answer before them
 SIGNAL_EXIT = 143  # the shell's code for a process ended by SIGTERM
 
 
@@ -113,6 +114,9 @@ def _block_reason(paths: Paths, role: str, prepared: Prepared,
         # further back than n.
         earlier = [m for m in recent_runs(paths.state, "worker", feature.id, LOOK_BACK * n)
                    if m["run_id"] != run_id] if n > 1 else []
+        said = read_tail(ledger.ledger_path(paths.state, feature.id), LEDGER_LOOK_BACK)
+        earlier = stuck.since_fresh_start(
+            earlier, [v for v in map(parse_json_line, said) if v is not None])
         if stuck.no_change_streak([*earlier, {"status": "finished", **fields}], n):
             return f"stuck: the last {n} worker runs changed nothing in the working tree"
     if role == "validator" and fields.get("result") == "fail":

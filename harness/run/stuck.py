@@ -9,6 +9,7 @@ from typing import Any
 from rapidfuzz import fuzz
 
 SAME_REASON = 90  # rapidfuzz ratio at which two failure reasons count as the same
+FRESH_START = ("retry", "answer")  # a person's say in the ledger after which runs count anew
 
 
 def agent_worked(manifest: dict[str, Any]) -> bool:
@@ -23,6 +24,16 @@ def no_change_streak(worker_runs: list[dict[str, Any]], n: int) -> bool:
     recent = [m for m in worker_runs
               if m.get("status") == "finished" and agent_worked(m)][-n:]
     return len(recent) == n and all("commit" in m and m["commit"] is None for m in recent)
+
+
+def since_fresh_start(worker_runs: list[dict[str, Any]],
+                      records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs that started at or after the feature's last retry or answer in its ledger
+    `records`: those before it do not count toward a block the person has just lifted."""
+    times = [str(r.get("time", "")) for r in records if r.get("verdict") in FRESH_START]
+    if not times:
+        return worker_runs
+    return [m for m in worker_runs if str(m.get("started_at") or "") >= times[-1]]
 
 
 def repeated_failure(verdicts: list[dict[str, Any]], n: int) -> str | None:
