@@ -71,7 +71,9 @@ def _command(role: str, configs: dict[str, RoleConfig], overrides: dict[str, Any
     model = ["--model", overrides["model"]] if overrides.get("model") else []
     if role == "loop":
         worker, validator = (role_flags(configs[r]) for r in ("worker", "validator"))
-        return ["loop", *(worker + model if worker == validator else [])]
+        # roles of different backends each run with their own file's; a model cron was
+        # given still goes to both, as the header lines say
+        return ["loop", *(worker if worker == validator else []), *model]
     target = [TARGETS[role]] if role in TARGETS else []
     return [role, *target, *(role_flags(configs[role]) + model if role in FLAG_ROLES else [])]
 
