@@ -71,9 +71,11 @@ def _command(role: str, configs: dict[str, RoleConfig], overrides: dict[str, Any
     model = ["--model", overrides["model"]] if overrides.get("model") else []
     if role == "loop":
         worker, validator = (role_flags(configs[r]) for r in ("worker", "validator"))
-        # roles of different backends each run with their own file's; a model cron was
-        # given still goes to both, as the header lines say
-        return ["loop", *(worker if worker == validator else []), *model]
+        # roles of different backends each run with their own file's; the flags cron was
+        # given still go to both, as the header lines say
+        given = [x for k in ("preset", "command") if overrides.get(k)
+                 for x in (f"--{k}", str(overrides[k]))]
+        return ["loop", *(worker if worker == validator else given), *model]
     target = [TARGETS[role]] if role in TARGETS else []
     return [role, *target, *(role_flags(configs[role]) + model if role in FLAG_ROLES else [])]
 
