@@ -17,6 +17,7 @@ import errno
 import fcntl
 import os
 import sys
+from pathlib import Path
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -135,3 +136,23 @@ def flock_holder(fd: int) -> tuple[str, str] | None:
     except OSError:
         return None
     return pids[0], command
+
+
+def git_at_work(folder: Path) -> tuple[str, str] | None:
+    """The pid and command line of a live `git` working in `folder` (its current directory
+    there or below), from Linux's /proc; None where there is none, or no /proc to tell."""
+    if not is_linux():
+        return None
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
+                if f.read().strip() != "git":
+                    continue
+            cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                command = f.read(200).replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            continue  # gone, or not ours to read
+        if cwd == folder or folder in cwd.parents:
+            return pid, command
+    return None

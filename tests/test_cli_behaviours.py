@@ -232,3 +232,27 @@ def test_the_fix_for_a_missing_cli_keeps_the_presets_flags(project: Path, missio
     assert result.returncode == 2, result.stdout + result.stderr
     assert "cannot run agent CLI 'claude'" in result.stderr
     assert "its full path followed by the preset's flags" in result.stderr
+
+
+def test_a_cli_printing_without_end_keeps_its_transcript_bounded(
+        tmp_path: Path, project: Path, mission: Path) -> None:
+    # every line a CLI prints went to the transcript: one printing for its whole wall-clock
+    # cap (30 min by default) wrote gigabytes a run, and a loop filled the disk by morning
+    command = cli(tmp_path, """#!/usr/bin/env python3
+import json, sys
+sys.stdin.read()
+out = sys.stdout.buffer
+for _ in range(6):
+    out.write(b"z" * (16 << 20))  # 96 MiB, in lines of the 16 MiB a line is read whole to
+usage = {"input_tokens": 10, "output_tokens": 20}
+print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "num_turns": 1,
+      "result": "done", "total_cost_usd": 0.25, "usage": usage}), flush=True)
+""")
+    result, feature = worker(project, command)
+    assert result.returncode == 0, result.stdout + result.stderr[:2000]
+    run = next((project / ".harness" / "runs").glob("*"))
+    assert (run / "transcript.jsonl").stat().st_size < 72 << 20
+    text = (run / "transcript.jsonl").read_text()
+    assert "not recorded" in text  # says so, where it stopped
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["cost_usd"] == 0.25 and feature["status"] == "in_progress"

@@ -260,3 +260,31 @@ def test_a_repository_git_cannot_work_in_is_exit_2_naming_it_not_a_traceback(
     (repo / ".git" / "index").unlink()
     git(repo, "reset", "-q")
     assert worker(repo, tmp_path).returncode == 0
+
+
+def test_a_persons_git_commit_with_its_editor_open_keeps_its_lock(repo: Path,
+                                                                  tmp_path: Path) -> None:
+    # `git commit -a` holds index.lock, unchanged, for as long as its editor is open: it is
+    # the person's git at work, not a dead one's leftover
+    (repo / "README.md").write_text("# textstats\nmy edit\n")
+    editor = tmp_path / "editor.sh"
+    editor.write_text("#!/bin/sh\nwhile [ ! -e \"$0.done\" ]; do sleep 0.1; done\n"
+                      "echo 'my commit' > \"$1\"\n")
+    editor.chmod(0o755)
+    person = subprocess.Popen(["git", "-c", "user.name=p", "-c", "user.email=p@p", "commit",
+                               "-a"], cwd=repo, env={**os.environ, "GIT_EDITOR": str(editor)},
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 10
+        while not (repo / ".git" / "index.lock").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        result = worker(repo, tmp_path, env={"HARNESS_LOCK_WAIT": "1"})
+        assert result.returncode == 3, result.stdout + result.stderr
+        assert "git" in result.stderr and str(person.pid) in result.stderr, result.stderr
+        assert (repo / ".git" / "index.lock").exists()
+    finally:
+        Path(f"{editor}.done").touch()
+        said = person.communicate(timeout=30)[0]
+    assert person.returncode == 0, said
+    assert git(repo, "status", "--porcelain") == ""
+    assert git(repo, "log", "-1", "--format=%s").strip() == "my commit"

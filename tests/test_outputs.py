@@ -7,6 +7,7 @@ import json
 import re
 import shlex
 import shutil
+import subprocess
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -102,3 +103,45 @@ def test_what_an_agent_wrote_cannot_drive_the_terminal(project: Path, tmp_path: 
     assert "\\u001b]0;PWNED\\u0007" in shown[0].stdout + shown[1].stdout
     as_json = run_sh("show", run_id, "--json", cwd=project)
     assert json.loads(as_json.stdout)["run_id"] == run_id
+
+
+def as_cronie_runs(line: str) -> str:
+    """The command cronie hands to `sh -c` (do_command.c): a backslash before `%` is dropped,
+    any other backslash kept, and an unescaped `%` ends the command."""
+    out, escaped = [], False
+    for ch in line.split(None, 5)[5]:
+        if escaped:
+            out[-1:] = [ch] if ch == "%" else [out[-1], ch]
+            escaped = False
+            continue
+        if ch == "%":
+            break
+        escaped = ch == "\\"
+        out.append(ch)
+    return "".join(out)
+
+
+def mission_in(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
+    assert run_sh("init", ".", cwd=folder).returncode == 0
+    return folder
+
+
+def test_cron_lines_for_a_folder_with_a_backslash_before_a_percent_run_there(
+        tmp_path: Path) -> None:
+    project = mission_in(tmp_path / "a\\%b")
+    result = run_sh("cron", "worker", cwd=project)
+    assert result.returncode == 0, result.stderr
+    line = next(ln for ln in result.stdout.splitlines() if not ln.startswith("#"))
+    command = as_cronie_runs(line)
+    assert subprocess.run(["sh", "-n", "-c", command]).returncode == 0, command
+    assert shlex.split(command)[:2] == ["cd", str(project)]
+
+
+def test_cron_refuses_a_folder_whose_name_holds_a_newline(tmp_path: Path) -> None:
+    project = mission_in(tmp_path / "two\nlines")
+    result = run_sh("cron", cwd=project)
+    assert result.returncode == 2, result.stdout  # a crontab line cannot hold it
+    assert "newline" in result.stderr and "two\\nlines" in result.stderr, result.stderr
+    assert result.stdout == ""

@@ -202,3 +202,24 @@ def test_the_spend_of_a_run_killed_outright_reaches_the_budget_once(
     assert killed["settled_usd"] == pytest.approx(0.315)
     assert f"{killed['run_id']} killed exit=137 cost=$0.3150" in (
         mission / "progress.log").read_text()
+
+
+def test_the_cron_lines_model_reaches_the_loop_when_the_roles_backends_differ(
+        project: Path, mission: Path) -> None:
+    (mission / "roles").mkdir(exist_ok=True)
+    (mission / "roles" / "worker.yaml").write_text("backend: command\noptions: {preset: codex}\n")
+    cron = run_sh("cron", "--model", "claude-opus-4-1", cwd=project)
+    assert cron.returncode == 0, cron.stderr
+    assert "# validator: anthropic, model claude-opus-4-1" in cron.stdout  # what it says
+    line = next(x for x in cron.stdout.splitlines() if x.startswith("*/30"))
+    assert " loop --model claude-opus-4-1 >> " in line, line  # is what cron runs
+
+
+def test_the_cron_lines_preset_reaches_the_loop_when_the_roles_backends_differ(
+        project: Path, mission: Path) -> None:
+    (mission / "roles").mkdir(exist_ok=True)
+    (mission / "roles" / "worker.yaml").write_text("backend: command\noptions: {preset: codex}\n")
+    cron = run_sh("cron", "--preset", "claude", cwd=project)
+    assert "# worker: command --preset claude," in cron.stdout  # what it says
+    line = next(x for x in cron.stdout.splitlines() if x.startswith("*/30"))
+    assert " loop --preset claude >> " in line, line  # is what cron runs

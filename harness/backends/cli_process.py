@@ -11,10 +11,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from typing import Any
 
 KEEP_BYTES = 1 << 20  # stdout kept for parsing; every line also goes to the transcript
 LINE_BYTES = 16 << 20  # a longer line (no JSON event of a CLI is) is read in pieces
 STDERR_BYTES = 16 << 10  # stderr tail kept and recorded
+# what a run's CLI output may take in its transcript: past it (a CLI printing without end
+# for its whole wall-clock cap), only the events that report progress are recorded
+TRANSCRIPT_BYTES = 64 << 20
 
 
 def wait_and_stop(proc: subprocess.Popen, wall: float | None, grace: float) -> bool:
@@ -61,7 +65,7 @@ class Output:
 
     def __init__(self, proc: subprocess.Popen, prompt: bytes, record: Callable, on_event):
         self._lines: deque[bytes] = deque()
-        self._size = 0
+        self._size = self._recorded = 0
         self._err = bytearray()
         self.error: Exception | None = None  # raised while reading; run() re-raises it
         self._threads = [
@@ -95,16 +99,30 @@ class Output:
                 event = json.loads(line)
             except ValueError:
                 event = None
-            if isinstance(event, dict):
-                progress = on_event(event)
-                record({"type": "cli_event", "event": event,
-                        **({"so_far": progress} if progress else {})})
-            elif line.strip():
-                record({"type": "cli_output", "text": line})
+            progress = on_event(event) if isinstance(event, dict) else None
+            self._record(raw, event, line, progress, record)
             self._lines.append(raw)
             self._size += len(raw)
             while self._size > KEEP_BYTES and len(self._lines) > 1:
                 self._size -= len(self._lines.popleft())
+
+    def _record(self, raw: bytes, event: Any, line: str, progress: Any,
+                record: Callable) -> None:
+        """One line of output into the transcript, within TRANSCRIPT_BYTES."""
+        before, self._recorded = self._recorded, self._recorded + len(raw)
+        if self._recorded > TRANSCRIPT_BYTES:
+            if before <= TRANSCRIPT_BYTES:
+                record({"type": "cli_output", "text": f"[the CLI's output passed "
+                        f"{TRANSCRIPT_BYTES >> 20} MiB: the rest is not recorded, only "
+                        "its progress]"})
+            if progress:
+                record({"type": "cli_event", "event": {"type": event.get("type")},
+                        "so_far": progress})
+        elif isinstance(event, dict):
+            record({"type": "cli_event", "event": event,
+                    **({"so_far": progress} if progress else {})})
+        elif line.strip():
+            record({"type": "cli_output", "text": line})
 
     def _read_err(self, stderr) -> None:
         for chunk in iter(lambda: stderr.read1(65536), b""):

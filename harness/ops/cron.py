@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
 import shlex
 from pathlib import Path
 from typing import Any
 
 from harness.config import ROLES, MissionConfig, RoleConfig, load_role_config
+from harness.errors import UsageError
 from harness.ops.checks import Check
 from harness.paths import Paths
 from harness.state.envfile import user_env_file
@@ -69,7 +71,11 @@ def _command(role: str, configs: dict[str, RoleConfig], overrides: dict[str, Any
     model = ["--model", overrides["model"]] if overrides.get("model") else []
     if role == "loop":
         worker, validator = (role_flags(configs[r]) for r in ("worker", "validator"))
-        return ["loop", *(worker + model if worker == validator else [])]
+        # roles of different backends each run with their own file's; the flags cron was
+        # given still go to both, as the header lines say
+        given = [x for k in ("preset", "command") if overrides.get(k)
+                 for x in (f"--{k}", str(overrides[k]))]
+        return ["loop", *(worker if worker == validator else given), *model]
     target = [TARGETS[role]] if role in TARGETS else []
     return [role, *target, *(role_flags(configs[role]) + model if role in FLAG_ROLES else [])]
 
@@ -78,6 +84,7 @@ def crontab(paths: Paths, roles: tuple[str, ...] = (),
             overrides: dict[str, Any] | None = None) -> str:
     """The lines for `roles` (one `run.sh loop` when none are named)."""
     overrides = {k: v for k, v in (overrides or {}).items() if v}
+    one_line(paths, overrides)
     run_sh, state = shlex.quote(str(paths.home / "run.sh")), paths.state
     configs = effective_configs(paths, overrides)
     lines = [f"# autonomous-harness: mission in {paths.workdir} (state {state})",
@@ -103,8 +110,19 @@ def crontab(paths: Paths, roles: tuple[str, ...] = (),
 
 def cron_escape(command: str) -> str:
     """`command` as a crontab line's command: cron ends the command at an unescaped `%` (the
-    rest becomes its standard input) and turns `\\%` back into `%` before the shell sees it."""
-    return command.replace("%", "\\%")
+    rest becomes its standard input) and turns `\\%` back into `%` before the shell sees it.
+    A `%` after a backslash (which shlex always quotes) is escaped outside the quotes: cron
+    reads `\\\\%` as a backslash and the `%` that ends the command."""
+    return re.sub(r"(\\?)%", lambda m: "\\'\\%'" if m[1] else "\\%", command)
+
+
+def one_line(paths: Paths, overrides: dict[str, Any]) -> None:
+    """A crontab entry is one line: a path or flag holding a newline cannot be in one."""
+    given = [paths.workdir, paths.state, paths.home, paths.identity, *overrides.values()]
+    for value in given:
+        if "\n" in str(value) or "\r" in str(value):
+            raise UsageError(f"cron: {str(value)!r} holds a newline, which no crontab line "
+                             "can hold: move it to a folder (or pass a value) without one")
 
 
 def cron_identity() -> Path:

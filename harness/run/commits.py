@@ -98,7 +98,10 @@ def check_tree(paths: Paths, mission: MissionConfig, role: str,
     tree = paths.workdir  # git runs there: on the agent's tree, as git.py confines it
     _refuse_operation(tree)
     with hold_lock(lock_path(paths.state, "git")):
-        clear_stale_locks(tree)
+        if holder := clear_stale_locks(tree):
+            raise BusyError(f"{tree}: a git is at work there (pid {holder[0]}: {holder[1]}), "
+                            "holding its lock: a commit's editor still open? the run "
+                            "starts once it has finished")
         record, changes = load_record(paths.state), tree_changes(tree, paths.state)
         if record.open is not None:  # its run died without closing: what is here is its
             record.left.update({p: {"stamp": s, **record.open} for p, s in changes.items()

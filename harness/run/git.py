@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
+from harness import platform
 from harness.agent import sandbox
 from harness.errors import GitFailed, UsageError
 from harness.run import gitdir
@@ -178,14 +179,16 @@ def _global_identity() -> tuple[str, ...]:
 STALE_AFTER = 2.0  # seconds a git lock file must sit unchanged before it counts as stale
 
 
-def clear_stale_locks(workdir: Path) -> None:
+def clear_stale_locks(workdir: Path) -> tuple[str, str] | None:
     """Remove the lock files a git killed mid-commit left behind.
 
     `git commit` takes index.lock, then HEAD.lock and the branch's ref lock (and
     packed-refs.lock); a SIGKILL in between leaves one, and every later commit fails
     on it. Our own git commands are serialised by the state's git lock, so a lock we
     find while holding it is a dead git's, or a person's git at work right now: one
-    that does not change for STALE_AFTER seconds is taken to be dead.
+    that does not change for STALE_AFTER seconds is taken to be dead, unless a live git
+    works in the tree (`git commit -a` holds index.lock, unchanged, while its editor is
+    open). Then nothing is removed, and that git's pid and command line are returned.
     """
     dirs = run_git(workdir, "rev-parse", "--path-format=absolute", "--absolute-git-dir",
                    "--git-common-dir").stdout.split("\n")
@@ -203,8 +206,10 @@ def clear_stale_locks(workdir: Path) -> None:
                 del seen[lock]  # its git finished
             elif now != stamp:
                 seen[lock], deadline = now, time.monotonic() + STALE_AFTER
-    for lock in seen:
+    holder = platform.git_at_work(workdir.resolve()) if seen else None
+    for lock in [] if holder else seen:
         lock.unlink(missing_ok=True)
+    return holder
 
 
 def _ref_locks(refs: Path) -> list[Path]:
