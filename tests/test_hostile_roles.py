@@ -6,7 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from conftest import run_sh
+
+from harness.agent import sandbox
+
+PROBLEM = sandbox.bwrap_problem()
 
 PASS = "- tools: [{name: verdict, input: {verdict: pass, reason: ok}}]\n"
 
@@ -57,3 +62,51 @@ def test_no_secret_reaches_the_agents_shell(project: Path, state: Path) -> None:
     assert "FEATURE_ID=F-004" in seen  # the shell ran, and wrote what it saw
     for value in [*SECRETS.values(), "file-secret-6f6", "file-dsn-8a7"]:
         assert value not in seen
+
+
+@pytest.mark.skipif(PROBLEM is not None, reason=f"no bubblewrap sandbox here: {PROBLEM}")
+def test_the_users_env_file_stays_hidden_when_a_role_shows_its_folder(project: Path,
+                                                                      state: Path,
+                                                                      tmp_path: Path) -> None:
+    """The user's env file (~/.config/autonomous-harness/env, keys for cron) was hidden only
+    by $HOME's tmpfs: a role listing `~/.config` in sandbox_paths (for gh, gcloud, ...)
+    showed it to the agent, key and all."""
+    home = tmp_path / "home"
+    folder = home / ".config" / "autonomous-harness"
+    folder.mkdir(parents=True)
+    (folder / "env").write_text("OPENAI_API_KEY=sk-user-env-file-secret-1234\n")
+    (folder / "env").chmod(0o600)
+    (home / ".config" / "gh").mkdir()
+    (home / ".config" / "gh" / "hosts.yml").write_text("shown: yes\n")
+    (state / "config.yaml").write_text((state / "config.yaml").read_text() + "sandbox: bwrap\n")
+    (state / "roles").mkdir(exist_ok=True)
+    (state / "roles" / "worker.yaml").write_text('sandbox_paths: {"~/.config": ro}\n')
+    script = project / "cat.yaml"
+    script.write_text("- tools: [{name: bash, input: {command: 'cat ~/.config/gh/hosts.yml "
+                      "~/.config/autonomous-harness/env > seen.txt 2>&1'}}]\n"
+                      "- tools: [{name: finish, input: {summary: done}}]\n")
+    result = run_sh("worker", "F-004", "--backend", "scripted", "--script", str(script),
+                    cwd=project, env={"HOME": str(home)})
+    assert result.returncode == 0, result.stderr
+    seen = (project / "seen.txt").read_text()
+    assert "shown: yes" in seen  # the folder the role asked for is there
+    assert "sk-user-env-file-secret" not in seen
+
+
+def test_the_editor_does_not_read_the_users_env_file_in_the_tree(project: Path) -> None:
+    """A mission on a folder that is also $HOME (a dotfiles repository): the editor opened
+    ~/.config/autonomous-harness/env, beneath the tree, though it holds the keys for cron."""
+    folder = project / ".config" / "autonomous-harness"
+    folder.mkdir(parents=True)
+    (folder / "env").write_text("# cron's keys: comment-secret-77\nX_API_KEY=abcdefgh\n")
+    (folder / "env").chmod(0o600)
+    script = project / "view.yaml"
+    script.write_text("- tools: [{name: str_replace_based_edit_tool, input: {command: view, "
+                      "path: .config/autonomous-harness/env}}]\n"
+                      "- tools: [{name: finish, input: {summary: done}}]\n")
+    result = run_sh("worker", "F-004", "--backend", "scripted", "--script", str(script),
+                    cwd=project, env={"HOME": str(project)})
+    assert result.returncode == 0, result.stderr
+    transcript = next((project / ".harness" / "runs").glob("*/transcript.jsonl")).read_text()
+    assert "harness's own folders" in transcript
+    assert "comment-secret-77" not in transcript

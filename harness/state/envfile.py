@@ -22,10 +22,13 @@ from harness.state import reading, redact
 LINE = re.compile(r"^(?:export\s+)?(?P<key>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.*)$")
 
 
+USER_FOLDER = (".config", "autonomous-harness")  # under $HOME: the user's env file's folder
+
+
 def user_env_file() -> Path:
     from harness.paths import home_dir
 
-    return home_dir() / ".config" / "autonomous-harness" / "env"
+    return home_dir().joinpath(*USER_FOLDER, "env")
 
 
 def env_files(state: Path) -> list[Path]:
