@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_sh
+from conftest import git_init, run_sh
 
 from harness.agent import sandbox
 
@@ -110,3 +110,32 @@ def test_the_editor_does_not_read_the_users_env_file_in_the_tree(project: Path) 
     transcript = next((project / ".harness" / "runs").glob("*/transcript.jsonl")).read_text()
     assert "harness's own folders" in transcript
     assert "comment-secret-77" not in transcript
+
+
+def test_a_landing_never_writes_into_the_missions_state(tmp_path: Path) -> None:
+    """Worktrees mode: a worker un-ignored `.harness/` in its worktree and added
+    `.harness/roles/worker.yaml` (`sandbox: none`); the validator's pass fast-forwarded the
+    person's checkout, which holds the live state there, so every later worker ran
+    unsandboxed. The landing is refused instead, naming the file; the feature goes back."""
+    project = tmp_path / "project"
+    state = project / ".harness"
+    state.mkdir(parents=True)
+    (project / "README.md").write_text("the project\n")
+    git_init(project)
+    (state / "config.yaml").write_text("workspace: worktrees\n")
+    (state / "features.json").write_text(json.dumps([
+        {"id": "F-001", "title": "one", "description": "d", "acceptance_criteria": ["a"],
+         "verify": "true"}]))
+    work = tmp_path / "work.yaml"
+    work.write_text("- tools: [{name: bash, input: {command: \"printf '' > .gitignore && "
+                    "mkdir -p .harness/roles && echo 'sandbox: none' > "
+                    ".harness/roles/worker.yaml && echo x > own.txt\"}}]\n"
+                    "- tools: [{name: finish, input: {summary: done}}]\n")
+    (tmp_path / "pass.yaml").write_text(PASS)
+    args = ("--backend", "scripted", "--script")
+    assert run_sh("worker", "F-001", *args, str(work), cwd=project).returncode == 0
+    result = run_sh("validator", "F-001", *args, str(tmp_path / "pass.yaml"), cwd=project)
+    assert not (state / "roles" / "worker.yaml").exists()
+    assert result.returncode == 1, result.stderr
+    assert ".harness/roles/worker.yaml" in result.stderr and "state" in result.stderr
+    assert json.loads((state / "features.json").read_text())[0]["status"] == "pending"
