@@ -139,3 +139,20 @@ def test_a_landing_never_writes_into_the_missions_state(tmp_path: Path) -> None:
     assert result.returncode == 1, result.stderr
     assert ".harness/roles/worker.yaml" in result.stderr and "state" in result.stderr
     assert json.loads((state / "features.json").read_text())[0]["status"] == "pending"
+
+
+def test_the_editor_keeps_a_read_only_path_given_under_home(project: Path, state: Path) -> None:
+    """`sandbox_paths: {~/project/tests: ro}` (tests the agent must not rewrite) held against
+    the shell but not the editor, which took only paths starting with /."""
+    (project / "tests").mkdir()
+    (project / "tests" / "test_it.py").write_text("assert False\n")
+    (state / "roles").mkdir(exist_ok=True)
+    (state / "roles" / "worker.yaml").write_text('sandbox_paths: {"~/project/tests": ro}\n')
+    script = project / "edit.yaml"
+    script.write_text("- tools: [{name: str_replace_based_edit_tool, input: {command: create, "
+                      "path: tests/test_it.py, file_text: 'assert True'}}]\n"
+                      "- tools: [{name: finish, input: {summary: done}}]\n")
+    result = run_sh("worker", "F-004", "--backend", "scripted", "--script", str(script),
+                    cwd=project, env={"HOME": str(project.parent)})
+    assert result.returncode == 0, result.stderr
+    assert (project / "tests" / "test_it.py").read_text() == "assert False\n"

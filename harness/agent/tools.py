@@ -136,8 +136,8 @@ class ToolBox:
         self.editor = Editor(session.workdir, session.caps.output_chars,
                              hidden=(session.state, session.sandbox.identity, session.home,
                                      envfile.user_env_file().parent),
-                             read_only=tuple(Path(p) for p, mode in session.sandbox.paths.items()
-                                             if mode == "ro" and p.startswith("/")))
+                             read_only=tuple(Path(p).expanduser() for p, mode
+                                             in session.sandbox.paths.items() if mode == "ro"))
 
     def specs(self) -> list[dict[str, Any]]:
         """Anthropic tool definitions for the session's tools."""
