@@ -4,6 +4,7 @@ of the harness's environment, through real run.sh runs (docs/SANDBOX.md)."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -156,3 +157,33 @@ def test_the_editor_keeps_a_read_only_path_given_under_home(project: Path, state
                     cwd=project, env={"HOME": str(project.parent)})
     assert result.returncode == 0, result.stderr
     assert (project / "tests" / "test_it.py").read_text() == "assert False\n"
+
+
+def test_the_state_stays_ignored_when_an_agent_rewrites_gitignore(tmp_path: Path) -> None:
+    """`init` ignored `.harness/` only in the project's .gitignore, a file the agent writes:
+    a worker's `echo node_modules/ > .gitignore` (agents make one so) left the state, `env`
+    and its keys too, untracked in the person's `git status`, one `git add -A` from their
+    next commit and push."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "README.md").write_text("the project\n")
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=project, check=True)
+    assert run_sh("init", cwd=project).returncode == 0
+    state = project / ".harness"
+    (state / "env").write_text("OPENAI_API_KEY=sk-in-the-env-file-0000000000\n")
+    (state / "env").chmod(0o600)
+    (state / "features.json").write_text(json.dumps([
+        {"id": "F-001", "title": "one", "description": "d", "acceptance_criteria": ["a"]}]))
+    subprocess.run(["git", "add", "-A"], cwd=project, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "s"],
+                   cwd=project, check=True)
+    work = tmp_path / "work.yaml"
+    work.write_text("- tools: [{name: bash, input: {command: 'echo node_modules/ > .gitignore'}}]"
+                    "\n- tools: [{name: finish, input: {summary: done}}]\n")
+    result = run_sh("worker", "F-001", "--backend", "scripted", "--script", str(work),
+                    cwd=project, env={"OPENAI_API_KEY": ""})
+    assert result.returncode == 0, result.stderr
+    assert (project / ".gitignore").read_text() == "node_modules/\n"
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
+                            cwd=project, capture_output=True, text=True, check=True).stdout
+    assert ".harness" not in status
