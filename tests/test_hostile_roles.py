@@ -187,3 +187,28 @@ def test_the_state_stays_ignored_when_an_agent_rewrites_gitignore(tmp_path: Path
     status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
                             cwd=project, capture_output=True, text=True, check=True).stdout
     assert ".harness" not in status
+
+
+@pytest.mark.skipif(PROBLEM is not None, reason=f"no bubblewrap sandbox here: {PROBLEM}")
+def test_a_symlink_an_agent_left_where_a_role_path_goes_breaks_no_later_run(
+        project: Path, state: Path) -> None:
+    """A role lists a folder in the tree (`vendor`, read-only) before it exists; a worker
+    makes it a symlink (to /tmp, to the state). bwrap then could not make its mount, so
+    every later run of the role had no shell at all ('Can't bind mount'), nor verify."""
+    (state / "config.yaml").write_text((state / "config.yaml").read_text() + "sandbox: bwrap\n")
+    (state / "roles").mkdir(exist_ok=True)
+    (state / "roles" / "worker.yaml").write_text(
+        f'sandbox_paths: {{"{project}/vendor": ro, "{project}/cache": rw}}\n')
+    first, second = project / "a.yaml", project / "b.yaml"
+    first.write_text(f"- tools: [{{name: bash, input: {{command: 'ln -s /tmp vendor && ln -s "
+                     f"{state} cache'}}}}]\n- tools: [{{name: finish, input: {{summary: x}}}}]\n")
+    second.write_text("- tools: [{name: bash, input: {command: 'echo shell-ran > ran.txt; "
+                      "ls cache/ vendor/ >> ran.txt 2>&1'}}]\n"
+                      "- tools: [{name: finish, input: {summary: x}}]\n")
+    for script in (first, second):
+        result = run_sh("worker", "F-004", "--backend", "scripted", "--script", str(script),
+                        cwd=project)
+        assert result.returncode == 0, result.stderr
+    ran = (project / "ran.txt").read_text()
+    assert ran.startswith("shell-ran")
+    assert "features.json" not in ran and "env" not in ran.split()

@@ -127,6 +127,8 @@ def bwrap_args(policy: SandboxPolicy, workdir: Path, home: Path | None = None) -
     mounts: list[tuple[Path, list[str]]] = [(home, ["--tmpfs", str(home)])]
     for path, mode in policy.paths.items():
         real = home / path[2:] if path.startswith("~/") else Path(path)
+        if real.is_relative_to(workdir) and os.path.realpath(real) != str(real):
+            continue  # a link the agent left in its tree: bwrap could not mount there
         mounts.append((real, ["--bind-try" if mode == "rw" else "--ro-bind-try",
                               str(real), str(real)]))
     mounts.append((workdir, ["--bind", str(workdir), str(workdir)]))
