@@ -212,3 +212,21 @@ def test_a_symlink_an_agent_left_where_a_role_path_goes_breaks_no_later_run(
     ran = (project / "ran.txt").read_text()
     assert ran.startswith("shell-ran")
     assert "features.json" not in ran and "env" not in ran.split()
+
+
+@pytest.mark.skipif(PROBLEM is not None, reason=f"no bubblewrap sandbox here: {PROBLEM}")
+def test_no_vsock_socket_inside(project: Path, state: Path) -> None:
+    """AF_VSOCK, the host and its VMs' channel, has no network namespace: `--unshare-net`
+    does not cut it, and Docker's default profile refuses the socket; ours let the agent
+    make one (nothing is connected to here: making it is the whole check)."""
+    (state / "config.yaml").write_text((state / "config.yaml").read_text() + "sandbox: bwrap\n")
+    script = project / "vsock.yaml"
+    script.write_text("- tools: [{name: bash, input: {command: \"python3 -c 'import socket; "
+                      "socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM)' 2> vsock.txt; "
+                      "echo $? >> vsock.txt\"}}]\n"
+                      "- tools: [{name: finish, input: {summary: done}}]\n")
+    result = run_sh("worker", "F-004", "--backend", "scripted", "--script", str(script),
+                    cwd=project)
+    assert result.returncode == 0, result.stderr
+    said = (project / "vsock.txt").read_text()
+    assert "Operation not permitted" in said and said.split()[-1] == "1", said
