@@ -5,8 +5,8 @@ and reading other processes (ptrace, process_vm_*, pidfd_getfd: the sandbox's fi
 could be made to outlive the harness), keyrings, kernel modules, mounts and new namespaces,
 clocks, swap, reboot, BPF and perf events, io_uring (which bypasses the filter), vsock
 sockets, and terminal injection (TIOCSTI). bwrap loads the compiled program (`--seccomp FD`)
-just before it runs the command. libseccomp's own Python binding (`seccomp`) is used where installed,
-else `pyseccomp`, a ctypes binding with the same API.
+just before it runs the command. libseccomp's own Python binding (`seccomp`) is used where
+installed, else `pyseccomp`, a ctypes binding with the same API.
 """
 
 from __future__ import annotations
