@@ -86,5 +86,6 @@ def load_env_files(state: Path, environ: MutableMapping[str, str] | None = None)
         else:
             environ[key] = value
             sources[key] = str(path)
-            redact.FROM_ENV_FILES.add(key)
+            if environ is os.environ:  # this process's: its tools' secrets from now on
+                redact.FROM_ENV_FILES.add(key)
     return sources
