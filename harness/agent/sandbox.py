@@ -3,15 +3,15 @@ harness's own git on the agent's tree (docs/SANDBOX.md has the threat model).
 
 `sandbox: bwrap` runs them under bubblewrap: only the system's program folders, read-only
 (not `/`: a host service's unix socket elsewhere stays out of sight), with what only root
-may read in /etc and /opt covered; the working directory writable; $HOME an empty tmpfs
-but for the role's `sandbox_paths`; the state directory, the identity folder and the
-harness's home hidden wherever they lie (the agent reaches them only through the harness's
-tools); /tmp, /var and /run private; no network unless `sandbox_network`; an unprivileged
-uid in a user namespace of its own, no capabilities; /proc/sys read-only; the seccomp
-filter of harness/agent/seccomp.py; a PID namespace whose first process dies with the
-harness. `sandbox: none` runs them under the keeper (harness/agent/keeper.py), which stops
-what they started when the harness dies. Where bwrap cannot run, a role that asks for it
-fails (SandboxError, exit 2); it never runs unsandboxed.
+may read in /etc and /opt covered; the working directory writable; $HOME an empty tmpfs but
+for the role's `sandbox_paths`; the state directory, the identity folder, the harness's home
+and the user's env file hidden wherever they lie (the agent reaches them only through the
+harness's tools); /tmp, /var and /run private; no network unless `sandbox_network`; an
+unprivileged uid in a user namespace of its own, no capabilities; /proc/sys read-only; the
+seccomp filter of harness/agent/seccomp.py; a PID namespace whose first process dies with
+the harness. `sandbox: none` runs them under the keeper (harness/agent/keeper.py), which
+stops what they started when the harness dies. Where bwrap cannot run, a role that asks for
+it fails (SandboxError, exit 2); it never runs unsandboxed.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from typing import Any
 from harness import platform
 from harness.agent.seccomp import program_fd, seccomp_problem
 from harness.errors import SandboxError
+from harness.state import envfile
 from harness.types import SandboxPolicy
 
 RUN_SH_INSIDE = Path(__file__).with_name("sandboxed-run.sh")
@@ -126,10 +127,13 @@ def bwrap_args(policy: SandboxPolicy, workdir: Path, home: Path | None = None) -
     mounts: list[tuple[Path, list[str]]] = [(home, ["--tmpfs", str(home)])]
     for path, mode in policy.paths.items():
         real = home / path[2:] if path.startswith("~/") else Path(path)
+        if real.is_relative_to(workdir) and os.path.realpath(real) != str(real):
+            continue  # a link the agent left in its tree: bwrap could not mount there
         mounts.append((real, ["--bind-try" if mode == "rw" else "--ro-bind-try",
                               str(real), str(real)]))
     mounts.append((workdir, ["--bind", str(workdir), str(workdir)]))
-    for hidden in (policy.state, policy.identity, policy.harness_home):
+    for hidden in (policy.state, policy.identity, policy.harness_home,
+                   home.joinpath(*envfile.USER_FOLDER)):  # the user's env file, keys in it
         if hidden is not None and hidden.is_dir() and hidden != Path("/"):
             mounts.append((hidden, ["--tmpfs", str(hidden)]))
     for _, mount in sorted(mounts, key=lambda m: len(m[0].parts)):  # stable: ties keep order

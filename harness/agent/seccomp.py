@@ -3,10 +3,10 @@
 It refuses what Docker's default profile refuses a container without CAP_SYS_ADMIN: tracing
 and reading other processes (ptrace, process_vm_*, pidfd_getfd: the sandbox's first process
 could be made to outlive the harness), keyrings, kernel modules, mounts and new namespaces,
-clocks, swap, reboot, BPF and perf events, io_uring (which bypasses the filter), and
-terminal injection (TIOCSTI). bwrap loads the compiled program (`--seccomp FD`) just before
-it runs the command. libseccomp's own Python binding (`seccomp`) is used where installed,
-else `pyseccomp`, a ctypes binding with the same API.
+clocks, swap, reboot, BPF and perf events, io_uring (which bypasses the filter), vsock
+sockets, and terminal injection (TIOCSTI). bwrap loads the compiled program (`--seccomp FD`)
+just before it runs the command. libseccomp's own Python binding (`seccomp`) is used where
+installed, else `pyseccomp`, a ctypes binding with the same API.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ REFUSED = (
 NAMESPACE_FLAGS = (0x00020000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000,
                    0x02000000)  # NEWNS, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET, NEWCGROUP
 TIOCSTI, TIOCLINUX = 0x5412, 0x541C
+AF_VSOCK = 40  # the host and its VMs' channel: no network namespace holds it (Docker refuses)
 
 
 def _binding():
@@ -65,6 +66,7 @@ def program() -> bytes:
             continue  # not a system call on this architecture
     for flag in NAMESPACE_FLAGS:
         rules.add_rule(refuse, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+    rules.add_rule(refuse, "socket", sc.Arg(0, sc.EQ, AF_VSOCK))
     for request in (TIOCSTI, TIOCLINUX):
         rules.add_rule(refuse, "ioctl", sc.Arg(1, sc.MASKED_EQ, 0xFFFFFFFF, request))
     try:

@@ -16,7 +16,7 @@ from harness.agent.editor import Editor
 from harness.agent.env import agent_env
 from harness.agent.shell import Shell
 from harness.errors import BusyError, UsageError
-from harness.state import actions, memory
+from harness.state import actions, envfile, memory
 from harness.state.memory import utc_now
 from harness.state.redact import redact_data
 from harness.types import Session, ToolResult
@@ -134,9 +134,10 @@ class ToolBox:
                            lambda argv, **popen: sandbox.start(argv, session.sandbox,
                                                                session.workdir, **popen))
         self.editor = Editor(session.workdir, session.caps.output_chars,
-                             hidden=(session.state, session.sandbox.identity, session.home),
-                             read_only=tuple(Path(p) for p, mode in session.sandbox.paths.items()
-                                             if mode == "ro" and p.startswith("/")))
+                             hidden=(session.state, session.sandbox.identity, session.home,
+                                     envfile.user_env_file().parent),
+                             read_only=tuple(Path(p).expanduser() for p, mode
+                                             in session.sandbox.paths.items() if mode == "ro"))
 
     def specs(self) -> list[dict[str, Any]]:
         """Anthropic tool definitions for the session's tools."""

@@ -106,6 +106,8 @@ def init_state(project: Path) -> tuple[Path, bool]:
         "raw.md": "",
         "summary.md": render_sections("Summary", {}, SUMMARY_SECTIONS),
         "MEMORY.md": render_sections("Memory", {}, MEMORY_SECTIONS),
+        # ignored from inside, where no agent writes: the project's .gitignore is the agent's
+        ".gitignore": "# the mission's state (keys in env, runs, memory): never committed\n*\n",
     }
     for name, text in files.items():
         atomic_write(state / name, text)

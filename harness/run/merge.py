@@ -71,6 +71,10 @@ def land(state: Path, ws: Workspace, verify: VerifySpec) -> Landing:
                     return Landing(UNMERGED, f"verify `{verify.command}` exited "
                                              f"{checked['exit_code']} once {ws.base} was merged "
                                              f"in: {checked['output'][-600:]}")
+            if into := into_state(state, ws):
+                return Landing(UNMERGED, f"{ws.branch} writes into the mission's state folder, "
+                                         f"which no landing may touch: {', '.join(into[:10])}; "
+                                         "take these out of the branch", into)
             landing = advance_base(state, ws)
             if landing is not None:
                 if landing.result == MERGED:
@@ -146,6 +150,19 @@ def ignored_in_the_way(checkout: Path, old: str, new: str) -> list[str]:
                 os.path.lexists(p) and (os.path.islink(p) or not p.is_dir()) for p in above):
             found.append(path)
     return found
+
+
+def into_state(state: Path, ws: Workspace) -> list[str]:
+    """What the branch changes beneath the state folder, where that lies in the person's
+    checkout: landing it (or the person's next checkout of the base) would write the agent's
+    files into the live state, a roles/worker.yaml saying `sandbox: none`, say."""
+    try:
+        inside = state.resolve().relative_to(ws.repo.resolve()).as_posix()
+    except ValueError:
+        return []
+    changed = run_git(ws.repo, "diff", "--name-only", "-z", "--no-renames", "--no-textconv",
+                      "--no-ext-diff", f"refs/heads/{ws.base}", rev(ws.tree, "HEAD")).stdout
+    return [p for p in changed.split("\0") if p == inside or p.startswith(f"{inside}/")]
 
 
 def checked_out_at(state: Path, ws: Workspace) -> Path | None:

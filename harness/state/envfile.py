@@ -4,7 +4,8 @@
 Cron reads no shell profile, so a key exported there never reaches a cron job. The runner
 fills in from these files what the environment lacks: the environment wins over both, the
 state's file over the user's. A file readable by group or others is refused (exit 2): it
-holds secrets. Values loaded here are in os.environ, so records redact them like any other.
+holds secrets. Values loaded here are in os.environ, and their names are secret names
+(redact.FROM_ENV_FILES): scrubbed from every tool's environment, redacted in records.
 """
 
 from __future__ import annotations
@@ -16,15 +17,18 @@ from collections.abc import MutableMapping
 from pathlib import Path
 
 from harness.errors import UsageError
-from harness.state import reading
+from harness.state import reading, redact
 
 LINE = re.compile(r"^(?:export\s+)?(?P<key>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.*)$")
+
+
+USER_FOLDER = (".config", "autonomous-harness")  # under $HOME: the user's env file's folder
 
 
 def user_env_file() -> Path:
     from harness.paths import home_dir
 
-    return home_dir() / ".config" / "autonomous-harness" / "env"
+    return home_dir().joinpath(*USER_FOLDER, "env")
 
 
 def env_files(state: Path) -> list[Path]:
@@ -82,4 +86,6 @@ def load_env_files(state: Path, environ: MutableMapping[str, str] | None = None)
         else:
             environ[key] = value
             sources[key] = str(path)
+            if environ is os.environ:  # this process's: its tools' secrets from now on
+                redact.FROM_ENV_FILES.add(key)
     return sources

@@ -20,6 +20,7 @@ from harness.state.store import hold_lock, lock_path, write_json
 
 ID_PATTERN = names.FEATURE_ID  # fullmatch: F- and 3 to 9 ASCII digits
 Status = Literal["pending", "in_progress", "done", "failed", "blocked"]
+VERIFY_MAX_BYTES = 100_000  # Linux refuses one exec argument over 128 KiB (MAX_ARG_STRLEN)
 
 
 class Feature(BaseModel):
@@ -54,6 +55,9 @@ class Feature(BaseModel):
     def _runnable(cls, v: str | None) -> str | None:
         if v is not None and "\x00" in v:  # no shell command can hold one: every run would fail
             raise ValueError("must not hold a NUL byte")
+        if v is not None and (size := len(v.encode("utf-8", "replace"))) > VERIFY_MAX_BYTES:
+            raise ValueError(f"{size:,} bytes, more than a command can hold "
+                             f"({VERIFY_MAX_BYTES:,}): put it in a script and run that")
         return v
 
     @field_validator("acceptance_criteria")

@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 import re
 
-SECRET_NAME = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_PASSWORD)$|^ANTHROPIC_|^AWS_SECRET"
-                         r"|^HARNESS_NOTIFY_URLS$", re.I)
+SECRET_NAME = re.compile(r"(^|_)(API_?KEY|TOKEN|SECRET|SECRET_KEY|PRIVATE_KEY|PASSPHRASE)$"
+                         r"|PASSW(OR)?D$|^ANTHROPIC_|^AWS_SECRET|^HARNESS_NOTIFY_URLS$", re.I)
+FROM_ENV_FILES: set[str] = set()  # names an env file set (envfile.py): secrets, whatever named
 # Secret variables holding a list (space- or comma-separated): each item is masked alone too.
 # HARNESS_NOTIFY_URLS: apprise URLs, whose bot tokens and webhook keys are the secret.
 SECRET_LISTS = ("HARNESS_NOTIFY_URLS",)
@@ -30,7 +31,7 @@ _MIN_SECRET_LEN = 6  # shorter values would mask ordinary words
 
 def is_secret_name(name: str) -> bool:
     """Whether an environment variable of this name holds a secret."""
-    return bool(SECRET_NAME.search(name))
+    return name in FROM_ENV_FILES or bool(SECRET_NAME.search(name))
 
 
 def secret_values(environ: dict[str, str] | None = None) -> list[str]:
