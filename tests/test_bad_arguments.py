@@ -1,0 +1,61 @@
+"""Bad values on the command line and values of the wrong type in a config, through real
+`run.sh` runs (issue 31, from the command line's side): exit 2 naming what is wrong, no
+traceback, no run recorded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import run_sh
+
+
+def refused(result, *words: str) -> None:
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    for word in words:
+        assert word in result.stderr, (word, result.stderr)
+
+
+# pydantic's lax mode took YAML's `true` as 1 and '3' as 3: a bool or a text where a number
+# goes is refused, naming the file and the key (docs/configuration.md)
+@pytest.mark.parametrize("config, key", [
+    ("max_attempts: '3'", "max_attempts"),
+    ("max_attempts: true", "max_attempts"),
+    ("budget_usd: '20'", "budget_usd"),
+    ("hook_timeout: yes", "hook_timeout"),
+    ("prompt: {raw_entries: false}", "prompt.raw_entries"),
+    ("curator: {questions: true}", "curator.questions"),
+    ("notify: {quiet_minutes: '5'}", "notify.quiet_minutes"),
+    ("prices: {m: {input_tokens: true}}", "prices.m.input_tokens"),
+])
+def test_a_bool_or_a_text_for_a_mission_number_is_refused(project: Path, state: Path,
+                                                          config: str, key: str) -> None:
+    (state / "config.yaml").write_text(f"{config}\ncommit: false\n")
+    result = run_sh("worker", "F-004", "--dry-run", cwd=project)
+    refused(result, "config.yaml", f"key '{key}'", "expected a number")
+    assert not (state / "runs").exists()
+
+
+@pytest.mark.parametrize("caps, key", [
+    ("{turns: true}", "caps.turns"),
+    ("{turns: '5'}", "caps.turns"),
+    ("{wall_seconds: on}", "caps.wall_seconds"),
+    ("{dollars: '1.5'}", "caps.dollars"),
+])
+def test_a_bool_or_a_text_for_a_cap_is_refused(project: Path, state: Path, caps: str,
+                                               key: str) -> None:
+    (state / "roles").mkdir()
+    (state / "roles" / "worker.yaml").write_text(f"template: worker.md.j2\ncaps: {caps}\n")
+    result = run_sh("worker", "F-004", "--dry-run", cwd=project)
+    refused(result, "roles/worker.yaml", f"key '{key}'", "expected a number")
+    assert not (state / "runs").exists()
+
+
+def test_numbers_as_numbers_still_mean_what_they_meant(project: Path, state: Path) -> None:
+    (state / "config.yaml").write_text("max_attempts: 4\nbudget_usd: 20\ncommit: false\n"
+                                       "curator: {similarity: 85}\n")
+    (state / "roles").mkdir()
+    (state / "roles" / "worker.yaml").write_text(
+        "template: worker.md.j2\ncaps: {turns: 7, wall_seconds: 60, dollars: 1}\n")
+    assert run_sh("worker", "F-004", "--dry-run", cwd=project).returncode == 0
