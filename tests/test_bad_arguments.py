@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import run_sh
 
+from harness.state.store import hold_lock, lock_path
+
 
 def refused(result, *words: str) -> None:
     assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
@@ -59,3 +61,14 @@ def test_numbers_as_numbers_still_mean_what_they_meant(project: Path, state: Pat
     (state / "roles" / "worker.yaml").write_text(
         "template: worker.md.j2\ncaps: {turns: 7, wall_seconds: 60, dollars: 1}\n")
     assert run_sh("worker", "F-004", "--dry-run", cwd=project).returncode == 0
+
+
+def test_loop_parallel_is_bounded(project: Path, state: Path) -> None:
+    """--parallel 100000 started a slot (a thread, a worker process, a worktree) per feature
+    for as many as asked: at most 64 (docs/unattended.md), refused before anything else."""
+    (state / "config.yaml").write_text("workspace: worktrees\ncommit: false\n")
+    with hold_lock(lock_path(state, "loop")) as held:  # a bound passed would be busy: 3
+        held.label("run.sh loop since then")
+        refused(run_sh("loop", "--parallel", "100000", cwd=project), "--parallel", "64")
+        refused(run_sh("loop", "--parallel", "65", cwd=project), "--parallel", "64")
+        assert run_sh("loop", "--parallel", "64", cwd=project).returncode == 3

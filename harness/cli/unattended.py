@@ -42,6 +42,9 @@ def _flags(given: dict) -> tuple[str, ...]:
 
 
 WEEK = 7 * 24 * 3600.0  # the longest wait a loop is given (as a recorded reset time's)
+# the most slots a loop runs (each a thread, a worker process and a git worktree at once):
+# beyond it, a typo (--parallel 100000) would start a process per feature of the plan
+MAX_PARALLEL = 64
 
 
 def _a_number(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
@@ -57,8 +60,10 @@ def _a_number(_ctx: click.Context, _param: click.Parameter, value: float) -> flo
                    "do not count).")
 @click.option("--until", "until_text", metavar="TIME",
               help="Start no run after TIME: HH:MM (local, the next one) or an ISO-8601 time.")
-@click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True,
-              metavar="N", help="N workers on N features at once (workspace: worktrees).")
+@click.option("--parallel", type=click.IntRange(min=1, max=MAX_PARALLEL), default=1,
+              show_default=True, metavar="N",
+              help=f"N workers on N features at once, at most {MAX_PARALLEL} "
+                   "(workspace: worktrees).")
 @click.option("--curator-every", type=click.FloatRange(min=0, max=WEEK / 60), default=30,
               show_default=True, metavar="MINUTES", callback=_a_number,
               help="Run the curator this often (0: never), and once at the end.")
