@@ -72,3 +72,53 @@ def test_loop_parallel_is_bounded(project: Path, state: Path) -> None:
         refused(run_sh("loop", "--parallel", "100000", cwd=project), "--parallel", "64")
         refused(run_sh("loop", "--parallel", "65", cwd=project), "--parallel", "64")
         assert run_sh("loop", "--parallel", "64", cwd=project).returncode == 3
+
+
+@pytest.mark.parametrize("where", ["missing", "a file"])
+def test_a_workdir_that_is_no_folder_is_refused_before_a_run_is_recorded(
+        project: Path, state: Path, where: str) -> None:
+    """--workdir naming nothing (or a file) was a dry run's exit 0, and a real run recorded a
+    run that could never start, then exit 2 with an OS message."""
+    workdir = project / "typo"
+    if where == "a file":
+        workdir.write_text("")
+    script = project / "script.yaml"
+    script.write_text("- tools: [{name: finish, input: {summary: done}}]\n")
+    for args in (["--dry-run"], ["--backend", "scripted", "--script", str(script)]):
+        result = run_sh("--workdir", str(workdir), "worker", "F-004", *args, cwd=project)
+        refused(result, "--workdir", str(workdir))
+    assert not (state / "runs").exists()
+
+
+@pytest.mark.parametrize("option", ["--state", "--workdir"])
+def test_an_empty_folder_option_is_refused(project: Path, state: Path, option: str) -> None:
+    """`--state "$STATE"` with STATE unset ran on ./.harness as if the option were not given."""
+    for args in ([option, "", "worker", "F-004", "--dry-run"], [option, "", "note", "FAIL", "x"]):
+        refused(run_sh(*args, cwd=project), option, "empty")
+    assert not (state / "runs").exists()
+    assert "FAIL: x" not in (state / "raw.md").read_text()
+
+
+def test_state_pointing_at_a_file_says_so(project: Path) -> None:
+    (project / "file").write_text("")
+    result = run_sh("--state", str(project / "file"), "status", cwd=project)
+    refused(result, str(project / "file"), "not a folder")
+
+
+@pytest.mark.parametrize("args", [["note", "TRICK", "a lesson"], ["curator"], ["report"],
+                                  ["worker", "next", "--dry-run"], ["status"]])
+def test_state_pointing_at_the_project_or_another_folder_writes_nothing(
+        project: Path, tmp_path: Path, args: list[str]) -> None:
+    """`--state ~/proj` (the project, not its .harness) took the project for a state
+    directory: `curator` rewrote the project's own MEMORY.md and summary.md, `note` added a
+    raw.md, `report` a report/ folder."""
+    (project / "MEMORY.md").write_text("the person's own notes\n")
+    other = tmp_path / "documents"
+    other.mkdir()
+    (other / "letter.txt").write_text("dear\n")
+    for folder, words in ((project, [str(project / ".harness")]), (other, ["not a state"])):
+        before = sorted(p.name for p in folder.iterdir())
+        refused(run_sh("--state", str(folder), *args, cwd=project), str(folder), *words)
+        assert sorted(p.name for p in folder.iterdir()) == before
+    assert (project / "MEMORY.md").read_text() == "the person's own notes\n"
+
