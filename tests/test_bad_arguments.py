@@ -122,3 +122,16 @@ def test_state_pointing_at_the_project_or_another_folder_writes_nothing(
         assert sorted(p.name for p in folder.iterdir()) == before
     assert (project / "MEMORY.md").read_text() == "the person's own notes\n"
 
+
+@pytest.mark.parametrize("args, words", [
+    (["runs", "--feature", "F-1"], ["--feature", "'F-1'"]),
+    (["runs", "--feature", "../x"], ["--feature", "'../x'"]),
+    (["runs", "--feature", "F-٠٠٤"], ["--feature"]),
+    (["runs", "--role", "workers"], ["--role", "'workers'"]),
+    (["runs", "-n", "-1"], ["-n", "-1"]),
+    (["curator", "--explain", "x", "--role", "bogus"], ["--role", "'bogus'"]),
+])
+def test_a_filter_that_can_match_nothing_is_refused(project: Path, args: list[str],
+                                                    words: list[str]) -> None:
+    """`runs --feature F-1` printed nothing and exit 0: a typo was told 'no runs'."""
+    refused(run_sh(*args, cwd=project), *words)

@@ -14,7 +14,13 @@ import click
 
 from harness.cli.demo import demo
 from harness.cli.look import reconstruct, report, runs, show, status, summary, watch
-from harness.cli.options import GLOBAL_OPTIONS, PRESETS, accept_global_options, paths_of
+from harness.cli.options import (
+    GLOBAL_OPTIONS,
+    NOTE_ROLE_CHOICE,
+    PRESETS,
+    accept_global_options,
+    paths_of,
+)
 from harness.cli.plans import export, import_, import_notes
 from harness.cli.steer import answer, guide
 from harness.cli.unattended import cron, loop
@@ -135,7 +141,7 @@ def note(ctx: click.Context) -> None:
                    "line counts of the archive's and the candidate record's appends.")
 @click.option("--explain", "text", metavar="TEXT",
               help="Say why the lesson TEXT was promoted to identity, or why not; change nothing.")
-@click.option("--role", metavar="ROLE", help="With --explain: only this role's lessons.")
+@click.option("--role", type=NOTE_ROLE_CHOICE, help="With --explain: only this role's lessons.")
 @click.option("--kind", type=click.Choice(["TRICK", "FAIL", "FORGOT", "GOTCHA", "DECISION", "-"],
                                           case_sensitive=False),
               help="With --explain: only lessons of this kind.")
