@@ -135,3 +135,18 @@ def test_a_filter_that_can_match_nothing_is_refused(project: Path, args: list[st
                                                     words: list[str]) -> None:
     """`runs --feature F-1` printed nothing and exit 0: a typo was told 'no runs'."""
     refused(run_sh(*args, cwd=project), *words)
+
+
+@pytest.mark.parametrize("args, option", [
+    (["loop", "--until", ""], "--until"),
+    (["worker", "F-004", "--model", ""], "--model"),
+    (["worker", "F-004", "--backend", "command", "--command", ""], "--command"),
+    (["loop", "--model", ""], "--model"),
+    (["cron", "--model", ""], "--model"),
+])
+def test_an_empty_value_is_not_the_option_left_out(project: Path, state: Path,
+                                                   args: list[str], option: str) -> None:
+    """`--until "$END"` with END unset started a loop with no end; `--model "$MODEL"` ran
+    the role's own model, each as if the option were not there."""
+    refused(run_sh(*args, cwd=project), option, "empty")
+    assert not (state / "runs").exists()

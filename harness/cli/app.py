@@ -19,6 +19,7 @@ from harness.cli.options import (
     NOTE_ROLE_CHOICE,
     PRESETS,
     accept_global_options,
+    not_empty,
     paths_of,
 )
 from harness.cli.plans import export, import_, import_notes
@@ -88,11 +89,11 @@ def _role_command(role: str, doc: str) -> click.Command:
                   help="Override the role's backend.")
     @click.option("--preset", type=PRESETS,
                   help="With --backend command: which agent CLI.")
-    @click.option("--command", "command_line", metavar="CMD",
+    @click.option("--command", "command_line", metavar="CMD", callback=not_empty,
                   help="With --backend command: the command line to run.")
     @click.option("--script", type=click.Path(exists=True, dir_okay=False),
                   help="With --backend scripted: the YAML file of turns to replay.")
-    @click.option("--model", help="Override the role's model.")
+    @click.option("--model", callback=not_empty, help="Override the role's model.")
     @click.option("--sandbox", type=click.Choice(["bwrap", "none"]),
                   help="Override the role's sandbox for the shell, verify and an agent CLI.")
     @click.pass_context
@@ -253,7 +254,7 @@ def plan(ctx: click.Context, file) -> None:
 @click.option("--backend", type=click.Choice(["anthropic", "openai", "command", "scripted"]),
               help="Check this backend for every role instead of the configured ones.")
 @click.option("--preset", type=PRESETS)
-@click.option("--command", "command_line", metavar="CMD")
+@click.option("--command", "command_line", metavar="CMD", callback=not_empty)
 @click.option("--script", type=click.Path(dir_okay=False))
 @click.option("--no-cron", is_flag=True, help="Skip the check under a cron-like environment.")
 @click.pass_context

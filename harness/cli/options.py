@@ -26,6 +26,14 @@ ROLE_CHOICE = click.Choice(ROLES)  # a filter by role (`runs`)
 NOTE_ROLE_CHOICE = click.Choice(NOTE_ROLES)  # `curator --explain --role`: notes are user's too
 
 
+def not_empty(_ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An option's value that may not be empty: `--model "$MODEL"` with MODEL unset would
+    otherwise run as if the option were left out."""
+    if value == "":
+        raise click.BadParameter("is empty: give a value, or leave the option out")
+    return value
+
+
 def feature_id(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
     """A `--feature` filter: a typo (F-1) would match nothing and say so with exit 0."""
     try:

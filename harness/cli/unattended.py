@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 import click
 
-from harness.cli.options import PRESETS, paths_of
+from harness.cli.options import PRESETS, not_empty, paths_of
 from harness.paths import check_state
 
 ROLE_FLAGS = ("backend", "preset", "command", "script", "model", "sandbox")
@@ -20,11 +20,11 @@ def role_options(command: click.Command) -> click.Command:
                      help="Run the worker and validator with this backend."),
         click.Option(["--preset"], type=PRESETS,
                      help="With --backend command: which agent CLI."),
-        click.Option(["--command", "command_line"], metavar="CMD",
+        click.Option(["--command", "command_line"], metavar="CMD", callback=not_empty,
                      help="With --backend command: the command line to run."),
         click.Option(["--script"], type=click.Path(exists=True, dir_okay=False),
                      help="With --backend scripted: the YAML file of turns to replay."),
-        click.Option(["--model"], help="Override the roles' model."),
+        click.Option(["--model"], callback=not_empty, help="Override the roles' model."),
         click.Option(["--sandbox"], type=click.Choice(["bwrap", "none"]),
                      help="Override the roles' sandbox."),
     )):
@@ -58,7 +58,7 @@ def _a_number(_ctx: click.Context, _param: click.Parameter, value: float) -> flo
 @click.option("--max-runs", type=click.IntRange(min=1), metavar="N",
               help="Stop after N worker and validator runs (busy and nothing-to-do answers "
                    "do not count).")
-@click.option("--until", "until_text", metavar="TIME",
+@click.option("--until", "until_text", metavar="TIME", callback=not_empty,
               help="Start no run after TIME: HH:MM (local, the next one) or an ISO-8601 time.")
 @click.option("--parallel", type=click.IntRange(min=1, max=MAX_PARALLEL), default=1,
               show_default=True, metavar="N",
