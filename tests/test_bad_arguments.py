@@ -150,3 +150,12 @@ def test_an_empty_value_is_not_the_option_left_out(project: Path, state: Path,
     the role's own model, each as if the option were not there."""
     refused(run_sh(*args, cwd=project), option, "empty")
     assert not (state / "runs").exists()
+
+
+@pytest.mark.parametrize("option", ["--role", "--feature", "--run"])
+def test_an_empty_note_option_is_refused(project: Path, state: Path, option: str) -> None:
+    """`note --feature "$F"` with F unset noted as if the option were left out (and `--run ''`
+    fell back to $HARNESS_RUN_ID)."""
+    before = (state / "raw.md").read_text()
+    refused(run_sh("note", option, "", "TRICK", "a lesson", cwd=project), option, "empty")
+    assert (state / "raw.md").read_text() == before
