@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import run_sh
+from conftest import git_init, run_sh
 
 from harness.state.store import hold_lock, lock_path
 
@@ -159,3 +159,21 @@ def test_an_empty_note_option_is_refused(project: Path, state: Path, option: str
     before = (state / "raw.md").read_text()
     refused(run_sh("note", option, "", "TRICK", "a lesson", cwd=project), option, "empty")
     assert (state / "raw.md").read_text() == before
+
+
+def test_state_of_another_mission_is_named_as_such(tmp_path: Path) -> None:
+    """`--state ../B/.harness` from project A: refused as a replaced repository only, which
+    sent the person to look for a tampered .git rather than at the option."""
+    for name in ("A", "B"):
+        folder = tmp_path / name
+        folder.mkdir()
+        git_init(folder)
+        assert run_sh("init", cwd=folder).returncode == 0
+    (tmp_path / "B" / ".harness" / "features.json").write_text(
+        '[{"id": "F-001", "title": "t", "description": "d", "acceptance_criteria": ["a"], '
+        '"verify": "true"}]')
+    script = tmp_path / "script.yaml"
+    script.write_text("- tools: [{name: finish, input: {summary: done}}]\n")
+    result = run_sh("--state", str(tmp_path / "B" / ".harness"), "worker", "next",
+                    "--backend", "scripted", "--script", str(script), cwd=tmp_path / "A")
+    refused(result, "--state", "another project's mission")
