@@ -177,3 +177,14 @@ def test_state_of_another_mission_is_named_as_such(tmp_path: Path) -> None:
     result = run_sh("--state", str(tmp_path / "B" / ".harness"), "worker", "next",
                     "--backend", "scripted", "--script", str(script), cwd=tmp_path / "A")
     refused(result, "--state", "another project's mission")
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+@pytest.mark.parametrize("option", ["--state", "--workdir"])
+def test_init_takes_no_state_or_workdir(tmp_path: Path, where: str, option: str) -> None:
+    """`run.sh --state ~/m init` made ./.harness and said nothing of --state, so every later
+    command with --state ~/m found no state directory."""
+    args = [option, str(tmp_path / "m"), "init"] if where == "before" else \
+        ["init", option, str(tmp_path / "m")]
+    refused(run_sh(*args, cwd=tmp_path), option, "PROJECT_DIR")
+    assert not (tmp_path / ".harness").exists() and not (tmp_path / "m").exists()

@@ -69,9 +69,15 @@ def cli(ctx: click.Context, state: str | None, workdir: str | None) -> None:
 
 @cli.command()
 @click.argument("project_dir", default=".", type=click.Path(file_okay=False))
-def init(project_dir: str) -> None:
+@click.pass_context
+def init(ctx: click.Context, project_dir: str) -> None:
     """Create PROJECT_DIR/.harness with a config, an empty plan and empty memory."""
     from harness.ops.scaffold import init_state, sandbox_config
+
+    given = [f"--{k}" for k in ("state", "workdir") if ctx.find_root().obj[k] is not None]
+    if given:  # it would make ./.harness and leave the folder named unmade
+        raise UsageError(f"init makes PROJECT_DIR/.harness and takes no {given[0]}: give "
+                         "the project's folder as PROJECT_DIR")
 
     state, ignored = init_state(Path(project_dir))
     click.echo(f"initialised {state}" + (" (git-ignored)" if ignored else ""))
