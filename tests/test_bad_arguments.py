@@ -188,3 +188,24 @@ def test_init_takes_no_state_or_workdir(tmp_path: Path, where: str, option: str)
         ["init", option, str(tmp_path / "m")]
     refused(run_sh(*args, cwd=tmp_path), option, "PROJECT_DIR")
     assert not (tmp_path / ".harness").exists() and not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize("flag, value, backend", [
+    ("--preset", "claude", "command"),
+    ("--command", "my-agent -p", "command"),
+    ("--script", "SCRIPT", "scripted"),
+])
+def test_a_flag_of_another_backend_is_refused_not_ignored(project: Path, state: Path,
+                                                          flag: str, value: str,
+                                                          backend: str) -> None:
+    """`worker F-004 --preset claude` on a role whose backend is anthropic ran the API (and
+    billed its key) with the preset ignored."""
+    script = project / "script.yaml"
+    script.write_text("- tools: [{name: finish, input: {summary: done}}]\n")
+    value = str(script) if value == "SCRIPT" else value
+    for args in (["worker", "F-004", flag, value], ["worker", "F-004", "--dry-run", flag, value]):
+        refused(run_sh(*args, cwd=project), flag, f"--backend {backend}", "anthropic")
+    assert not (state / "runs").exists()
+    with_backend = run_sh("worker", "F-004", "--dry-run", "--backend", backend, flag, value,
+                          cwd=project)
+    assert with_backend.returncode == 0, with_backend.stderr

@@ -97,7 +97,15 @@ def role_config_for(paths: Paths, role: str, backend: str | None,
         "options": {**role_config.options, **options},
         "sandbox": sandbox or role_config.sandbox,
     })
+    for flag, wants in FLAG_BACKENDS.items():  # a flag its backend would never read
+        if flag in options and role_config.backend != wants:
+            raise UsageError(f"--{flag} goes with --backend {wants}; this {role} run's backend "
+                             f"is {role_config.backend} ({role_path}): add --backend {wants}")
     return role_config, role_path, role_text
+
+
+# the command line's backend flags and the one backend that reads each
+FLAG_BACKENDS = {"preset": "command", "command": "command", "script": "scripted"}
 
 
 def with_mission_sandbox(role: RoleConfig, mission: MissionConfig) -> RoleConfig:
