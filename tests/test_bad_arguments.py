@@ -209,3 +209,19 @@ def test_a_flag_of_another_backend_is_refused_not_ignored(project: Path, state: 
     with_backend = run_sh("worker", "F-004", "--dry-run", "--backend", backend, flag, value,
                           cwd=project)
     assert with_backend.returncode == 0, with_backend.stderr
+
+
+def test_cron_keeps_the_flags_it_is_given_or_refuses_them(project: Path) -> None:
+    """`cron --preset claude` printed `loop --backend anthropic`, and `cron --backend scripted
+    --script FILE` a line without the script: flags the lines dropped without a word."""
+    script = project / "script.yaml"
+    script.write_text("- tools: [{name: finish, input: {summary: done}}]\n")
+    refused(run_sh("cron", "--preset", "claude", cwd=project), "--preset", "--backend command")
+    refused(run_sh("cron", "worker", "--script", str(script), cwd=project), "--script",
+            "--backend scripted")
+    lines = run_sh("cron", "worker", "--backend", "scripted", "--script", str(script),
+                   cwd=project).stdout
+    assert f"worker next --backend scripted --script {script}" in lines
+    lines = run_sh("cron", "--backend", "command", "--command", "my-agent -p",
+                   cwd=project).stdout
+    assert "loop --backend command --command 'my-agent -p'" in lines

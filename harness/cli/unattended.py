@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from pathlib import Path
 
 import click
 
@@ -33,8 +34,6 @@ def role_options(command: click.Command) -> click.Command:
 
 
 def _flags(given: dict) -> tuple[str, ...]:
-    from pathlib import Path
-
     values = {**given, "command": given.get("command_line")}
     if values.get("script"):
         values["script"] = str(Path(values["script"]).resolve())
@@ -111,6 +110,7 @@ def cron(ctx: click.Context, roles: tuple[str, ...], **given: str | None) -> Non
 
     paths = paths_of(ctx)
     check_state(paths.state)
-    overrides = {**given, "command": given.get("command_line")}
+    overrides = {**given, "command": given.get("command_line"),
+                 "script": given.get("script") and str(Path(given["script"]).resolve())}
     overrides.pop("command_line", None)
     click.echo(crontab(paths, roles, overrides))
