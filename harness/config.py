@@ -12,23 +12,20 @@ from typing import Annotated, Any, Literal, get_args
 import yaml
 from pydantic import (
     AfterValidator,
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     ValidationError,
     field_validator,
 )
 
 from harness.errors import UsageError
-from harness.types import MAX_SECONDS, Caps
+from harness.types import MAX_SECONDS, NUMBER, Caps, ConfigModel
 from harness.yamlfile import load_yaml
 
 ROLES = ("planner", "worker", "validator", "curator")
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+Strict = ConfigModel  # unknown keys and a bool or text for a number refused (harness/types.py)
 
 
 IDENTITY_CHARS = 4000  # identity/<role>.md: the curator keeps it within what prompts show
@@ -116,7 +113,7 @@ class MissionConfig(Strict):
     stuck_after: int = Field(default=3, ge=1, le=1_000_000)  # runs with no progress: blocked
     prompt: PromptCaps = Field(default_factory=PromptCaps)
     # model -> $ per million tokens by usage field
-    prices: dict[str, dict[str, Annotated[float, Field(ge=0, le=1e6)]]] = Field(
+    prices: dict[str, dict[str, Annotated[float, NUMBER, Field(ge=0, le=1e6)]]] = Field(
         default_factory=dict)
     curator: CuratorConfig = Field(default_factory=CuratorConfig)
     # shared: one worker or validating run per working tree; worktrees: one git worktree
@@ -279,7 +276,8 @@ def load_role_config(role: str, state: Path, home: Path) -> tuple[RoleConfig, Pa
         err = e.errors()[0]
         key = ".".join(str(p) for p in err["loc"]) or "(top level)"
         where = path if err["loc"] and err["loc"][0] in (over or {}) else shipped
-        raise UsageError(f"{where}: key '{key}': {err['msg']}") from None
+        msg = err["msg"].removeprefix("Value error, ")
+        raise UsageError(f"{where}: key '{key}': {msg}") from None
     text = (f"# {path} over {shipped}, key by key\n"
             + yaml.safe_dump(merged, sort_keys=False, allow_unicode=True))
     return config, path, text

@@ -32,7 +32,13 @@ def resolve_paths(state: str | None = None, workdir: str | None = None) -> Paths
     """Paths from options, then environment, then defaults (docs/contracts.md, "Where things
     live")."""
     home = harness_home()
+    for flag, value in (("--state", state), ("--workdir", workdir)):
+        if value == "":  # `--state "$STATE"` with STATE unset: not the default folder
+            raise UsageError(f"{flag} is empty: give a folder, or leave the option out")
     work = Path(workdir or ".").resolve()
+    if workdir is not None and not work.is_dir():
+        raise UsageError(f"--workdir {workdir}: "
+                         + ("not a folder" if work.exists() else "no such folder"))
     state_dir = Path(state or os.environ.get("HARNESS_STATE") or ".harness").resolve()
     return Paths(home=home, state=state_dir, workdir=work, identity=identity_dir())
 
@@ -129,13 +135,34 @@ def check_state(state: Path) -> Path:
     file goes; else a UsageError saying how to fix it."""
     if not state.is_dir():
         raise UsageError(
-            f"state directory {state} does not exist "
-            "(run `run.sh init` in the project, or pass --state / set HARNESS_STATE)"
+            f"state directory {state} "
+            + ("is not a folder " if state.exists() else "does not exist ")
+            + "(run `run.sh init` in the project, or pass --state / set HARNESS_STATE)"
         )
     if not os.access(state, os.W_OK | os.X_OK):
         raise UsageError(f"state directory {state} is not writable")
+    _a_state_directory(state)
     check_files(state, STATE_FOLDERS)
     return state
+
+
+# what every state directory holds once used (`run.sh init` writes them all)
+STATE_MARKS = ("config.yaml", "features.json", "raw.md", "runs", "ledger")
+
+
+def _a_state_directory(state: Path) -> None:
+    """UsageError for a folder no command may take for a state directory: a project holding
+    its `.harness` (`--state ~/proj`), or a folder of other files, whose MEMORY.md,
+    summary.md or raw.md a run would write. An empty folder is a new one."""
+    if any((state / mark).exists() for mark in STATE_MARKS):
+        return
+    if (state / ".harness").is_dir():
+        raise UsageError(f"{state} is a project, not its state directory: give --state "
+                         f"{state / '.harness'}")
+    if next(state.iterdir(), None) is not None:
+        raise UsageError(f"{state} is not a state directory (it holds none of "
+                         f"{', '.join(STATE_MARKS)}): give the project's .harness, or run "
+                         "`run.sh init`")
 
 
 def check_identity(identity: Path) -> Path:

@@ -8,9 +8,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 # The longest any timeout or wall-clock cap may be (30 days): past it, a number is a typo,
 # and an infinite one would overflow the clocks it is added to.
@@ -22,10 +30,33 @@ CAPPED = "capped"  # a turn, token, time or dollar cap stopped the run
 GAVE_UP = "gave_up"  # the agent (or CLI) reported failure
 
 
-class Caps(BaseModel):
-    """Limits for one run, from the role's `caps:`; None means no limit."""
+def a_number(value: Any) -> Any:
+    """A config value where a number goes: YAML's `true` or a quoted '3' is refused, where
+    pydantic's lax mode would take them as 1 and 3 (docs/configuration.md)."""
+    if isinstance(value, bool | str):
+        raise ValueError(f"expected a number, found {value!r}")
+    return value
+
+
+NUMBER = BeforeValidator(a_number)  # for a number inside a container (Annotated[float, ...])
+
+
+class ConfigModel(BaseModel):
+    """A config file's mapping: unknown keys refused, and a number only as a number."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _numbers_are_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        annotation = cls.model_fields[info.field_name].annotation
+        if {int, float} & set(get_args(annotation) or (annotation,)):
+            return a_number(value)
+        return value
+
+
+class Caps(ConfigModel):
+    """Limits for one run, from the role's `caps:`; None means no limit."""
 
     turns: int | None = Field(default=50, ge=1, le=100_000)  # model calls per run
     max_tokens: int = Field(default=8192, ge=1, le=1_000_000)  # output tokens per model call

@@ -217,9 +217,14 @@ def test_the_cron_lines_model_reaches_the_loop_when_the_roles_backends_differ(
 
 def test_the_cron_lines_preset_reaches_the_loop_when_the_roles_backends_differ(
         project: Path, mission: Path) -> None:
+    """A preset cron was given was said in the header and dropped from the loop line; with
+    roles of other backends it is now refused, as a run refuses it, and with
+    `--backend command` it reaches the line."""
     (mission / "roles").mkdir(exist_ok=True)
     (mission / "roles" / "worker.yaml").write_text("backend: command\noptions: {preset: codex}\n")
     cron = run_sh("cron", "--preset", "claude", cwd=project)
+    assert cron.returncode == 2 and "add --backend command" in cron.stderr, cron.stderr
+    cron = run_sh("cron", "--backend", "command", "--preset", "claude", cwd=project)
     assert "# worker: command --preset claude," in cron.stdout  # what it says
     line = next(x for x in cron.stdout.splitlines() if x.startswith("*/30"))
-    assert " loop --preset claude >> " in line, line  # is what cron runs
+    assert " loop --backend command --preset claude >> " in line, line  # is what cron runs

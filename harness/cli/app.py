@@ -14,7 +14,14 @@ import click
 
 from harness.cli.demo import demo
 from harness.cli.look import reconstruct, report, runs, show, status, summary, watch
-from harness.cli.options import GLOBAL_OPTIONS, PRESETS, accept_global_options, paths_of
+from harness.cli.options import (
+    GLOBAL_OPTIONS,
+    NOTE_ROLE_CHOICE,
+    PRESETS,
+    accept_global_options,
+    not_empty,
+    paths_of,
+)
 from harness.cli.plans import export, import_, import_notes
 from harness.cli.steer import answer, guide
 from harness.cli.unattended import cron, loop
@@ -62,9 +69,15 @@ def cli(ctx: click.Context, state: str | None, workdir: str | None) -> None:
 
 @cli.command()
 @click.argument("project_dir", default=".", type=click.Path(file_okay=False))
-def init(project_dir: str) -> None:
+@click.pass_context
+def init(ctx: click.Context, project_dir: str) -> None:
     """Create PROJECT_DIR/.harness with a config, an empty plan and empty memory."""
     from harness.ops.scaffold import init_state, sandbox_config
+
+    given = [f"--{k}" for k in ("state", "workdir") if ctx.find_root().obj[k] is not None]
+    if given:  # it would make ./.harness and leave the folder named unmade
+        raise UsageError(f"init makes PROJECT_DIR/.harness and takes no {given[0]}: give "
+                         "the project's folder as PROJECT_DIR")
 
     state, ignored = init_state(Path(project_dir))
     click.echo(f"initialised {state}" + (" (git-ignored)" if ignored else ""))
@@ -91,11 +104,11 @@ def _role_command(role: str, doc: str) -> click.Command:
                   help="Override the role's backend.")
     @click.option("--preset", type=PRESETS,
                   help="With --backend command: which agent CLI.")
-    @click.option("--command", "command_line", metavar="CMD",
+    @click.option("--command", "command_line", metavar="CMD", callback=not_empty,
                   help="With --backend command: the command line to run.")
     @click.option("--script", type=click.Path(exists=True, dir_okay=False),
                   help="With --backend scripted: the YAML file of turns to replay.")
-    @click.option("--model", help="Override the role's model.")
+    @click.option("--model", callback=not_empty, help="Override the role's model.")
     @click.option("--sandbox", type=click.Choice(["bwrap", "none"]),
                   help="Override the role's sandbox for the shell, verify and an agent CLI.")
     @click.pass_context
@@ -144,7 +157,7 @@ def note(ctx: click.Context) -> None:
                    "line counts of the archive's and the candidate record's appends.")
 @click.option("--explain", "text", metavar="TEXT",
               help="Say why the lesson TEXT was promoted to identity, or why not; change nothing.")
-@click.option("--role", metavar="ROLE", help="With --explain: only this role's lessons.")
+@click.option("--role", type=NOTE_ROLE_CHOICE, help="With --explain: only this role's lessons.")
 @click.option("--kind", type=click.Choice(["TRICK", "FAIL", "FORGOT", "GOTCHA", "DECISION", "-"],
                                           case_sensitive=False),
               help="With --explain: only lessons of this kind.")
@@ -256,7 +269,7 @@ def plan(ctx: click.Context, file) -> None:
 @click.option("--backend", type=click.Choice(["anthropic", "openai", "command", "scripted"]),
               help="Check this backend for every role instead of the configured ones.")
 @click.option("--preset", type=PRESETS)
-@click.option("--command", "command_line", metavar="CMD")
+@click.option("--command", "command_line", metavar="CMD", callback=not_empty)
 @click.option("--script", type=click.Path(dir_okay=False))
 @click.option("--no-cron", is_flag=True, help="Skip the check under a cron-like environment.")
 @click.pass_context

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from harness.cli.options import paths_of
+from harness.cli.options import ROLE_CHOICE, feature_id, paths_of
 from harness.errors import TASK_FAILED, UsageError
 from harness.paths import check_state
 
@@ -27,9 +27,11 @@ def status(ctx: click.Context, as_json: bool) -> None:
 
 
 @click.command()
-@click.option("-n", "--limit", default=20, show_default=True, help="How many of the latest runs.")
-@click.option("--feature", metavar="FEATURE_ID", help="Only runs on this feature.")
-@click.option("--role", metavar="ROLE", help="Only runs of this role.")
+@click.option("-n", "--limit", default=20, show_default=True, type=click.IntRange(min=0),
+              help="How many of the latest runs.")
+@click.option("--feature", metavar="FEATURE_ID", callback=feature_id,
+              help="Only runs on this feature.")
+@click.option("--role", type=ROLE_CHOICE, help="Only runs of this role.")
 @click.option("--failed", is_flag=True, help="Only runs that failed or never ended.")
 @click.pass_context
 def runs(ctx: click.Context, limit: int, feature: str | None, role: str | None,

@@ -120,6 +120,8 @@ def note_identity(opts: dict[str, str], env: os._Environ | dict[str, str]
             ("feature", "FEATURE_ID", "-", lambda v: names.check_feature_id(v, dash=True)),
             ("run", "HARNESS_RUN_ID", None, names.check_run_id)):
         value, where = opts.get(option), f"--{option}"
+        if value == "":  # `--feature "$F"` with F unset: not the option left out
+            raise ValueError(f"{where} is empty: give a value, or leave the option out")
         if not value:
             value, where = env.get(variable), f"${variable}"
         if not value:

@@ -7,6 +7,7 @@ import os
 
 import click
 
+from harness.names import NOTE_ROLES, ROLES, check_feature_id
 from harness.paths import (
     IDENTITY_FOLDERS,
     Paths,
@@ -21,6 +22,24 @@ GLOBAL_OPTIONS = {
 }
 # the agent CLIs `--preset` names (harness/backends/cli_presets.py), for every command taking it
 PRESETS = click.Choice(["claude", "codex", "gemini", "opencode", "generic"])
+ROLE_CHOICE = click.Choice(ROLES)  # a filter by role (`runs`)
+NOTE_ROLE_CHOICE = click.Choice(NOTE_ROLES)  # `curator --explain --role`: notes are user's too
+
+
+def not_empty(_ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An option's value that may not be empty: `--model "$MODEL"` with MODEL unset would
+    otherwise run as if the option were left out."""
+    if value == "":
+        raise click.BadParameter("is empty: give a value, or leave the option out")
+    return value
+
+
+def feature_id(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """A `--feature` filter: a typo (F-1) would match nothing and say so with exit 0."""
+    try:
+        return None if value is None else check_feature_id(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
 
 
 def paths_of(ctx: click.Context) -> Paths:

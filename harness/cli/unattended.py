@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from pathlib import Path
 
 import click
 
-from harness.cli.options import PRESETS, paths_of
+from harness.cli.options import PRESETS, not_empty, paths_of
 from harness.paths import check_state
 
 ROLE_FLAGS = ("backend", "preset", "command", "script", "model", "sandbox")
@@ -20,11 +21,11 @@ def role_options(command: click.Command) -> click.Command:
                      help="Run the worker and validator with this backend."),
         click.Option(["--preset"], type=PRESETS,
                      help="With --backend command: which agent CLI."),
-        click.Option(["--command", "command_line"], metavar="CMD",
+        click.Option(["--command", "command_line"], metavar="CMD", callback=not_empty,
                      help="With --backend command: the command line to run."),
         click.Option(["--script"], type=click.Path(exists=True, dir_okay=False),
                      help="With --backend scripted: the YAML file of turns to replay."),
-        click.Option(["--model"], help="Override the roles' model."),
+        click.Option(["--model"], callback=not_empty, help="Override the roles' model."),
         click.Option(["--sandbox"], type=click.Choice(["bwrap", "none"]),
                      help="Override the roles' sandbox."),
     )):
@@ -33,8 +34,6 @@ def role_options(command: click.Command) -> click.Command:
 
 
 def _flags(given: dict) -> tuple[str, ...]:
-    from pathlib import Path
-
     values = {**given, "command": given.get("command_line")}
     if values.get("script"):
         values["script"] = str(Path(values["script"]).resolve())
@@ -42,6 +41,9 @@ def _flags(given: dict) -> tuple[str, ...]:
 
 
 WEEK = 7 * 24 * 3600.0  # the longest wait a loop is given (as a recorded reset time's)
+# the most slots a loop runs (each a thread, a worker process and a git worktree at once):
+# beyond it, a typo (--parallel 100000) would start a process per feature of the plan
+MAX_PARALLEL = 64
 
 
 def _a_number(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
@@ -55,10 +57,12 @@ def _a_number(_ctx: click.Context, _param: click.Parameter, value: float) -> flo
 @click.option("--max-runs", type=click.IntRange(min=1), metavar="N",
               help="Stop after N worker and validator runs (busy and nothing-to-do answers "
                    "do not count).")
-@click.option("--until", "until_text", metavar="TIME",
+@click.option("--until", "until_text", metavar="TIME", callback=not_empty,
               help="Start no run after TIME: HH:MM (local, the next one) or an ISO-8601 time.")
-@click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True,
-              metavar="N", help="N workers on N features at once (workspace: worktrees).")
+@click.option("--parallel", type=click.IntRange(min=1, max=MAX_PARALLEL), default=1,
+              show_default=True, metavar="N",
+              help=f"N workers on N features at once, at most {MAX_PARALLEL} "
+                   "(workspace: worktrees).")
 @click.option("--curator-every", type=click.FloatRange(min=0, max=WEEK / 60), default=30,
               show_default=True, metavar="MINUTES", callback=_a_number,
               help="Run the curator this often (0: never), and once at the end.")
@@ -106,6 +110,7 @@ def cron(ctx: click.Context, roles: tuple[str, ...], **given: str | None) -> Non
 
     paths = paths_of(ctx)
     check_state(paths.state)
-    overrides = {**given, "command": given.get("command_line")}
+    overrides = {**given, "command": given.get("command_line"),
+                 "script": given.get("script") and str(Path(given["script"]).resolve())}
     overrides.pop("command_line", None)
     click.echo(crontab(paths, roles, overrides))

@@ -20,6 +20,7 @@ from harness.config import ROLES, MissionConfig, RoleConfig, load_role_config
 from harness.errors import UsageError
 from harness.ops.checks import Check
 from harness.paths import Paths
+from harness.run.prepare import check_flags
 from harness.state.envfile import user_env_file
 
 SCHEDULES = {  # staggered so a validator finds the worker's run finished
@@ -55,26 +56,28 @@ def effective_configs(paths: Paths, overrides: dict[str, Any]) -> dict[str, Role
     """Each role's config as a run would load it, with `cron`'s own flags over it."""
     configs = {}
     for role in ROLES:
-        config = load_role_config(role, paths.state, paths.home)[0]
+        config, path, _ = load_role_config(role, paths.state, paths.home)
         if role in FLAG_ROLES and overrides:
             options = {k: v for k, v in overrides.items() if k in ("preset", "command")}
             config = config.model_copy(update={
                 "backend": overrides.get("backend") or config.backend,
                 "model": overrides.get("model") or config.model,
                 "options": {**config.options, **options}})
+            check_flags(overrides, config.backend, f"the {role}'s", path)
         configs[role] = config
     return configs
 
 
 def _command(role: str, configs: dict[str, RoleConfig], overrides: dict[str, Any]) -> list[str]:
     """The run.sh arguments of one crontab line."""
-    model = ["--model", overrides["model"]] if overrides.get("model") else []
+    # the flags given to cron that role_flags (from the role's file) does not name
+    model = [a for k in ("command", "script", "model") if overrides.get(k)
+             for a in (f"--{k}", str(overrides[k]))]
     if role == "loop":
         worker, validator = (role_flags(configs[r]) for r in ("worker", "validator"))
         # roles of different backends each run with their own file's; the flags cron was
         # given still go to both, as the header lines say
-        given = [x for k in ("preset", "command") if overrides.get(k)
-                 for x in (f"--{k}", str(overrides[k]))]
+        given = ["--preset", str(overrides["preset"])] if overrides.get("preset") else []
         return ["loop", *(worker if worker == validator else given), *model]
     target = [TARGETS[role]] if role in TARGETS else []
     return [role, *target, *(role_flags(configs[role]) + model if role in FLAG_ROLES else [])]

@@ -175,9 +175,11 @@ def _no_symlinks_out(used: Path) -> None:
 
 def _replaced(path: Path, was: Path) -> UsageError:
     return UsageError(f"{path} is not the mission's repository (recorded at {was}, marked by "
-                      f"its {MARK}): it was replaced or redirected, so the harness runs no git "
-                      f"there; restore it, or, if this mission now works in another repository "
-                      f"on purpose, delete {RECORD} in the state directory")
+                      f"its {MARK}): it was replaced or redirected, or --state (or "
+                      "$HARNESS_STATE) names another project's mission, or --workdir another "
+                      "project; the harness runs no git there. Restore it, or, if this mission "
+                      f"now works in another repository on purpose, delete {RECORD} in the "
+                      "state directory")
 
 
 def _symlinked(path: Path) -> UsageError:

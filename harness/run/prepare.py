@@ -97,7 +97,21 @@ def role_config_for(paths: Paths, role: str, backend: str | None,
         "options": {**role_config.options, **options},
         "sandbox": sandbox or role_config.sandbox,
     })
+    check_flags(options, role_config.backend, f"this {role} run's", role_path)
     return role_config, role_path, role_text
+
+
+# the command line's backend flags and the one backend that reads each
+FLAG_BACKENDS = {"preset": "command", "command": "command", "script": "scripted"}
+
+
+def check_flags(flags: dict[str, Any], backend: str, whose: str, role_path: Path) -> None:
+    """UsageError for a flag of `flags` that `backend` would never read (--preset with the
+    anthropic backend): it would be ignored without a word."""
+    for flag, wants in FLAG_BACKENDS.items():
+        if flags.get(flag) and backend != wants:
+            raise UsageError(f"--{flag} goes with --backend {wants}; {whose} backend is "
+                             f"{backend} ({role_path}): add --backend {wants}")
 
 
 def with_mission_sandbox(role: RoleConfig, mission: MissionConfig) -> RoleConfig:
