@@ -28,12 +28,16 @@ def no_change_streak(worker_runs: list[dict[str, Any]], n: int) -> bool:
 
 def since_fresh_start(worker_runs: list[dict[str, Any]],
                       records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The runs that started at or after the feature's last retry or answer in its ledger
-    `records`: those before it do not count toward a block the person has just lifted."""
-    times = [str(r.get("time", "")) for r in records if r.get("verdict") in FRESH_START]
-    if not times:
+    """The runs (oldest first) after the worker run that was the feature's latest when a
+    person last retried or answered it (its ledger `records` name it): those up to it do not
+    count toward a block the person has just lifted. By run, not by time: a retry in the
+    second a run ended is after it."""
+    fresh = [r for r in records if r.get("verdict") in FRESH_START and "after_run" in r]
+    if not fresh:
         return worker_runs
-    return [m for m in worker_runs if str(m.get("started_at") or "") >= times[-1]]
+    ids = [m.get("run_id") for m in worker_runs]
+    after = fresh[-1]["after_run"]
+    return worker_runs[ids.index(after) + 1:] if after in ids else worker_runs
 
 
 def repeated_failure(verdicts: list[dict[str, Any]], n: int) -> str | None:

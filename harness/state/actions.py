@@ -12,7 +12,7 @@ from harness.state import plan as plan_mod
 from harness.state.ledger import append_verdict
 from harness.state.reading import read_json_object
 from harness.state.redact import redact
-from harness.state.runs import check_run_id, load_manifest
+from harness.state.runs import check_run_id, last_run_id, load_manifest
 from harness.state.store import write_record
 
 VERDICTS = ("pass", "fail")
@@ -123,7 +123,8 @@ def retry_feature(state: Path, feature_id: str, reason: str | None = None) -> pl
     text = " ".join((reason or "").split()) or "a person returned it to pending"
     append_verdict(state, feature_id, {
         "run_id": "retry", "verdict": "retry", "reason": redact(text),
-        "status_before": before[0].status, "attempts_before": before[0].attempts})
+        "status_before": before[0].status, "attempts_before": before[0].attempts,
+        "after_run": last_run_id(state, "worker", feature_id)})  # runs up to it: `stuck`
     return updated
 
 

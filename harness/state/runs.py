@@ -186,6 +186,12 @@ def recent_runs(state: Path, role: str, feature: str | None, n: int) -> list[dic
     return manifests[-n:]
 
 
+def last_run_id(state: Path, role: str, feature: str) -> str | None:
+    """The id of the latest run of `role` on `feature`, None before the first."""
+    last = recent_runs(state, role, feature, 1)
+    return last[0]["run_id"] if last else None
+
+
 def list_runs(state: Path) -> list[dict[str, Any]]:
     """Manifests of all runs, oldest first; a folder without a readable manifest is skipped."""
     out = []

@@ -16,6 +16,7 @@ from harness.state import plan as plan_mod
 from harness.state.ledger import append_verdict, ledger_path
 from harness.state.reading import parse_json_line
 from harness.state.redact import redact
+from harness.state.runs import last_run_id
 
 ANSWERS_SHOWN = 3  # the latest answers a prompt shows; older ones stay in the ledger
 SHOWN_MIN = 100  # characters a prompt gives each guidance or answer at least
@@ -44,7 +45,9 @@ def answer_feature(state: Path, feature_id: str, text: str) -> plan_mod.Feature:
                              f"{feature_id} TEXT` steers a feature that is not waiting")
         append_verdict(state, feature_id, {"run_id": ANSWER, "verdict": ANSWER,
                                            "question": f.blocked_reason or "",
-                                           "reason": answer})
+                                           "reason": answer,
+                                           "after_run": last_run_id(state, "worker",
+                                                                    feature_id)})
         return f.model_copy(update={"status": "pending", "blocked_reason": None})
 
     return plan_mod.update_feature(state, feature_id, change)
