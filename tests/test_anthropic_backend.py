@@ -390,5 +390,6 @@ def test_a_server_address_that_is_no_http_url_is_exit_2_naming_it(project, where
     result = run_sh("worker", "F-004", cwd=project, env=env)
     assert result.returncode == 2, result.stdout + result.stderr
     assert said in result.stderr and "https://" in result.stderr
-    doctor = run_sh("doctor", cwd=project, env=env).stdout
-    assert f"FAIL  auth worker: anthropic: {named} " in doctor and "no http(s) URL" in doctor
+    if url == "localhost:8080":  # doctor takes seconds: once per place the address comes from
+        doctor = run_sh("doctor", cwd=project, env=env).stdout
+        assert f"FAIL  auth worker: anthropic: {named} " in doctor and "no http(s) URL" in doctor

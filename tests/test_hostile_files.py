@@ -68,6 +68,7 @@ def make_odd(path: Path, kind: str) -> None:
         path.symlink_to(path.name)  # a symlink loop
 
 
+@pytest.mark.slow  # a run.sh start per case and command: .ci/run runs it
 @pytest.mark.parametrize("name, kind, commands", [
     (".harness/raw.md", "fifo", [["status"], ["note", "TRICK", "make -j4"], ["curator"],
                                  ["worker", "F-004", "--dry-run"], ["doctor", "--no-cron"]]),

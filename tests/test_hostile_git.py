@@ -13,6 +13,7 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
 import test_hostile as hostile
 from conftest import ROOT, run_sh
 from test_hostile import CANARY, bash, payload, script, worker
@@ -71,6 +72,7 @@ def test_a_signature_check_runs_no_program_of_the_agents_in_summary_show_or_repo
     assert_contained(mission, out)
 
 
+@pytest.mark.slow  # several git timeouts / 1,500 folders: .ci/run runs it
 def test_a_fifo_git_reads_stops_runs_with_its_name_and_views_wait_once(mission, tmp_path):
     """`mkfifo .gitattributes`: every git that reads attributes there waits for a writer for
     ever. The harness's git gave up after its timeout, and then the next run died in a
@@ -96,6 +98,7 @@ def test_a_fifo_git_reads_stops_runs_with_its_name_and_views_wait_once(mission, 
         assert time.monotonic() - started < 8, args  # one wait at most, not one a commit
 
 
+@pytest.mark.slow  # several git timeouts / 1,500 folders: .ci/run runs it
 def test_folders_nested_deep_in_the_git_folder_are_no_traceback(mission, tmp_path):
     """1,500 folders one in another under `.git/refs` (and `logs`): the harness's check of
     the git folder and its stale-lock cleanup walked them with Python's recursive os.walk,
