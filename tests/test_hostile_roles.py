@@ -17,6 +17,15 @@ PROBLEM = sandbox.bwrap_problem()
 PASS = "- tools: [{name: verdict, input: {verdict: pass, reason: ok}}]\n"
 
 
+def scripted_worker(project: Path, turns: str, env: dict[str, str] | None = None
+                    ) -> subprocess.CompletedProcess:
+    """`run.sh worker F-004` with the scripted backend playing `turns` (YAML)."""
+    script = project / "turns.yaml"
+    script.write_text(turns)
+    return run_sh("worker", "F-004", "--backend", "scripted", "--script", str(script),
+                  cwd=project, env=env)
+
+
 def test_a_verify_too_long_to_run_is_refused_naming_the_feature_and_key(project: Path,
                                                                         state: Path) -> None:
     """A planner's verify of 200 KB was taken into the plan; every validator run of that
@@ -53,11 +62,9 @@ def test_no_secret_reaches_the_agents_shell(project: Path, state: Path) -> None:
     (state / "env").write_text("DB_URL=postgres://u:file-secret-6f6@h/db\n"
                                "SENTRY_DSN=https://file-dsn-8a7@o1.ingest.example/1\n")
     (state / "env").chmod(0o600)
-    script = project / "env.yaml"
-    script.write_text("- tools: [{name: bash, input: {command: 'env > seen.txt'}}]\n"
-                      "- tools: [{name: finish, input: {summary: done}}]\n")
-    result = run_sh("worker", "F-004", "--backend", "scripted", "--script", str(script),
-                    cwd=project, env=SECRETS)
+    result = scripted_worker(
+        project, "- tools: [{name: bash, input: {command: 'env > seen.txt'}}]\n"
+                 "- tools: [{name: finish, input: {summary: done}}]\n", env=SECRETS)
     assert result.returncode == 0, result.stderr
     seen = (project / "seen.txt").read_text()
     assert "FEATURE_ID=F-004" in seen  # the shell ran, and wrote what it saw
@@ -82,12 +89,10 @@ def test_the_users_env_file_stays_hidden_when_a_role_shows_its_folder(project: P
     (state / "config.yaml").write_text((state / "config.yaml").read_text() + "sandbox: bwrap\n")
     (state / "roles").mkdir(exist_ok=True)
     (state / "roles" / "worker.yaml").write_text('sandbox_paths: {"~/.config": ro}\n')
-    script = project / "cat.yaml"
-    script.write_text("- tools: [{name: bash, input: {command: 'cat ~/.config/gh/hosts.yml "
-                      "~/.config/autonomous-harness/env > seen.txt 2>&1'}}]\n"
-                      "- tools: [{name: finish, input: {summary: done}}]\n")
-    result = run_sh("worker", "F-004", "--backend", "scripted", "--script", str(script),
-                    cwd=project, env={"HOME": str(home)})
+    result = scripted_worker(
+        project, "- tools: [{name: bash, input: {command: 'cat ~/.config/gh/hosts.yml "
+                 "~/.config/autonomous-harness/env > seen.txt 2>&1'}}]\n"
+                 "- tools: [{name: finish, input: {summary: done}}]\n", env={"HOME": str(home)})
     assert result.returncode == 0, result.stderr
     seen = (project / "seen.txt").read_text()
     assert "shown: yes" in seen  # the folder the role asked for is there
@@ -101,12 +106,10 @@ def test_the_editor_does_not_read_the_users_env_file_in_the_tree(project: Path) 
     folder.mkdir(parents=True)
     (folder / "env").write_text("# cron's keys: comment-secret-77\nX_API_KEY=abcdefgh\n")
     (folder / "env").chmod(0o600)
-    script = project / "view.yaml"
-    script.write_text("- tools: [{name: str_replace_based_edit_tool, input: {command: view, "
-                      "path: .config/autonomous-harness/env}}]\n"
-                      "- tools: [{name: finish, input: {summary: done}}]\n")
-    result = run_sh("worker", "F-004", "--backend", "scripted", "--script", str(script),
-                    cwd=project, env={"HOME": str(project)})
+    result = scripted_worker(
+        project, "- tools: [{name: str_replace_based_edit_tool, input: {command: view, "
+                 "path: .config/autonomous-harness/env}}]\n"
+                 "- tools: [{name: finish, input: {summary: done}}]\n", env={"HOME": str(project)})
     assert result.returncode == 0, result.stderr
     transcript = next((project / ".harness" / "runs").glob("*/transcript.jsonl")).read_text()
     assert "harness's own folders" in transcript
@@ -149,12 +152,11 @@ def test_the_editor_keeps_a_read_only_path_given_under_home(project: Path, state
     (project / "tests" / "test_it.py").write_text("assert False\n")
     (state / "roles").mkdir(exist_ok=True)
     (state / "roles" / "worker.yaml").write_text('sandbox_paths: {"~/project/tests": ro}\n')
-    script = project / "edit.yaml"
-    script.write_text("- tools: [{name: str_replace_based_edit_tool, input: {command: create, "
-                      "path: tests/test_it.py, file_text: 'assert True'}}]\n"
-                      "- tools: [{name: finish, input: {summary: done}}]\n")
-    result = run_sh("worker", "F-004", "--backend", "scripted", "--script", str(script),
-                    cwd=project, env={"HOME": str(project.parent)})
+    result = scripted_worker(
+        project, "- tools: [{name: str_replace_based_edit_tool, input: {command: create, "
+                 "path: tests/test_it.py, file_text: 'assert True'}}]\n"
+                 "- tools: [{name: finish, input: {summary: done}}]\n",
+        env={"HOME": str(project.parent)})
     assert result.returncode == 0, result.stderr
     assert (project / "tests" / "test_it.py").read_text() == "assert False\n"
 
@@ -220,13 +222,11 @@ def test_no_vsock_socket_inside(project: Path, state: Path) -> None:
     does not cut it, and Docker's default profile refuses the socket; ours let the agent
     make one (nothing is connected to here: making it is the whole check)."""
     (state / "config.yaml").write_text((state / "config.yaml").read_text() + "sandbox: bwrap\n")
-    script = project / "vsock.yaml"
-    script.write_text("- tools: [{name: bash, input: {command: \"python3 -c 'import socket; "
-                      "socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM)' 2> vsock.txt; "
-                      "echo $? >> vsock.txt\"}}]\n"
-                      "- tools: [{name: finish, input: {summary: done}}]\n")
-    result = run_sh("worker", "F-004", "--backend", "scripted", "--script", str(script),
-                    cwd=project)
+    result = scripted_worker(
+        project, "- tools: [{name: bash, input: {command: \"python3 -c 'import socket; "
+                 "socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM)' 2> vsock.txt; "
+                 "echo $? >> vsock.txt\"}}]\n"
+                 "- tools: [{name: finish, input: {summary: done}}]\n")
     assert result.returncode == 0, result.stderr
     said = (project / "vsock.txt").read_text()
     assert "Operation not permitted" in said and said.split()[-1] == "1", said
